@@ -1,0 +1,123 @@
+"""`conformance` command line: analyze, report, serve, matrix.
+
+The CLI contract of ``analyze`` is fixed by DESIGN.md: exit 0 when every input was
+read (whatever the verdicts), 2 for an unreadable input with a one-line reason on
+stderr naming the file. No traceback reaches the user for a bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance import __version__
+from conformance.transcript import InputError
+
+SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
+
+
+def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
+    from conformance.analysis import analyze
+    from conformance.readers import read_path
+
+    results, errors = [], []
+    for p in paths:
+        try:
+            for t in read_path(p):
+                results.append(analyze(t))
+        except InputError as e:
+            errors.append(str(e))
+        except (OSError, MemoryError, RecursionError) as e:
+            errors.append(f"{p}: cannot be read ({type(e).__name__}: {e})")
+    return results, errors
+
+
+def _print_summary(r: Any) -> None:
+    print(f"{SYMBOL.get(r.verdict, '?')} {r.source}: {r.verdict}"
+          + (f" ({r.error})" if r.error else ""))
+    if r.quirks:
+        print("  quirks: " + ", ".join(r.quirks))
+    for f in r.findings:
+        where = f"event {f.event}" if f.event is not None else "stream"
+        ptr = f" {f.pointer}" if f.pointer else ""
+        more = f" (x{f.count})" if f.count > 1 else ""
+        print(f"  [{f.level}] {f.rule}{' ' + f.quirk if f.quirk and f.quirk != f.rule else ''}"
+              f" @ {where}{ptr}: {f.message}{more}")
+    for c in r.tool_calls["robust"]:
+        print(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
+    print("  client impact: " + ", ".join(
+        f"{k} {v.status}" + (f" ({v.detail})" if v.detail and v.status != "ok" else "")
+        for k, v in r.impact.items()))
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    results, errors = _analyze_paths(args.paths)
+    if args.report:
+        from conformance.report import write_field_report
+        write_field_report(results, Path(args.report))
+    if args.json:
+        print(json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False,
+                         indent=1))
+    else:
+        for r in results:
+            _print_summary(r)
+    for e in errors:
+        print(f"conformance: {e}", file=sys.stderr)
+    return 2 if errors else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from conformance import report
+
+    if args.diff:
+        return report.diff_command(Path(args.diff[0]), Path(args.diff[1]),
+                                   markdown=args.markdown)
+    return report.render_command(Path(args.results), Path(args.out))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from conformance.server.app import serve
+
+    serve(host=args.host, port=args.port, latency=args.latency)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="conformance", description=(
+        "Conformance suite for OpenAI-compatible streaming tool calls."))
+    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)")
+    a.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    a.add_argument("--report", metavar="DIR", help="also write JSON/Markdown/HTML reports")
+    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.set_defaults(func=cmd_analyze)
+
+    r = sub.add_parser("report", help="render stored results, or diff two matrices")
+    r.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
+    r.add_argument("--markdown", action="store_true", help="diff as Markdown")
+    r.add_argument("--results", default="reports/results", help="directory of cell results")
+    r.add_argument("--out", default="reports", help="where the matrix files go")
+    r.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("serve", help="run the reference-profile server on 127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--latency", type=float, default=0.0, help="seconds of delay per stream")
+    s.set_defaults(func=cmd_serve)
+
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

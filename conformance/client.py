@@ -1,0 +1,601 @@
+"""A robust accumulator for streamed Chat Completions tool calls.
+
+Feed it chunks (raw JSON dicts, or the ``openai`` SDK's chunk objects) one at a time;
+ask for the calls so far at any point; at the end take the assistant message, the
+quirks it had to work around and whether any arguments needed repair.
+
+It follows the catalogue's accumulator rules (quirks-catalogue §N) and the index
+repair of seed 004: state per choice, call starts detected by id or by name, index-less
+fragments routed to the call in progress, cumulative and object arguments, JSON repair
+per seed 000 §4. Two promises hold everywhere: the provider's ``id`` is kept exactly as
+sent (``""`` included) and never invented, and unparsable arguments are never silently
+replaced by ``{}``.
+
+This module is also the analyzer's ``robust`` strategy: one implementation, not two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ToolCall",
+    "Workaround",
+    "Turn",
+    "ToolCallAccumulator",
+    "RoundTripPolicy",
+    "to_raw_chunk",
+    "accumulate",
+    "tool_result_messages",
+    "assistant_message",
+    "repair_json",
+    "mistral_id",
+]
+
+FINAL_NOT_EXECUTABLE = frozenset({"length", "content_filter", "error"})
+REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A catalogued quirk the accumulator met and handled (or could not handle)."""
+
+    quirk: str
+    event: int
+    message: str
+    recovered: bool = True
+
+
+@dataclass
+class ToolCall:
+    index: int  # position of the call in the turn (after index repair)
+    id: str  # exactly as the provider sent it; "" when it sent none
+    type: str
+    name: str
+    arguments: str  # what to send back: parsed-valid JSON text, repaired if it had to be
+    raw_arguments: str  # the concatenation as streamed (after cumulative/object handling)
+    repaired: bool = False
+    valid: bool = True  # arguments parse as JSON (after repair)
+    provider_index: int | None = None
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. extra_content, echoed back
+
+    def parsed_arguments(self) -> Any:
+        return json.loads(self.arguments)
+
+    def as_message_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type or "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+        for k, v in self.extras.items():
+            entry.setdefault(k, v)
+        return entry
+
+
+@dataclass
+class Turn:
+    """The assembled assistant turn."""
+
+    calls: list[ToolCall]
+    content: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    error: Any | None
+    workarounds: list[Workaround]
+
+    @property
+    def quirks(self) -> list[str]:
+        return sorted({w.quirk for w in self.workarounds})
+
+    @property
+    def repaired(self) -> bool:
+        return any(c.repaired for c in self.calls)
+
+    @property
+    def recoverable(self) -> bool:
+        """True when every call has a name and JSON arguments and nothing was lost."""
+        return (self.error is None and all(w.recovered for w in self.workarounds)
+                and all(c.name and c.valid for c in self.calls))
+
+    @property
+    def executable(self) -> bool:
+        """A tool turn an agent may act on: complete calls, not cut by length or an error."""
+        return (bool(self.calls) and self.recoverable
+                and (self.finish_reason or "") not in FINAL_NOT_EXECUTABLE)
+
+    def message(self, policy: RoundTripPolicy | None = None) -> dict[str, Any]:
+        return assistant_message(self, policy)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def to_raw_chunk(chunk: Any) -> Any:
+    """A raw JSON value for a chunk: dicts pass through; SDK (pydantic) objects are
+    dumped with ``exclude_unset`` so absent, null and "" stay different facts."""
+    if isinstance(chunk, dict):
+        return chunk
+    to_dict = getattr(chunk, "to_dict", None)
+    if callable(to_dict):  # openai SDK models: mode="json", exclude_unset=True
+        return to_dict()
+    dump = getattr(chunk, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_unset=True, mode="json")
+    if isinstance(chunk, str | bytes):
+        return json.loads(chunk)
+    return chunk
+
+
+def _nonempty_str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _complete_json(text: str) -> bool:
+    t = text.strip()
+    return bool(t) and t[0] in "{[" and _parses(t)
+
+
+def repair_json(text: str) -> str | None:
+    """Close what a truncated JSON value left open (seed 000 §4, string-aware).
+
+    Returns the repaired text, or None when closing brackets cannot make it parse.
+    Never returns "{}" for a non-empty input that was not already "{}".
+    """
+    stack: list[str] = []
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack[-1] != ch:
+                return None  # a closer that does not match: not a truncation
+            stack.pop()
+    base = text
+    if in_str:
+        if esc:
+            base = base[:-1]
+        base += '"'
+    closers = "".join(reversed(stack))
+    body = base.rstrip()
+    candidates = [body + closers]
+    if body.endswith(","):
+        candidates.append(body[:-1] + closers)
+    if body.endswith(":"):
+        candidates.append(body + " null" + closers)
+    if stack and stack[-1] == "}" and in_str:
+        candidates.append(body + ": null" + closers)  # cut inside a key
+    for cand in candidates:
+        if _parses(cand):
+            return cand
+    return None
+
+
+def _split_json_documents(text: str) -> list[str] | None:
+    """["{…}", "{…}"] when text is two or more whole JSON values back to back."""
+    dec = json.JSONDecoder()
+    docs, i, n = [], 0, len(text)
+    while i < n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        try:
+            _, end = dec.raw_decode(text, i)
+        except ValueError:
+            return None
+        docs.append(text[i:end])
+        i = end
+    return docs if len(docs) >= 2 else None
+
+
+def _kfold(text: str) -> str | None:
+    """X when text is X repeated k >= 2 times and X parses (Q-ARGS-DUPLICATED-ON-FLUSH)."""
+    n = len(text)
+    for k in range(2, 9):
+        if n % k == 0:
+            part = text[: n // k]
+            if part * k == text and _parses(part):
+                return part
+    return None
+
+
+def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for t in tools or ():
+        if isinstance(t, dict):
+            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if isinstance(name, str):
+                params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+                out[name] = params
+    return out
+
+
+# --------------------------------------------------------------------------- state
+
+class _Slot:
+    __slots__ = ("ordinal", "provider_index", "id", "type", "name", "parts", "length",
+                 "cumulative", "obj", "extras", "first_event", "ids")
+
+    def __init__(self, ordinal: int, provider_index: int | None, event: int):
+        self.ordinal = ordinal
+        self.provider_index = provider_index
+        self.id = ""
+        self.type = ""
+        self.name = ""
+        self.parts: list[str] = []
+        self.length = 0
+        self.cumulative = False
+        self.obj: Any = None
+        self.extras: dict[str, Any] = {}
+        self.first_event = event
+        self.ids: set[str] = set()
+
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+
+class _Choice:
+    __slots__ = ("slots", "by_index", "by_id", "current")
+
+    def __init__(self) -> None:
+        self.slots: list[_Slot] = []
+        self.by_index: dict[int, _Slot] = {}
+        self.by_id: dict[str, _Slot] = {}
+        self.current: _Slot | None = None
+
+    def open(self, provider_index: int | None, event: int) -> _Slot:
+        slot = _Slot(len(self.slots), provider_index, event)
+        self.slots.append(slot)
+        if provider_index is not None:
+            self.by_index[provider_index] = slot
+        self.current = slot
+        return slot
+
+
+CONTROL_MARKUP = re.compile(r"^\s*\[(?:ARGS|TOOL_CALLS|CALL_ID)\]|<\|?/?tool_call|<arg_key>|<think>")
+
+
+class ToolCallAccumulator:
+    """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``."""
+
+    def __init__(self, *, tools: Iterable[Any] | None = None, n: int = 1):
+        self._declared = _declared_tools(tools)
+        self._per_choice = n > 1
+        self._choices: dict[int, _Choice] = {}
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._finish: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._error: Any = None
+        self._notes: dict[tuple[str, int], Workaround] = {}
+        self._events = 0
+
+    # -- public -------------------------------------------------------------------
+    def feed(self, chunk: Any, *, event: int | None = None) -> None:
+        """Apply one chunk. Anything that is not a chunk object is ignored."""
+        ev = self._events if event is None else event
+        self._events += 1
+        chunk = to_raw_chunk(chunk)
+        if not isinstance(chunk, dict):
+            return
+        if "error" in chunk and chunk["error"] is not None:
+            self._error = chunk["error"]
+            self._note("Q-SSE-ERROR-ENVELOPE" if "choices" not in chunk
+                       else "Q-SSE-ERROR-IN-CHUNK", ev, "error reported inside the stream")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage  # last non-null usage wins; never summed
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if isinstance(choice, dict):
+                self._apply_choice(choice, ev)
+
+    def feed_many(self, chunks: Iterable[Any]) -> ToolCallAccumulator:
+        for c in chunks:
+            self.feed(c)
+        return self
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls so far (arguments as accumulated, no end-of-stream repair)."""
+        return [self._call(s, final=False) for s in self._all_slots()]
+
+    def result(self) -> Turn:
+        calls = [self._call(s, final=True) for s in self._all_slots()]
+        content = "".join(self._content) if self._content else None
+        reasoning = "".join(self._reasoning) if self._reasoning else None
+        return Turn(calls, content, reasoning, self._finish, self._usage, self._error,
+                    sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)))
+
+    # -- internals ----------------------------------------------------------------
+    def _note(self, quirk: str, event: int, message: str, recovered: bool = True) -> None:
+        self._notes.setdefault((quirk, event), Workaround(quirk, event, message, recovered))
+
+    def _all_slots(self) -> list[_Slot]:
+        return [s for key in sorted(self._choices) for s in self._choices[key].slots]
+
+    def _apply_choice(self, choice: dict[str, Any], ev: int) -> None:
+        ci = choice.get("index")
+        key = ci if (self._per_choice and isinstance(ci, int)) else 0
+        state = self._choices.get(key)
+        if state is None:
+            state = self._choices[key] = _Choice()
+        delta = choice.get("delta")
+        if isinstance(delta, dict):  # apply the delta before this choice's finish_reason
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self._content.append(content)
+            for k in REASONING_KEYS:
+                r = delta.get(k)
+                if isinstance(r, str) and r:
+                    self._reasoning.append(r)
+                    break
+            tcs = delta.get("tool_calls")
+            if isinstance(tcs, list):
+                for tc in tcs:
+                    if isinstance(tc, dict):
+                        self._apply_tool_delta(state, tc, ev)
+        fr = choice.get("finish_reason")
+        if not (isinstance(fr, str) and fr):
+            fr = choice.get("finishReason")
+        if isinstance(fr, str) and fr:
+            self._finish = fr  # the last non-null, non-empty value
+
+    def _apply_tool_delta(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
+        fn = tc.get("function")
+        fn = fn if isinstance(fn, dict) else {}
+        tid = _nonempty_str(tc.get("id"))
+        name = _nonempty_str(fn.get("name"))
+        slot = self._select(state, tc.get("index"), tid, name, fn, ev)
+        state.current = slot
+        if tid:
+            if not slot.id:
+                slot.id = tid
+                state.by_id[tid] = slot
+            slot.ids.add(tid)
+        typ = _nonempty_str(tc.get("type"))
+        if typ and not slot.type:
+            slot.type = typ
+        if name:
+            self._apply_name(slot, name, ev)
+        if "arguments" in fn:
+            self._apply_args(slot, fn["arguments"], ev)
+        for k, v in tc.items():
+            if k not in ("index", "id", "type", "function") and v is not None:
+                slot.extras.setdefault(k, v)  # e.g. Gemini's extra_content: echo it back
+
+    def _select(self, state: _Choice, index: Any, tid: str | None, name: str | None,
+                fn: dict[str, Any], ev: int) -> _Slot:
+        idx = index if type(index) is int else None
+        if idx is not None:
+            slot = state.by_index.get(idx)
+            if slot is None:
+                return state.open(idx, ev)
+            if self._starts_new_call(slot, tid, name, fn):
+                quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
+                self._note(quirk, ev, f"a new call started on occupied index {idx}; "
+                                      "given its own slot")
+                return state.open(idx, ev)
+            return slot
+        self._note("Q-INDEX-ABSENT", ev, "tool-call delta without index; routed by id/name")
+        if tid:
+            known = state.by_id.get(tid)
+            if known is not None:
+                return known
+            cur = state.current
+            if cur is not None and not cur.id and not cur.name and cur.length == 0:
+                return cur
+            return state.open(None, ev)
+        cur = state.current
+        if name:
+            if cur is not None and (not cur.name or (cur.name == name and not self._done(cur))):
+                return cur
+            return state.open(None, ev)
+        return cur if cur is not None else state.open(None, ev)
+
+    def _done(self, slot: _Slot) -> bool:
+        return slot.obj is not None or (slot.length > 0 and _complete_json(slot.text()))
+
+    def _starts_new_call(self, slot: _Slot, tid: str | None, name: str | None,
+                         fn: dict[str, Any]) -> bool:
+        if tid and slot.id and tid != slot.id and tid not in slot.ids:
+            return name is not None  # a new id without a name is Q-ID-CHANGES-MID-CALL
+        if tid is None and name and slot.name:
+            args = fn.get("arguments")
+            restarts = isinstance(args, str) and args.lstrip().startswith("{")
+            if name == slot.name:
+                return restarts and self._done(slot)  # id-less repeat of a finished call
+            if name in self._declared and slot.name in self._declared:
+                return True
+            return self._done(slot)
+        return False
+
+    def _apply_name(self, slot: _Slot, name: str, ev: int) -> None:
+        if not slot.name:
+            slot.name = name
+        elif name != slot.name:
+            complete = slot.name in self._declared
+            if not complete:  # a fragment of the name (Q-NAME-FRAGMENTED)
+                slot.name += name
+                self._note("Q-NAME-FRAGMENTED", ev, "function name arrived in pieces")
+
+    def _apply_args(self, slot: _Slot, a: Any, ev: int) -> None:
+        if a is None:
+            return
+        if not isinstance(a, str):
+            slot.obj = a  # object arguments: the last one wins, serialised at the end
+            self._note("Q-ARGS-JSON-OBJECT", ev, "arguments sent as a JSON value, not a string")
+            return
+        if not a:
+            return
+        if CONTROL_MARKUP.search(a):
+            self._note("Q-ARGS-CONTROL-MARKUP", ev, f"control markup in arguments: {a[:40]!r}",
+                       recovered=False)
+        if slot.cumulative:
+            buf = slot.text()
+            if a.startswith(buf):
+                slot.parts, slot.length = [a], len(a)
+            elif not buf.startswith(a):
+                slot.parts.append(a)
+                slot.length += len(a)
+            return
+        if slot.length >= 2 and len(a) > slot.length and a.startswith(slot.text()):
+            slot.cumulative = True  # each delta re-sends everything so far
+            slot.parts, slot.length = [a], len(a)
+            self._note("Q-ARGS-CUMULATIVE", ev, "arguments re-sent in full on each delta")
+            return
+        slot.parts.append(a)
+        slot.length += len(a)
+
+    def _call(self, slot: _Slot, *, final: bool) -> ToolCall:
+        raw = slot.text()
+        if slot.obj is not None and not raw:
+            raw = json.dumps(slot.obj, ensure_ascii=False, separators=(",", ":"))
+        call = ToolCall(slot.ordinal, slot.id, slot.type or "function", slot.name, raw, raw,
+                        provider_index=slot.provider_index, extras=dict(slot.extras))
+        if not final:
+            return call
+        ev = slot.first_event
+        if not raw.strip():
+            params = self._declared.get(slot.name)
+            if params and params.get("required"):
+                self._note("Q-ARGS-LOST-MULTITOKEN-DELTA", ev,
+                           f"no arguments streamed for {slot.name!r}, which has required "
+                           "parameters", recovered=False)
+                call.arguments, call.valid = "{}", False
+            else:
+                self._note("Q-ARGS-ABSENT-NO-PARAMS", ev, "no arguments streamed; sent as {}")
+                call.arguments = "{}"
+            return call
+        if _parses(raw):
+            return call
+        once = _kfold(raw)
+        if once is not None:
+            self._note("Q-ARGS-DUPLICATED-ON-FLUSH", ev, "arguments repeated whole; collapsed")
+            call.arguments = once
+            return call
+        if _split_json_documents(raw):
+            self._note("Q-INDEX-REUSED-ACROSS-CALLS", ev, "two JSON documents in one call's "
+                       "arguments: a second call reused the index without an id",
+                       recovered=False)
+            call.valid = False
+            return call
+        repaired = repair_json(raw)
+        if repaired is not None:
+            call.arguments, call.repaired = repaired, True
+            if self._finish != "length":
+                self._note("Q-ARGS-TRUNCATED", ev, "arguments were cut; closed by JSON repair")
+            return call
+        self._note("Q-ARGS-SERVER-PARSER-CORRUPTION", ev,
+                   "arguments are not JSON and cannot be repaired; kept as sent",
+                   recovered=False)
+        call.valid = False
+        return call
+
+
+def accumulate(chunks: Iterable[Any], *, tools: Iterable[Any] | None = None, n: int = 1) -> Turn:
+    """Convenience: feed every chunk and return the assembled turn."""
+    return ToolCallAccumulator(tools=tools, n=n).feed_many(chunks).result()
+
+
+# --------------------------------------------------------------------------- round trip
+
+_B62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def mistral_id(call_id: str) -> str:
+    """A deterministic 9-character [a-zA-Z0-9] id for providers that demand one
+    (Q-RT-MISTRAL-TOOL-CALL-ID). Applied to both sides, so the pairing survives."""
+    if re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
+        return call_id
+    n = int.from_bytes(hashlib.sha256(call_id.encode("utf-8")).digest()[:8], "big")
+    out = []
+    for _ in range(9):
+        n, r = divmod(n, 62)
+        out.append(_B62[r])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class RoundTripPolicy:
+    """Per-provider choices for sending the calls back (catalogue group J)."""
+
+    content: str = "null"  # "null" | "empty" | "omit": the assistant message's content
+    tool_message_name: bool = False  # Q-RT-TOOL-MESSAGE-NAME: add `name` to tool messages
+    id_format: str | None = None  # "mistral9": remap ids to 9 alphanumerics
+    echo_reasoning: bool = False  # Q-REASONING-MUST-BE-ECHOED
+
+    @classmethod
+    def from_provider(cls, entry: Mapping[str, Any] | None) -> RoundTripPolicy:
+        rt = (entry or {}).get("roundtrip") or {}
+        return cls(content=rt.get("content", "null"),
+                   tool_message_name=bool(rt.get("tool_message_name", False)),
+                   id_format=rt.get("id_format"),
+                   echo_reasoning=bool(rt.get("echo_reasoning", False)))
+
+    def wire_id(self, call_id: str) -> str:
+        return mistral_id(call_id) if self.id_format == "mistral9" else call_id
+
+
+def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict[str, Any]:
+    p = policy or RoundTripPolicy()
+    msg: dict[str, Any] = {"role": "assistant"}
+    if turn.content:
+        msg["content"] = turn.content
+    elif p.content == "null":
+        msg["content"] = None
+    elif p.content == "empty":
+        msg["content"] = ""
+    if turn.calls:
+        entries = []
+        for c in turn.calls:
+            e = c.as_message_entry()
+            e["id"] = p.wire_id(c.id)
+            entries.append(e)
+        msg["tool_calls"] = entries
+    if p.echo_reasoning and turn.reasoning:
+        msg["reasoning_content"] = turn.reasoning
+    return msg
+
+
+def tool_result_messages(pairs: Iterable[tuple[ToolCall, Any]],
+                         policy: RoundTripPolicy | None = None) -> list[dict[str, Any]]:
+    """One ``role: tool`` message per (call, result), ``tool_call_id`` = the call's id."""
+    p = policy or RoundTripPolicy()
+    out = []
+    for call, result in pairs:
+        content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        msg: dict[str, Any] = {"role": "tool", "tool_call_id": p.wire_id(call.id),
+                               "content": content}
+        if p.tool_message_name:
+            msg["name"] = call.name
+        out.append(msg)
+    return out

@@ -1,0 +1,124 @@
+"""Incremental SSE decoding that keeps the raw lines.
+
+Events are decoded by httpx-sse's own line and event decoders (the ones its
+``EventSource`` uses); this wrapper adds what a conformance judge needs and a client
+library throws away: comment lines, line numbers, ``[DONE]``, non-JSON payloads,
+invalid UTF-8 and an event cut off by the end of the stream.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterable, Iterator
+
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
+
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
+
+
+class SSEParser:
+    """Feed bytes in any split; get Events out. Re-chunking never changes the result."""
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._bad_utf8 = False
+        self._lines = SSELineDecoder()
+        self._events = SSEDecoder()
+        self._n = 0
+        self._line_no = 0
+        self._event_line: int | None = None
+        self._event_size = 0
+        self._oversized = False
+        self.bytes_seen = 0
+        self.done = False
+
+    def _decode_text(self, data: bytes, final: bool = False) -> str:
+        try:
+            return self._utf8.decode(data, final)
+        except UnicodeDecodeError:
+            # Keep going with replacement characters; report once.
+            self._bad_utf8 = True
+            state = self._utf8.getstate()
+            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+            self._utf8.setstate(state)
+            return self._utf8.decode(data, final)
+
+    def feed(self, data: bytes) -> list[Event]:
+        self.bytes_seen += len(data)
+        text = self._decode_text(data)
+        return self._lines_to_events(self._lines.decode(text) if text else [])
+
+    def close(self) -> list[Event]:
+        text = self._decode_text(b"", final=True)
+        lines = (self._lines.decode(text) if text else []) + self._lines.flush()
+        out = self._lines_to_events(lines)
+        if self._bad_utf8:
+            # Reported at the end so that the position never depends on how bytes were split.
+            out.append(self._fault("invalid UTF-8 in the stream (decoded with U+FFFD)"))
+        # An event with data but no blank line after it is discarded by the SSE spec.
+        pending = self._events._data
+        if pending:
+            line = self._event_line
+            out.append(self._fault("stream ended inside an event (no blank line after it): "
+                                   + "\n".join(pending)[:120], line))
+        return out
+
+    def _fault(self, text: str, line: int | None = None) -> Event:
+        ev = Event(self._n, FAULT, line if line is not None else self._line_no, text)
+        self._n += 1
+        return ev
+
+    def _lines_to_events(self, lines: list[str]) -> list[Event]:
+        out: list[Event] = []
+        for line in lines:
+            self._line_no += 1
+            if line.startswith(":"):
+                out.append(Event(self._n, COMMENT, self._line_no, line[1:].strip()))
+                self._n += 1
+                continue
+            if line and self._event_line is None:
+                self._event_line = self._line_no
+            if line:
+                self._event_size += len(line)
+                if self._event_size > MAX_EVENT_BYTES:
+                    # Drop the payload rather than hold it; the event becomes a fault.
+                    self._events._data = []
+                    self._oversized = True
+                    continue
+            sse = self._events.decode(line)
+            if sse is None:
+                continue
+            start = self._event_line or self._line_no
+            self._event_line, self._event_size = None, 0
+            if self._oversized:
+                self._oversized = False
+                out.append(self._fault(f"one event larger than {MAX_EVENT_BYTES} bytes", start))
+                continue
+            out.append(payload_event(self._n, sse.data, start, sse.event or None))
+            self._n += 1
+        return out
+
+
+def payload_event(n: int, data: str, line: int | None, sse_event: str | None = None) -> Event:
+    """Classify one data payload: [DONE], JSON (any value) or not JSON."""
+    if data.strip() == "[DONE]":
+        return Event(n, DONE, line, data, None, sse_event)
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return Event(n, NONJSON, line, data, None, sse_event)
+    return Event(n, CHUNK, line, data, value, sse_event)
+
+
+def iter_sse(blocks: Iterable[bytes]) -> Iterator[Event]:
+    parser = SSEParser()
+    for block in blocks:
+        yield from parser.feed(block)
+    yield from parser.close()
+
+
+def parse_sse_bytes(raw: bytes) -> list[Event]:
+    return list(iter_sse([raw]))

@@ -1,0 +1,93 @@
+"""The three client strategies the matrix reports impact for.
+
+- ``naive``: seed 000 §2 literally: ``choices[0]``, key by ``index``, overwrite
+  id/name/type whenever the key is present (``Some("")`` included), append arguments.
+- ``guarded``: seed 000 §5's non-empty guard (and seed 003's guards, without its
+  invented fallback ids): skip chunks without choices, index defaults to 0,
+  overwrite only with non-empty values.
+- ``robust``: ``conformance.client.ToolCallAccumulator``, the suite's reference client.
+
+A strategy that raises is reported as crashed, with the exception, not propagated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.client import ToolCallAccumulator, Turn
+
+
+class StrategyCrash(Exception):
+    pass
+
+
+class NaiveAccumulator:
+    guard = False
+
+    def __init__(self) -> None:
+        self.acc: dict[Any, dict[str, Any]] = {}
+        self.crash: str | None = None
+
+    def feed(self, chunk: Any, event: int) -> None:
+        if self.crash is not None or not isinstance(chunk, dict):
+            return
+        try:
+            self._feed(chunk)
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            self.crash = f"event {event}: {type(e).__name__}: {e}"
+
+    def _feed(self, chunk: dict[str, Any]) -> None:
+        choices = chunk.get("choices")
+        if self.guard:
+            if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+                return
+            delta = choices[0].get("delta") or {}
+        else:
+            if "error" in chunk and "choices" not in chunk:
+                return  # even a naive SSE loop stops on an error envelope
+            delta = chunk["choices"][0]["delta"]
+        for tc in delta.get("tool_calls") or ():
+            idx = tc.get("index", 0) if self.guard else tc["index"]
+            if not self.guard and not isinstance(idx, int):
+                raise TypeError(f"tool-call index is {idx!r}, not an integer")
+            entry = self.acc.setdefault(idx, {"id": "", "type": "", "name": "", "arguments": ""})
+            fn = tc.get("function") or {}
+            for key, value in (("id", tc.get("id")), ("type", tc.get("type")),
+                               ("name", fn.get("name"))):
+                if value is not None and (value or not self.guard):
+                    entry[key] = value
+            args = fn.get("arguments")
+            if args is not None and (args or not self.guard):
+                entry["arguments"] += args  # a non-string here raises TypeError: a crash
+
+    def calls(self) -> list[dict[str, Any]]:
+        keys = sorted(self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
+        return [{"index": k if isinstance(k, int) else None, "id": v["id"],
+                 "type": v["type"] or "function", "name": v["name"], "arguments": v["arguments"]}
+                for k, v in ((k, self.acc[k]) for k in keys)]
+
+
+class GuardedAccumulator(NaiveAccumulator):
+    guard = True
+
+
+class RobustStrategy:
+    def __init__(self, tools: Any = None, n: int = 1) -> None:
+        self.acc = ToolCallAccumulator(tools=tools, n=n)
+        self.crash: str | None = None
+        self._turn: Turn | None = None
+
+    def feed(self, chunk: Any, event: int) -> None:
+        self.acc.feed(chunk, event=event)
+
+    def turn(self) -> Turn:
+        if self._turn is None:
+            self._turn = self.acc.result()
+        return self._turn
+
+    def calls(self) -> list[dict[str, Any]]:
+        return [{"index": c.index, "id": c.id, "type": c.type, "name": c.name,
+                 "arguments": c.arguments} for c in self.turn().calls]
+
+
+STRATEGIES = ("naive", "guarded", "robust")
