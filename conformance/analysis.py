@@ -40,8 +40,19 @@ from conformance.transcript import (
 
 MAX_OCCURRENCES = 3  # evidence kept per (rule, quirk); later ones are only counted
 FINISH_VALUES = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
-CHUNK_KEYS = frozenset({"id", "object", "created", "model", "system_fingerprint", "choices",
-                        "usage", "service_tier", "obfuscation"})
+CHUNK_KEYS = frozenset(
+    {
+        "id",
+        "object",
+        "created",
+        "model",
+        "system_fingerprint",
+        "choices",
+        "usage",
+        "service_tier",
+        "obfuscation",
+    }
+)
 CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
 DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_call"})
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
@@ -50,7 +61,8 @@ REFERENCE_EXTRA = frozenset({"obfuscation"})  # OpenAI's own extra field: refere
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoning_details")
 TOOL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<｜DSML｜|\[Calling tool:|"
-    r"<\|tool_calls_section_begin\|>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"")
+    r"<\|tool_calls_section_begin\|>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
+)
 OPENAI_ID = re.compile(r"call_[A-Za-z0-9]{8,}")
 
 
@@ -66,9 +78,14 @@ class Finding:
     count: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"rule": self.rule, "level": self.level, "quirk": self.quirk,
-                             "event": self.event, "pointer": self.pointer,
-                             "message": self.message}
+        d: dict[str, Any] = {
+            "rule": self.rule,
+            "level": self.level,
+            "quirk": self.quirk,
+            "event": self.event,
+            "pointer": self.pointer,
+            "message": self.message,
+        }
         if self.excerpt is not None:
             d["excerpt"] = self.excerpt
         if self.count > 1:
@@ -109,11 +126,15 @@ class CaptureResult:
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "source": self.source, "verdict": self.verdict, "quirks": self.quirks,
+            "source": self.source,
+            "verdict": self.verdict,
+            "quirks": self.quirks,
             "findings": [f.to_json() for f in self.findings],
-            "finish_reason": self.finish_reason, "tool_calls": self.tool_calls,
+            "finish_reason": self.finish_reason,
+            "tool_calls": self.tool_calls,
             "impact": {k: v.to_json() for k, v in self.impact.items()},
-            "rules": self.rules, "events": self.events,
+            "rules": self.rules,
+            "events": self.events,
         }
         if self.error:
             d["error"] = self.error
@@ -123,8 +144,11 @@ class CaptureResult:
 
 
 def _excerpt(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                          separators=(",", ":"))
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -135,8 +159,18 @@ def _nonempty(v: Any) -> bool:
 class _IndexState:
     """What the rules remember about one provider index of one choice."""
 
-    __slots__ = ("first_event", "id", "name", "opener_name", "args_before_name",
-                 "name_event", "deltas", "chunks", "id_missing", "split_suspect")
+    __slots__ = (
+        "first_event",
+        "id",
+        "name",
+        "opener_name",
+        "args_before_name",
+        "name_event",
+        "deltas",
+        "chunks",
+        "id_missing",
+        "split_suspect",
+    )
 
     def __init__(self, event: int):
         self.first_event = event
@@ -187,16 +221,32 @@ class Analyzer:
         self.max_index_first: int | None = None
 
     # ------------------------------------------------------------------ findings
-    def find(self, rule: str, message: str, *, quirk: str | None = None, event: int | None = None,
-             pointer: str | None = None, excerpt: Any = None, level: str | None = None) -> None:
+    def find(
+        self,
+        rule: str,
+        message: str,
+        *,
+        quirk: str | None = None,
+        event: int | None = None,
+        pointer: str | None = None,
+        excerpt: Any = None,
+        level: str | None = None,
+    ) -> None:
         if rule.startswith("Q-") and quirk is None:
             quirk = rule
         lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
         key = (rule, quirk)
         f = self.findings.get(key)
         if f is None:
-            self.findings[key] = Finding(rule, lvl, quirk, event, pointer, message,
-                                         None if excerpt is None else _excerpt(excerpt))
+            self.findings[key] = Finding(
+                rule,
+                lvl,
+                quirk,
+                event,
+                pointer,
+                message,
+                None if excerpt is None else _excerpt(excerpt),
+            )
             self.order.append(key)
         else:
             f.count += 1
@@ -222,8 +272,13 @@ class Analyzer:
         self.guarded.feed(chunk, n)
         self.robust.feed(chunk, n)
         if not isinstance(chunk, dict):
-            self.find("R-CHUNK-OBJECT", f"payload is a JSON {type(chunk).__name__}, not an "
-                      "object", event=n, pointer="", excerpt=chunk)
+            self.find(
+                "R-CHUNK-OBJECT",
+                f"payload is a JSON {type(chunk).__name__}, not an object",
+                event=n,
+                pointer="",
+                excerpt=chunk,
+            )
             return
         for detector in CHUNK_DETECTORS:
             detector(self, chunk, n)
@@ -248,7 +303,9 @@ class Analyzer:
                     self.any_tool_delta = True
                     self.feed_tool_delta(tc, key, f"{ptr}/delta/tool_calls/{k}", n, len(tcs))
 
-    def feed_tool_delta(self, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int) -> None:
+    def feed_tool_delta(
+        self, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
+    ) -> None:
         for detector in TOOL_DELTA_DETECTORS:
             detector(self, tc, key, ptr, n, siblings)
 
@@ -258,26 +315,55 @@ class Analyzer:
             detector(self)
         turn = self.robust.turn()
         for w in turn.workarounds:  # the robust client's own findings, with their events
-            if w.quirk in ("Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK", "Q-INDEX-ABSENT",
-                           "Q-INDEX-ALL-ZERO", "Q-NAME-FRAGMENTED"):
+            if w.quirk in (
+                "Q-SSE-ERROR-ENVELOPE",
+                "Q-SSE-ERROR-IN-CHUNK",
+                "Q-INDEX-ABSENT",
+                "Q-INDEX-ALL-ZERO",
+                "Q-NAME-FRAGMENTED",
+            ):
                 continue  # reported by their own detectors, with pointers
-            rule = {"Q-ARGS-TRUNCATED": "R-ARGS-JSON", "Q-ARGS-SERVER-PARSER-CORRUPTION":
-                    "R-ARGS-JSON", "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
-                    "Q-ARGS-CUMULATIVE": "R-ARGS-JSON", "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
-                    "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT"}.get(w.quirk, w.quirk)
+            rule = {
+                "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
+                "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
+                "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
+                "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
+                "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
+                "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
+            }.get(w.quirk, w.quirk)
             self.find(rule, w.message, quirk=w.quirk, event=w.event)
-        calls = {"naive": self.naive.calls(), "guarded": self.guarded.calls(),
-                 "robust": self.robust.calls()}
+        calls = {
+            "naive": self.naive.calls(),
+            "guarded": self.guarded.calls(),
+            "robust": self.robust.calls(),
+        }
         impact = self._impact(turn, calls)
         findings = [self.findings[k] for k in self.order]
         findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
         error = self._error_reason(turn)
         verdict = self._verdict(findings, turn, error)
-        meta = {k: v for k, v in (("model", self.model),
-                                  ("system_fingerprint", sorted(self.fingerprints) or None),
-                                  ("server", header(self.t.headers, "server"))) if v}
-        return CaptureResult(self.t.source, verdict, findings, turn.finish_reason, calls, impact,
-                             self._rule_status(), error, turn, meta, self.events)
+        meta = {
+            k: v
+            for k, v in (
+                ("model", self.model),
+                ("system_fingerprint", sorted(self.fingerprints) or None),
+                ("server", header(self.t.headers, "server")),
+            )
+            if v
+        }
+        return CaptureResult(
+            self.t.source,
+            verdict,
+            findings,
+            turn.finish_reason,
+            calls,
+            impact,
+            self._rule_status(),
+            error,
+            turn,
+            meta,
+            self.events,
+        )
 
     def _impact(self, turn: Turn, calls: dict[str, list[dict[str, Any]]]) -> dict[str, Impact]:
         want = [_call_key(c) for c in calls["robust"]]
@@ -322,9 +408,12 @@ class Analyzer:
 
     def _rule_status(self) -> dict[str, str]:
         has = {
-            "framing": self.t.framing, "http": self.t.status is not None,
-            "request": self.req is not None, "roundtrip": _is_roundtrip(self.req),
-            "tool_calls": self.any_tool_delta, None: True,
+            "framing": self.t.framing,
+            "http": self.t.status is not None,
+            "request": self.req is not None,
+            "roundtrip": _is_roundtrip(self.req),
+            "tool_calls": self.any_tool_delta,
+            None: True,
         }
         out = {}
         for rid, rule in RULES.items():
@@ -340,8 +429,9 @@ class Analyzer:
 
 def _is_roundtrip(req: dict[str, Any] | None) -> bool:
     msgs = (req or {}).get("messages")
-    return isinstance(msgs, list) and any(isinstance(m, dict) and m.get("role") == "tool"
-                                          for m in msgs)
+    return isinstance(msgs, list) and any(
+        isinstance(m, dict) and m.get("role") == "tool" for m in msgs
+    )
 
 
 def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:
@@ -403,45 +493,67 @@ def _register(table: list[Any]) -> Any:
     def deco(fn: Any) -> Any:
         table.append(fn)
         return fn
+
     return deco
 
 
 # ---- group A: framing
 
+
 def detect_comment_keepalive(a: Analyzer, ev: Event) -> None:
     """Q-SSE-COMMENT-KEEPALIVE: SSE comment lines between events."""
-    a.find("Q-SSE-COMMENT-KEEPALIVE", f"SSE comment line ': {ev.data[:60]}'", event=ev.n,
-           excerpt=": " + ev.data)
+    a.find(
+        "Q-SSE-COMMENT-KEEPALIVE",
+        f"SSE comment line ': {ev.data[:60]}'",
+        event=ev.n,
+        excerpt=": " + ev.data,
+    )
 
 
 def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
     """Q-SSE-KEEPALIVE-AS-DATA: a `data:` payload starting with ':'; else R-SSE-DATA-JSON."""
     if ev.data.lstrip().startswith(":"):
-        a.find("R-SSE-DATA-JSON", "keep-alive sent as a data event with a non-JSON payload",
-               quirk="Q-SSE-KEEPALIVE-AS-DATA", event=ev.n, excerpt="data: " + ev.data)
+        a.find(
+            "R-SSE-DATA-JSON",
+            "keep-alive sent as a data event with a non-JSON payload",
+            quirk="Q-SSE-KEEPALIVE-AS-DATA",
+            event=ev.n,
+            excerpt="data: " + ev.data,
+        )
     else:
-        a.find("R-SSE-DATA-JSON", "data payload is not JSON", event=ev.n,
-               excerpt="data: " + ev.data)
+        a.find(
+            "R-SSE-DATA-JSON", "data payload is not JSON", event=ev.n, excerpt="data: " + ev.data
+        )
 
 
 @_register(END_DETECTORS)
 def detect_done_missing(a: Analyzer) -> None:
     """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]`."""
     if a.t.framing and a.events and not a.done_seen and a.t.transport_error is None:
-        a.find("R-SSE-DONE", "stream ended without data: [DONE]", quirk="Q-SSE-DONE-MISSING",
-               event=a.events - 1)
+        a.find(
+            "R-SSE-DONE",
+            "stream ended without data: [DONE]",
+            quirk="Q-SSE-DONE-MISSING",
+            event=a.events - 1,
+        )
 
 
 @_register(END_DETECTORS)
 def detect_http_level(a: Analyzer) -> None:
     """Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED; R-HTTP-OK."""
     t = a.t
+    if t.transport_error:
+        a.find("R-COMPLETE", t.transport_error, quirk=t.meta.get("transport_quirk"))
     if t.status is not None and t.status != 200:
         msg = _body_message(t.raw)
         low = msg.lower()
         quirk = None
-        if a.req and a.req.get("stream") and a.req.get("tools") and (
-                "tools" in low and "stream" in low or "unsupported param: tools" in low):
+        if (
+            a.req
+            and a.req.get("stream")
+            and a.req.get("tools")
+            and ("tools" in low and "stream" in low or "unsupported param: tools" in low)
+        ):
             quirk = "Q-STREAM-TOOLS-UNSUPPORTED"
         elif t.status == 400 and "stream_options" in low:
             quirk = "Q-STREAM-OPTIONS-REJECTED"
@@ -455,19 +567,33 @@ def detect_http_level(a: Analyzer) -> None:
     try:
         body = json.loads(t.raw)
     except ValueError:
-        a.find("R-SSE-CONTENT-TYPE", f"stream requested; got {ctype} that is neither SSE nor "
-               f"JSON: {_body_message(t.raw)}")
+        a.find(
+            "R-SSE-CONTENT-TYPE",
+            f"stream requested; got {ctype} that is neither SSE nor JSON: {_body_message(t.raw)}",
+        )
         return
-    if isinstance(body, dict) and isinstance(body.get("choices"), list) and body["choices"] and \
-            isinstance(body["choices"][0], dict) and "message" in body["choices"][0]:
-        a.find("R-SSE-CONTENT-TYPE", f"stream requested; answered with one {ctype} "
-               "completion", quirk="Q-STREAM-DOWNGRADED", excerpt=body)
+    if (
+        isinstance(body, dict)
+        and isinstance(body.get("choices"), list)
+        and body["choices"]
+        and isinstance(body["choices"][0], dict)
+        and "message" in body["choices"][0]
+    ):
+        a.find(
+            "R-SSE-CONTENT-TYPE",
+            f"stream requested; answered with one {ctype} completion",
+            quirk="Q-STREAM-DOWNGRADED",
+            excerpt=body,
+        )
         # The catalogue's workaround: read the completion as if it had been streamed.
         a.robust.feed(_completion_as_chunk(body), 0)
     elif isinstance(body, dict) and "error" in body:
         a.robust.feed({"error": body["error"]}, 0)
-        a.find("R-NO-ERROR", "200 with a JSON error body: " + _error_text(body["error"]),
-               quirk="Q-SSE-ERROR-ENVELOPE")
+        a.find(
+            "R-NO-ERROR",
+            "200 with a JSON error body: " + _error_text(body["error"]),
+            quirk="Q-SSE-ERROR-ENVELOPE",
+        )
     else:
         a.find("R-SSE-CONTENT-TYPE", f"stream requested; got {ctype}", excerpt=body)
 
@@ -478,14 +604,17 @@ def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
         msg = dict(c.get("message") or {})
         tcs = msg.get("tool_calls")
         if isinstance(tcs, list):
-            msg["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(tcs)
-                                 if isinstance(tc, dict)]
-        choices.append({"index": c.get("index", 0), "delta": msg,
-                        "finish_reason": c.get("finish_reason")})
+            msg["tool_calls"] = [
+                dict(tc, index=i) for i, tc in enumerate(tcs) if isinstance(tc, dict)
+            ]
+        choices.append(
+            {"index": c.get("index", 0), "delta": msg, "finish_reason": c.get("finish_reason")}
+        )
     return {"choices": choices, "usage": body.get("usage")}
 
 
 # ---- group A/B: chunk envelope
+
 
 @_register(CHUNK_DETECTORS)
 def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
@@ -494,8 +623,14 @@ def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         return
     a.error_seen = True
     quirk = "Q-SSE-ERROR-ENVELOPE" if "choices" not in chunk else "Q-SSE-ERROR-IN-CHUNK"
-    a.find("R-NO-ERROR", "error inside the stream: " + _error_text(chunk["error"]), quirk=quirk,
-           event=n, pointer="/error", excerpt=chunk)
+    a.find(
+        "R-NO-ERROR",
+        "error inside the stream: " + _error_text(chunk["error"]),
+        quirk=quirk,
+        event=n,
+        pointer="/error",
+        excerpt=chunk,
+    )
 
 
 @_register(CHUNK_DETECTORS)
@@ -507,12 +642,22 @@ def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     if chunk.get("error") is not None:
         return
     if isinstance(chunk.get("usage"), dict):
-        a.find("Q-USAGE-EMPTY-CHOICES", "usage chunk without choices (documented reference "
-               "behaviour; `choices[0]` crashes naive clients)", event=n, pointer="/choices",
-               excerpt=chunk)
+        a.find(
+            "Q-USAGE-EMPTY-CHOICES",
+            "usage chunk without choices (documented reference "
+            "behaviour; `choices[0]` crashes naive clients)",
+            event=n,
+            pointer="/choices",
+            excerpt=chunk,
+        )
     elif "prompt_filter_results" in chunk or "prompt_annotations" in chunk:
-        a.find("Q-AZURE-PROMPT-FILTER-CHUNK", "chunk with empty choices carrying prompt filter "
-               "results", event=n, pointer="/choices", excerpt=chunk)
+        a.find(
+            "Q-AZURE-PROMPT-FILTER-CHUNK",
+            "chunk with empty choices carrying prompt filter results",
+            event=n,
+            pointer="/choices",
+            excerpt=chunk,
+        )
     else:
         a.empty_delta_chunks.append(n)
 
@@ -524,11 +669,17 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     if isinstance(chunk.get("usage"), dict):
         a.usage_events.append(n)
         if isinstance(choices, list) and choices:
-            a.find("Q-USAGE-PLACEMENT", "usage on a chunk that also carries choices", event=n,
-                   pointer="/usage", excerpt=chunk.get("usage"))
+            a.find(
+                "Q-USAGE-PLACEMENT",
+                "usage on a chunk that also carries choices",
+                event=n,
+                pointer="/usage",
+                excerpt=chunk.get("usage"),
+            )
         elif len(a.usage_events) > 1:
-            a.find("Q-USAGE-PLACEMENT", "usage sent in more than one chunk", event=n,
-                   pointer="/usage")
+            a.find(
+                "Q-USAGE-PLACEMENT", "usage sent in more than one chunk", event=n, pointer="/usage"
+            )
     if isinstance(chunk.get("model"), str) and chunk["model"] and a.model is None:
         a.model = chunk["model"]
     fp = chunk.get("system_fingerprint")
@@ -538,15 +689,23 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
     missing = [k for k in ("id", "object", "created", "model") if chunk.get(k) in (None, "")]
     if missing:
-        a.find("Q-ENVELOPE-FIELDS-MISSING", "chunk without " + ", ".join(missing), event=n,
-               pointer="/" + missing[0])
+        a.find(
+            "Q-ENVELOPE-FIELDS-MISSING",
+            "chunk without " + ", ".join(missing),
+            event=n,
+            pointer="/" + missing[0],
+        )
     cid = chunk.get("id")
     if isinstance(cid, str) and cid:
         if a.chunk_id is None:
             a.chunk_id = cid
         elif cid != a.chunk_id:
-            a.find("Q-CHUNK-ID-UNSTABLE", f"chunk id changed from {a.chunk_id!r} to {cid!r}",
-                   event=n, pointer="/id")
+            a.find(
+                "Q-CHUNK-ID-UNSTABLE",
+                f"chunk id changed from {a.chunk_id!r} to {cid!r}",
+                event=n,
+                pointer="/id",
+            )
     for k in chunk:
         if k not in CHUNK_KEYS and k != "error":
             a.extra_fields.setdefault(k, n)
@@ -559,19 +718,32 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     Q-TOOLCALLS-EMPTY-ARRAY, Q-EMPTY-DELTA-CHUNKS."""
     delta = choice.get("delta")
     if "delta" not in choice or not isinstance(delta, dict):
-        a.find("Q-AZURE-CHOICE-WITHOUT-DELTA", "choice without a delta object", event=n,
-               pointer=ptr, excerpt=choice)
+        a.find(
+            "Q-AZURE-CHOICE-WITHOUT-DELTA",
+            "choice without a delta object",
+            event=n,
+            pointer=ptr,
+            excerpt=choice,
+        )
         delta = {}
     missing = [k for k in ("index", "finish_reason") if k not in choice]
     if "role" in delta and delta["role"] is None:
         missing.append("delta.role (null)")
     if missing:
-        a.find("Q-ENVELOPE-FIELDS-MISSING", "choice without " + ", ".join(missing), event=n,
-               pointer=ptr)
+        a.find(
+            "Q-ENVELOPE-FIELDS-MISSING",
+            "choice without " + ", ".join(missing),
+            event=n,
+            pointer=ptr,
+        )
     ci = choice.get("index")
     if a.n <= 1 and isinstance(ci, int) and ci != 0:
-        a.find("Q-CHUNK-ID-UNSTABLE", f"choice index {ci} in a single-choice stream", event=n,
-               pointer=ptr + "/index")
+        a.find(
+            "Q-CHUNK-ID-UNSTABLE",
+            f"choice index {ci} in a single-choice stream",
+            event=n,
+            pointer=ptr + "/index",
+        )
     for k in choice:
         if k not in CHOICE_KEYS and k != "finishReason":
             a.extra_fields.setdefault("choice." + k, n)
@@ -584,10 +756,13 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
                 if k not in TOOL_CALL_KEYS:
                     a.extra_fields.setdefault("tool_call." + k, n)
     if delta.get("tool_calls") == []:
-        a.find("Q-TOOLCALLS-EMPTY-ARRAY", "`tool_calls: []` on a delta", event=n,
-               pointer=ptr + "/delta/tool_calls")
-    carries = [k for k, v in delta.items()
-               if k != "role" and v not in (None, "", [], {})]
+        a.find(
+            "Q-TOOLCALLS-EMPTY-ARRAY",
+            "`tool_calls: []` on a delta",
+            event=n,
+            pointer=ptr + "/delta/tool_calls",
+        )
+    carries = [k for k, v in delta.items() if k != "role" and v not in (None, "", [], {})]
     if not carries and choice.get("finish_reason") in (None, "") and "finishReason" not in choice:
         if not (delta.get("role") and a.chunk_ordinal == 0):
             a.empty_delta_chunks.append(n)
@@ -601,29 +776,55 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     carries_output = bool(delta.get("tool_calls")) or _nonempty(delta.get("content"))
     if a.finishes and carries_output and a.finish_reported_at is None:
         a.finish_reported_at = n
-        a.find("Q-FINISH-ON-NONFINAL-CHUNK", f"output after finish_reason "
-               f"{a.finishes[-1][1]!r} (event {a.finishes[-1][0]})", event=n, pointer=ptr)
+        a.find(
+            "Q-FINISH-ON-NONFINAL-CHUNK",
+            f"output after finish_reason {a.finishes[-1][1]!r} (event {a.finishes[-1][0]})",
+            event=n,
+            pointer=ptr,
+        )
     fr = choice.get("finish_reason")
     if "finishReason" in choice:
-        a.find("Q-FINISH-CAMELCASE", "finish reason sent as `finishReason`", event=n,
-               pointer=ptr + "/finishReason", excerpt=choice.get("finishReason"))
+        a.find(
+            "Q-FINISH-CAMELCASE",
+            "finish reason sent as `finishReason`",
+            event=n,
+            pointer=ptr + "/finishReason",
+            excerpt=choice.get("finishReason"),
+        )
         if fr in (None, "") and isinstance(choice["finishReason"], str):
             fr = choice["finishReason"]
     if fr == "":
-        a.find("Q-FINISH-EMPTY-STRING", "`finish_reason: \"\"` instead of null", event=n,
-               pointer=ptr + "/finish_reason")
+        a.find(
+            "Q-FINISH-EMPTY-STRING",
+            '`finish_reason: ""` instead of null',
+            event=n,
+            pointer=ptr + "/finish_reason",
+        )
         return
     if fr is None:
         return
     if not isinstance(fr, str) or fr not in FINISH_VALUES:
-        a.find("R-FINISH-VALUE", f"finish_reason {fr!r} is not a standard value",
-               quirk="Q-FINISH-NONSTANDARD-VALUE", event=n, pointer=ptr + "/finish_reason")
+        a.find(
+            "R-FINISH-VALUE",
+            f"finish_reason {fr!r} is not a standard value",
+            quirk="Q-FINISH-NONSTANDARD-VALUE",
+            event=n,
+            pointer=ptr + "/finish_reason",
+        )
     if any(v == fr for _, v in a.finishes):
-        a.find("Q-FINISH-REPEATED", f"finish_reason {fr!r} sent again", event=n,
-               pointer=ptr + "/finish_reason")
+        a.find(
+            "Q-FINISH-REPEATED",
+            f"finish_reason {fr!r} sent again",
+            event=n,
+            pointer=ptr + "/finish_reason",
+        )
     if delta.get("tool_calls"):
-        a.find("Q-FINISH-SAME-CHUNK-AS-CALL", "tool-call delta and finish_reason in one chunk",
-               event=n, pointer=ptr + "/finish_reason")
+        a.find(
+            "Q-FINISH-SAME-CHUNK-AS-CALL",
+            "tool-call delta and finish_reason in one chunk",
+            event=n,
+            pointer=ptr + "/finish_reason",
+        )
     a.finishes.append((n, str(fr)))
 
 
@@ -635,24 +836,35 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
     content = delta.get("content")
     if reasoning:
         if delta.get("tool_calls"):
-            a.find("Q-REASONING-SAME-DELTA", "reasoning and tool_calls in one delta", event=n,
-                   pointer=ptr + "/delta")
+            a.find(
+                "Q-REASONING-SAME-DELTA",
+                "reasoning and tool_calls in one delta",
+                event=n,
+                pointer=ptr + "/delta",
+            )
         a.reasoning_seen = True
     if _nonempty(content):
         if sum(len(c) for c in a.content) < 200_000:
             a.content.append(content)
         if a.first_markup_event is None and TOOL_MARKUP.search(content):
             a.first_markup_event = n
-        if (a.reasoning_seen and choice.get("finish_reason") == "tool_calls"):
-            a.find("Q-REASONING-LEAK-AT-FINISH", "content text on the tool_calls finish chunk "
-                   "after reasoning", event=n, pointer=ptr + "/delta/content", excerpt=content)
+        if a.reasoning_seen and choice.get("finish_reason") == "tool_calls":
+            a.find(
+                "Q-REASONING-LEAK-AT-FINISH",
+                "content text on the tool_calls finish chunk after reasoning",
+                event=n,
+                pointer=ptr + "/delta/content",
+                excerpt=content,
+            )
 
 
 # ---- groups C, D, E, F: the tool-call deltas
 
+
 @_register(TOOL_DELTA_DETECTORS)
-def detect_tool_delta(a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: int,
-                      siblings: int) -> None:
+def detect_tool_delta(
+    a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
+) -> None:
     """R-INDEX-PRESENT, R-FIRST-*, R-CONT-*; Q-ID-ABSENT, Q-TYPE-MISSING, Q-EMPTY-STRING-OVERWRITE,
     Q-ID-REPEATED, Q-ID-CHANGES-MID-CALL, Q-INDEX-ALL-ZERO, Q-INDEX-REUSED-ACROSS-CALLS,
     Q-NAME-REPEATED, Q-NAME-FRAGMENTED, Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA,
@@ -662,20 +874,45 @@ def detect_tool_delta(a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: in
     idx = tc.get("index")
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
     if _nonempty(name) and name == "multi_tool_use.parallel":
-        a.find("Q-OPENAI-MULTI-TOOL-USE-WRAPPER", "call to the synthetic multi_tool_use.parallel",
-               event=n, pointer=ptr + "/function/name")
+        a.find(
+            "Q-OPENAI-MULTI-TOOL-USE-WRAPPER",
+            "call to the synthetic multi_tool_use.parallel",
+            event=n,
+            pointer=ptr + "/function/name",
+        )
     if _nonempty(tid) and not OPENAI_ID.fullmatch(tid):
-        a.find("Q-ID-FORMAT", f"tool-call id {tid!r} is not OpenAI's call_… shape", event=n,
-               pointer=ptr + "/id", excerpt=tid)
+        a.find(
+            "Q-ID-FORMAT",
+            f"tool-call id {tid!r} is not OpenAI's call_… shape",
+            event=n,
+            pointer=ptr + "/id",
+            excerpt=tid,
+        )
     if siblings >= 2:
-        a.find("Q-ARGS-WHOLE-IN-ONE-DELTA", f"{siblings} tool calls in one delta", event=n,
-               pointer=ptr.rsplit("/", 1)[0])
+        a.find(
+            "Q-ARGS-WHOLE-IN-ONE-DELTA",
+            f"{siblings} tool calls in one delta",
+            event=n,
+            pointer=ptr.rsplit("/", 1)[0],
+        )
     if type(idx) is not int:
-        a.find("R-INDEX-PRESENT", "tool-call delta without an integer index",
-               quirk="Q-INDEX-ABSENT", event=n, pointer=ptr + "/index", excerpt=tc)
+        a.find(
+            "R-INDEX-PRESENT",
+            "tool-call delta without an integer index",
+            quirk="Q-INDEX-ABSENT",
+            event=n,
+            pointer=ptr + "/index",
+            excerpt=tc,
+        )
         if _nonempty(name) and not _nonempty(tid):
-            a.find("R-FIRST-ID", "an index-less call start without a non-empty id",
-                   quirk="Q-ID-ABSENT", event=n, pointer=ptr + "/id", excerpt=tc)
+            a.find(
+                "R-FIRST-ID",
+                "an index-less call start without a non-empty id",
+                quirk="Q-ID-ABSENT",
+                event=n,
+                pointer=ptr + "/id",
+                excerpt=tc,
+            )
         a.indexless.append((n, a.chunk_ordinal, tc))
         if len(a.indexless) > 10_000:  # bounded: only the shape of the first calls matters
             del a.indexless[5_000:]
@@ -690,54 +927,108 @@ def detect_tool_delta(a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: in
     has_name = _nonempty(name)
     if "id" in tc and tid is not None:
         if tid == "":
-            a.find("R-CONT-ID-ABSENT", "`id: \"\"` on a continuation delta",
-                   quirk="Q-EMPTY-STRING-OVERWRITE", event=n, pointer=ptr + "/id", excerpt=tc)
+            a.find(
+                "R-CONT-ID-ABSENT",
+                '`id: ""` on a continuation delta',
+                quirk="Q-EMPTY-STRING-OVERWRITE",
+                event=n,
+                pointer=ptr + "/id",
+                excerpt=tc,
+            )
         elif not st.id:
             st.id = tid  # the id arrived late; Q-ID-ABSENT was reported on the opener
         elif tid == st.id:
-            a.find("R-CONT-ID-ABSENT", "the call's id repeated on a continuation delta",
-                   quirk="Q-ID-REPEATED", event=n, pointer=ptr + "/id", excerpt=tc)
+            a.find(
+                "R-CONT-ID-ABSENT",
+                "the call's id repeated on a continuation delta",
+                quirk="Q-ID-REPEATED",
+                event=n,
+                pointer=ptr + "/id",
+                excerpt=tc,
+            )
         elif has_name:
             quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
-            a.find("R-INDEX-DISTINCT", f"a new call (id {tid!r}) reuses index {idx}",
-                   quirk=quirk, event=n, pointer=ptr + "/index", excerpt=tc)
+            a.find(
+                "R-INDEX-DISTINCT",
+                f"a new call (id {tid!r}) reuses index {idx}",
+                quirk=quirk,
+                event=n,
+                pointer=ptr + "/index",
+                excerpt=tc,
+            )
             a.indexes[(key, idx)] = _IndexState(n)
             a.indexes[(key, idx)].id, a.indexes[(key, idx)].name = tid, name
             a.indexes[(key, idx)].opener_name = "value"
             return
         else:
-            a.find("R-CONT-ID-ABSENT", f"the id changed to {tid!r} within the call",
-                   quirk="Q-ID-CHANGES-MID-CALL", event=n, pointer=ptr + "/id", excerpt=tc)
+            a.find(
+                "R-CONT-ID-ABSENT",
+                f"the id changed to {tid!r} within the call",
+                quirk="Q-ID-CHANGES-MID-CALL",
+                event=n,
+                pointer=ptr + "/id",
+                excerpt=tc,
+            )
     if "type" in tc and tc["type"] is not None:
         if tc["type"] == "":
-            a.find("R-CONT-TYPE-ABSENT", "`type: \"\"` on a continuation delta",
-                   quirk="Q-TYPE-MISSING", event=n, pointer=ptr + "/type")
+            a.find(
+                "R-CONT-TYPE-ABSENT",
+                '`type: ""` on a continuation delta',
+                quirk="Q-TYPE-MISSING",
+                event=n,
+                pointer=ptr + "/type",
+            )
         else:
-            a.find("R-CONT-TYPE-ABSENT", "type repeated on a continuation delta", event=n,
-                   pointer=ptr + "/type")
+            a.find(
+                "R-CONT-TYPE-ABSENT",
+                "type repeated on a continuation delta",
+                event=n,
+                pointer=ptr + "/type",
+            )
     if "name" in fn and name is not None:
         if name == "":
             if st.name:
-                a.find("R-CONT-NAME-ABSENT", "`name: \"\"` on a continuation delta",
-                       quirk="Q-EMPTY-STRING-OVERWRITE", event=n, pointer=ptr + "/function/name",
-                       excerpt=tc)
+                a.find(
+                    "R-CONT-NAME-ABSENT",
+                    '`name: ""` on a continuation delta',
+                    quirk="Q-EMPTY-STRING-OVERWRITE",
+                    event=n,
+                    pointer=ptr + "/function/name",
+                    excerpt=tc,
+                )
         elif not st.name:
             st.name, st.name_event = name, n
         elif name == st.name:
             if _nonempty(args) and args.lstrip().startswith("{") and not _nonempty(tid):
                 pass  # judged at the end: an id-less second call on the same index
-            a.find("R-CONT-NAME-ABSENT", "the function name repeated on a continuation delta",
-                   quirk="Q-NAME-REPEATED", event=n, pointer=ptr + "/function/name", excerpt=tc)
+            a.find(
+                "R-CONT-NAME-ABSENT",
+                "the function name repeated on a continuation delta",
+                quirk="Q-NAME-REPEATED",
+                event=n,
+                pointer=ptr + "/function/name",
+                excerpt=tc,
+            )
         else:
-            a.find("R-CONT-NAME-ABSENT", f"the name continued with {name!r}",
-                   quirk="Q-NAME-FRAGMENTED", event=n, pointer=ptr + "/function/name",
-                   excerpt=tc)
+            a.find(
+                "R-CONT-NAME-ABSENT",
+                f"the name continued with {name!r}",
+                quirk="Q-NAME-FRAGMENTED",
+                event=n,
+                pointer=ptr + "/function/name",
+                excerpt=tc,
+            )
     if _nonempty(args) and not st.name:
         st.args_before_name = True
     if args is not None and not isinstance(args, str):
-        a.find("R-ARGS-STRING", "arguments is a JSON " + type(args).__name__,
-               quirk="Q-ARGS-JSON-OBJECT", event=n, pointer=ptr + "/function/arguments",
-               excerpt=tc)
+        a.find(
+            "R-ARGS-STRING",
+            "arguments is a JSON " + type(args).__name__,
+            quirk="Q-ARGS-JSON-OBJECT",
+            event=n,
+            pointer=ptr + "/function/arguments",
+            excerpt=tc,
+        )
 
 
 def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n: int) -> None:
@@ -749,38 +1040,75 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
     if a.max_index_first is None:
         a.max_index_first = idx
         if idx != 0:
-            a.find("Q-INDEX-NONZERO-START", f"the first tool call has index {idx}", event=n,
-                   pointer=ptr + "/index", excerpt=tc)
+            a.find(
+                "Q-INDEX-NONZERO-START",
+                f"the first tool call has index {idx}",
+                event=n,
+                pointer=ptr + "/index",
+                excerpt=tc,
+            )
     if not _nonempty(tid):
         # Judged at the end: an index that opens with arguments only, next to another
         # index, and never gets a name is one call split over two indices.
-        st.id_missing = (n, ptr + "/id", _excerpt(tc), "no id" if "id" not in tc or tid is None
-                         else f"id {tid!r}")
-        st.split_suspect = (not _nonempty(name) and _nonempty(args)
-                            and any(k == key for (k, _) in a.indexes if (k, _) != (key, idx)))
+        st.id_missing = (
+            n,
+            ptr + "/id",
+            _excerpt(tc),
+            "no id" if "id" not in tc or tid is None else f"id {tid!r}",
+        )
+        st.split_suspect = (
+            not _nonempty(name)
+            and _nonempty(args)
+            and any(k == key for (k, _) in a.indexes if (k, _) != (key, idx))
+        )
     if tc.get("type") != "function":
-        a.find("R-FIRST-TYPE", "the first delta of a call has no type \"function\"",
-               quirk="Q-TYPE-MISSING", event=n, pointer=ptr + "/type", excerpt=tc)
+        a.find(
+            "R-FIRST-TYPE",
+            'the first delta of a call has no type "function"',
+            quirk="Q-TYPE-MISSING",
+            event=n,
+            pointer=ptr + "/type",
+            excerpt=tc,
+        )
     if _nonempty(name):
         st.name, st.opener_name, st.name_event = name, "value", n
     else:
         st.opener_name = "empty" if name == "" else "absent"
     if "arguments" not in fn:
-        a.find("R-FIRST-ARGS", "the first delta of a call has no arguments key", event=n,
-               pointer=ptr + "/function")
+        a.find(
+            "R-FIRST-ARGS",
+            "the first delta of a call has no arguments key",
+            event=n,
+            pointer=ptr + "/function",
+        )
     elif not isinstance(args, str):
-        a.find("R-ARGS-STRING", "arguments is a JSON " + type(args).__name__,
-               quirk="Q-ARGS-JSON-OBJECT", event=n, pointer=ptr + "/function/arguments",
-               excerpt=tc)
+        a.find(
+            "R-ARGS-STRING",
+            "arguments is a JSON " + type(args).__name__,
+            quirk="Q-ARGS-JSON-OBJECT",
+            event=n,
+            pointer=ptr + "/function/arguments",
+            excerpt=tc,
+        )
     elif args:
         if not _nonempty(name):
             st.args_before_name = True
         if _complete_json(args) and _nonempty(name):
-            a.find("Q-ARGS-WHOLE-IN-ONE-DELTA", "id, name and complete arguments in one delta",
-                   event=n, pointer=ptr, excerpt=tc)
+            a.find(
+                "Q-ARGS-WHOLE-IN-ONE-DELTA",
+                "id, name and complete arguments in one delta",
+                event=n,
+                pointer=ptr,
+                excerpt=tc,
+            )
         else:
-            a.find("Q-ARGS-ON-OPENING-DELTA", "the opening delta carries an argument fragment",
-                   event=n, pointer=ptr + "/function/arguments", excerpt=tc)
+            a.find(
+                "Q-ARGS-ON-OPENING-DELTA",
+                "the opening delta carries an argument fragment",
+                event=n,
+                pointer=ptr + "/function/arguments",
+                excerpt=tc,
+            )
 
 
 @_register(END_DETECTORS)
@@ -791,23 +1119,44 @@ def detect_names_at_end(a: Analyzer) -> None:
         if st.id_missing is not None:
             ev, ptr, exc, what = st.id_missing
             if st.split_suspect and not st.name:
-                a.find("R-FIRST-NAME", f"index {idx} carries arguments but never an id or a "
-                       "name: one call's deltas split over two indices",
-                       quirk="Q-INDEX-INCONSISTENT-WITHIN-CALL", event=ev, pointer=ptr[:-3],
-                       excerpt=exc)
+                a.find(
+                    "R-FIRST-NAME",
+                    f"index {idx} carries arguments but never an id or a "
+                    "name: one call's deltas split over two indices",
+                    quirk="Q-INDEX-INCONSISTENT-WITHIN-CALL",
+                    event=ev,
+                    pointer=ptr[:-3],
+                    excerpt=exc,
+                )
                 continue
-            a.find("R-FIRST-ID", f"the first delta of a call has {what}", quirk="Q-ID-ABSENT",
-                   event=ev, pointer=ptr, excerpt=exc)
+            a.find(
+                "R-FIRST-ID",
+                f"the first delta of a call has {what}",
+                quirk="Q-ID-ABSENT",
+                event=ev,
+                pointer=ptr,
+                excerpt=exc,
+            )
         if st.opener_name == "value":
             continue
         if st.name:
-            quirk = ("Q-NAME-EMPTY-OPENING-DELTA" if st.opener_name == "empty"
-                     else "Q-NAME-AFTER-ARGUMENTS" if st.args_before_name else None)
-            a.find("R-FIRST-NAME", f"index {idx}: the name arrived after the opening delta "
-                   f"(event {st.name_event})", quirk=quirk, event=st.first_event)
+            quirk = (
+                "Q-NAME-EMPTY-OPENING-DELTA"
+                if st.opener_name == "empty"
+                else "Q-NAME-AFTER-ARGUMENTS"
+                if st.args_before_name
+                else None
+            )
+            a.find(
+                "R-FIRST-NAME",
+                f"index {idx}: the name arrived after the opening delta (event {st.name_event})",
+                quirk=quirk,
+                event=st.first_event,
+            )
         else:
-            a.find("R-FIRST-NAME", f"index {idx}: the call never received a name",
-                   event=st.first_event)
+            a.find(
+                "R-FIRST-NAME", f"index {idx}: the call never received a name", event=st.first_event
+            )
 
 
 @_register(END_DETECTORS)
@@ -815,26 +1164,39 @@ def detect_indexless_shape(a: Analyzer) -> None:
     """Q-INDEX-ABSENT-WHOLE-CALL, Q-INDEX-ABSENT-PARALLEL-SPLIT (finer ids of Q-INDEX-ABSENT)."""
     if not a.indexless:
         return
+
     def whole(tc: dict[str, Any]) -> bool:
         fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
         args = fn.get("arguments")
-        return _nonempty(fn.get("name")) and (isinstance(args, dict) or
-                                              (_nonempty(args) and _complete_json(args)))
+        return _nonempty(fn.get("name")) and (
+            isinstance(args, dict) or (_nonempty(args) and _complete_json(args))
+        )
+
     if not all(whole(tc) for _, _, tc in a.indexless):
         return
     ev = a.indexless[0][0]
     chunks = {c for _, c, _ in a.indexless}
     if len(a.indexless) >= 2 and len(chunks) == len(a.indexless):
-        a.find("R-INDEX-PRESENT", "index-less parallel calls, one whole call per chunk",
-               quirk="Q-INDEX-ABSENT-PARALLEL-SPLIT", event=ev)
+        a.find(
+            "R-INDEX-PRESENT",
+            "index-less parallel calls, one whole call per chunk",
+            quirk="Q-INDEX-ABSENT-PARALLEL-SPLIT",
+            event=ev,
+        )
     else:
-        a.find("R-INDEX-PRESENT", "index-less calls, each complete in one delta",
-               quirk="Q-INDEX-ABSENT-WHOLE-CALL", event=ev)
-        a.find("Q-ARGS-WHOLE-IN-ONE-DELTA", "id, name and complete arguments in one delta",
-               event=ev)
+        a.find(
+            "R-INDEX-PRESENT",
+            "index-less calls, each complete in one delta",
+            quirk="Q-INDEX-ABSENT-WHOLE-CALL",
+            event=ev,
+        )
+        a.find(
+            "Q-ARGS-WHOLE-IN-ONE-DELTA", "id, name and complete arguments in one delta", event=ev
+        )
 
 
 # ---- group G/H/K at the end
+
 
 @_register(END_DETECTORS)
 def detect_finish_at_end(a: Analyzer) -> None:
@@ -845,28 +1207,45 @@ def detect_finish_at_end(a: Analyzer) -> None:
     if not a.t.framing and a.events == 0:
         return  # nothing streamed: judged by detect_http_level
     if not a.finishes:
-        a.find("R-FINISH-PRESENT", "no finish_reason in the whole stream",
-               quirk="Q-FINISH-NEVER-SENT", event=a.events - 1 if a.events else None)
+        a.find(
+            "R-FINISH-PRESENT",
+            "no finish_reason in the whole stream",
+            quirk="Q-FINISH-NEVER-SENT",
+            event=a.events - 1 if a.events else None,
+        )
         return
     ev, last = a.finishes[-1]
     has_calls = a.any_tool_delta and bool(a.robust.turn().calls)
     if has_calls and last == "stop":
         tc = (a.req or {}).get("tool_choice")
         if isinstance(tc, dict):
-            a.find("Q-FINISH-STOP-NAMED-TOOLCHOICE", "named tool_choice finishes with \"stop\" "
-                   "(OpenAI's own behaviour)", event=ev)
+            a.find(
+                "Q-FINISH-STOP-NAMED-TOOLCHOICE",
+                'named tool_choice finishes with "stop" (OpenAI\'s own behaviour)',
+                event=ev,
+            )
         else:
-            a.find("R-FINISH-TOOL-CALLS", "tool calls streamed but finish_reason is \"stop\"",
-                   quirk="Q-FINISH-STOP-WITH-TOOLCALLS", event=ev)
+            a.find(
+                "R-FINISH-TOOL-CALLS",
+                'tool calls streamed but finish_reason is "stop"',
+                quirk="Q-FINISH-STOP-WITH-TOOLCALLS",
+                event=ev,
+            )
     elif has_calls and last == "length":
-        a.find("R-LENGTH-CUT", "finish_reason \"length\": the calls are cut and not executable",
-               event=ev)
+        a.find(
+            "R-LENGTH-CUT", 'finish_reason "length": the calls are cut and not executable', event=ev
+        )
     elif has_calls and last not in ("tool_calls", "function_call"):
-        a.find("R-FINISH-TOOL-CALLS", f"tool calls streamed but finish_reason is {last!r}",
-               event=ev)
+        a.find(
+            "R-FINISH-TOOL-CALLS", f"tool calls streamed but finish_reason is {last!r}", event=ev
+        )
     elif not has_calls and last == "tool_calls":
-        a.find("R-FINISH-TOOL-CALLS", "finish_reason \"tool_calls\" without any tool-call delta",
-               quirk="Q-FINISH-TOOLCALLS-WITHOUT-DELTAS", event=ev)
+        a.find(
+            "R-FINISH-TOOL-CALLS",
+            'finish_reason "tool_calls" without any tool-call delta',
+            quirk="Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
+            event=ev,
+        )
 
 
 @_register(END_DETECTORS)
@@ -875,19 +1254,35 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
     calls = a.robust.turn().calls
     if a.first_markup_event is not None:
         if calls:
-            a.find("Q-TOOLCALL-DUPLICATED-IN-CONTENT", "tool-call markup in content next to "
-                   "structured tool_calls", event=a.first_markup_event)
+            a.find(
+                "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
+                "tool-call markup in content next to structured tool_calls",
+                event=a.first_markup_event,
+            )
         else:
-            a.find("R-TOOLCALLS-STRUCTURED", "a tool call streamed as content text",
-                   quirk="Q-TOOLCALL-AS-TEXT", event=a.first_markup_event,
-                   excerpt="".join(a.content)[:160])
+            a.find(
+                "R-TOOLCALLS-STRUCTURED",
+                "a tool call streamed as content text",
+                quirk="Q-TOOLCALL-AS-TEXT",
+                event=a.first_markup_event,
+                excerpt="".join(a.content)[:160],
+            )
         return
     choice = (a.req or {}).get("tool_choice")
     forced = choice == "required" or isinstance(choice, dict)
-    if forced and not calls and not a.error_seen and (a.t.status in (None, 200)) \
-            and not a.t.transport_error and a.events:
-        a.find("R-TOOL-CHOICE", f"tool_choice {_excerpt(choice, 60)} but no tool call streamed",
-               quirk="Q-TOOLCALLS-MISSING-IN-STREAM")
+    if (
+        forced
+        and not calls
+        and not a.error_seen
+        and (a.t.status in (None, 200))
+        and not a.t.transport_error
+        and a.events
+    ):
+        a.find(
+            "R-TOOL-CHOICE",
+            f"tool_choice {_excerpt(choice, 60)} but no tool call streamed",
+            quirk="Q-TOOLCALLS-MISSING-IN-STREAM",
+        )
 
 
 @_register(END_DETECTORS)
@@ -897,11 +1292,14 @@ def detect_request_semantics(a: Analyzer) -> None:
         return
     calls = a.robust.turn().calls
     if a.req.get("parallel_tool_calls") is False and len(calls) > 1:
-        a.find("R-PARALLEL-DISABLED", f"{len(calls)} calls although parallel_tool_calls is false",
-               quirk="Q-PARALLEL-TOOL-CALLS-IGNORED")
+        a.find(
+            "R-PARALLEL-DISABLED",
+            f"{len(calls)} calls although parallel_tool_calls is false",
+            quirk="Q-PARALLEL-TOOL-CALLS-IGNORED",
+        )
     choice = a.req.get("tool_choice")
     if choice == "none" and calls:
-        a.find("R-TOOL-CHOICE", "tool_choice \"none\" but a tool call was streamed")
+        a.find("R-TOOL-CHOICE", 'tool_choice "none" but a tool call was streamed')
     if isinstance(choice, dict):
         want = (choice.get("function") or {}).get("name")
         wrong = [c.name for c in calls if c.name != want]
@@ -916,12 +1314,19 @@ def detect_collected(a: Analyzer) -> None:
         names = sorted(a.extra_fields)
         ev = min(a.extra_fields.values())
         only_ref = set(names) <= REFERENCE_EXTRA
-        a.find("Q-EXTRA-FIELDS", ("OpenAI's own extra field: " if only_ref else
-                                  "non-standard fields: ") + ", ".join(names[:12]), event=ev,
-               level=INFO)
+        a.find(
+            "Q-EXTRA-FIELDS",
+            ("OpenAI's own extra field: " if only_ref else "non-standard fields: ")
+            + ", ".join(names[:12]),
+            event=ev,
+            level=INFO,
+        )
     if len(a.empty_delta_chunks) >= 2:
-        a.find("Q-EMPTY-DELTA-CHUNKS", f"{len(a.empty_delta_chunks)} chunks carry nothing",
-               event=a.empty_delta_chunks[0])
+        a.find(
+            "Q-EMPTY-DELTA-CHUNKS",
+            f"{len(a.empty_delta_chunks)} chunks carry nothing",
+            event=a.empty_delta_chunks[0],
+        )
 
 
 @_register(END_DETECTORS)
@@ -955,6 +1360,7 @@ def detect_roundtrip(a: Analyzer) -> None:
 
 # =============================================================================== entry points
 
+
 def analyze(transcript: Transcript) -> CaptureResult:
     """The one pipeline: every door (pytest, CLI, report) goes through here."""
     a = Analyzer(transcript)
@@ -965,26 +1371,49 @@ def analyze(transcript: Transcript) -> CaptureResult:
 
 def analyze_events(events: Iterable[Event], source: str = "<events>") -> CaptureResult:
     evs = list(events)
-    return analyze(Transcript(source, "events", any(e.kind != CHUNK for e in evs),
-                              lambda: iter(evs)))
+    return analyze(
+        Transcript(source, "events", any(e.kind != CHUNK for e in evs), lambda: iter(evs))
+    )
 
 
-def analyze_chunks(chunks: Iterable[Any], *, source: str = "<chunks>",
-                   request: dict[str, Any] | None = None) -> CaptureResult:
+def analyze_chunks(
+    chunks: Iterable[Any], *, source: str = "<chunks>", request: dict[str, Any] | None = None
+) -> CaptureResult:
     """Analyse chunk objects without framing (framing rules: not applicable)."""
     evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate(chunks)]
-    t = Transcript(source, "jsonl", False, lambda: iter(evs),
-                   request={"body": request} if request is not None else None)
+    t = Transcript(
+        source,
+        "jsonl",
+        False,
+        lambda: iter(evs),
+        request={"body": request} if request is not None else None,
+    )
     return analyze(t)
 
 
-def analyze_bytes(raw: bytes, *, source: str = "<bytes>", request: dict[str, Any] | None = None,
-                  status: int | None = None, headers: dict[str, str] | None = None) -> CaptureResult:
+def analyze_bytes(
+    raw: bytes,
+    *,
+    source: str = "<bytes>",
+    request: dict[str, Any] | None = None,
+    status: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> CaptureResult:
     from conformance.readers import exchange_transcript
+
     req = {"body": request} if request is not None else None
     hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
     return analyze(exchange_transcript(source, "sse", req, status, hdrs, raw))
 
 
-__all__ = ["Analyzer", "CaptureResult", "Finding", "Impact", "InputError", "analyze",
-           "analyze_bytes", "analyze_chunks", "analyze_events"]
+__all__ = [
+    "Analyzer",
+    "CaptureResult",
+    "Finding",
+    "Impact",
+    "InputError",
+    "analyze",
+    "analyze_bytes",
+    "analyze_chunks",
+    "analyze_events",
+]

@@ -36,31 +36,41 @@ def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
 
 
 def _print_summary(r: Any) -> None:
-    print(f"{SYMBOL.get(r.verdict, '?')} {r.source}: {r.verdict}"
-          + (f" ({r.error})" if r.error else ""))
+    print(
+        f"{SYMBOL.get(r.verdict, '?')} {r.source}: {r.verdict}"
+        + (f" ({r.error})" if r.error else "")
+    )
     if r.quirks:
         print("  quirks: " + ", ".join(r.quirks))
     for f in r.findings:
         where = f"event {f.event}" if f.event is not None else "stream"
         ptr = f" {f.pointer}" if f.pointer else ""
         more = f" (x{f.count})" if f.count > 1 else ""
-        print(f"  [{f.level}] {f.rule}{' ' + f.quirk if f.quirk and f.quirk != f.rule else ''}"
-              f" @ {where}{ptr}: {f.message}{more}")
+        print(
+            f"  [{f.level}] {f.rule}{' ' + f.quirk if f.quirk and f.quirk != f.rule else ''}"
+            f" @ {where}{ptr}: {f.message}{more}"
+        )
     for c in r.tool_calls["robust"]:
         print(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
-    print("  client impact: " + ", ".join(
-        f"{k} {v.status}" + (f" ({v.detail})" if v.detail and v.status != "ok" else "")
-        for k, v in r.impact.items()))
+    print(
+        "  client impact: "
+        + ", ".join(
+            f"{k} {v.status}" + (f" ({v.detail})" if v.detail and v.status != "ok" else "")
+            for k, v in r.impact.items()
+        )
+    )
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     results, errors = _analyze_paths(args.paths)
     if args.report:
         from conformance.report import write_field_report
+
         write_field_report(results, Path(args.report))
     if args.json:
-        print(json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False,
-                         indent=1))
+        print(
+            json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False, indent=1)
+        )
     else:
         for r in results:
             _print_summary(r)
@@ -73,8 +83,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from conformance import report
 
     if args.diff:
-        return report.diff_command(Path(args.diff[0]), Path(args.diff[1]),
-                                   markdown=args.markdown)
+        return report.diff_command(Path(args.diff[0]), Path(args.diff[1]), markdown=args.markdown)
     return report.render_command(Path(args.results), Path(args.out))
 
 
@@ -86,8 +95,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="conformance", description=(
-        "Conformance suite for OpenAI-compatible streaming tool calls."))
+    parser = argparse.ArgumentParser(
+        prog="conformance",
+        description=("Conformance suite for OpenAI-compatible streaming tool calls."),
+    )
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
 

@@ -101,20 +101,27 @@ class Turn:
     @property
     def recoverable(self) -> bool:
         """True when every call has a name and JSON arguments and nothing was lost."""
-        return (self.error is None and all(w.recovered for w in self.workarounds)
-                and all(c.name and c.valid for c in self.calls))
+        return (
+            self.error is None
+            and all(w.recovered for w in self.workarounds)
+            and all(c.name and c.valid for c in self.calls)
+        )
 
     @property
     def executable(self) -> bool:
         """A tool turn an agent may act on: complete calls, not cut by length or an error."""
-        return (bool(self.calls) and self.recoverable
-                and (self.finish_reason or "") not in FINAL_NOT_EXECUTABLE)
+        return (
+            bool(self.calls)
+            and self.recoverable
+            and (self.finish_reason or "") not in FINAL_NOT_EXECUTABLE
+        )
 
     def message(self, policy: RoundTripPolicy | None = None) -> dict[str, Any]:
         return assistant_message(self, policy)
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def to_raw_chunk(chunk: Any) -> Any:
     """A raw JSON value for a chunk: dicts pass through; SDK (pydantic) objects are
@@ -236,9 +243,22 @@ def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
 
 # --------------------------------------------------------------------------- state
 
+
 class _Slot:
-    __slots__ = ("ordinal", "provider_index", "id", "type", "name", "parts", "length",
-                 "cumulative", "obj", "extras", "first_event", "ids")
+    __slots__ = (
+        "ordinal",
+        "provider_index",
+        "id",
+        "type",
+        "name",
+        "parts",
+        "length",
+        "cumulative",
+        "obj",
+        "extras",
+        "first_event",
+        "ids",
+    )
 
     def __init__(self, ordinal: int, provider_index: int | None, event: int):
         self.ordinal = ordinal
@@ -278,7 +298,9 @@ class _Choice:
         return slot
 
 
-CONTROL_MARKUP = re.compile(r"^\s*\[(?:ARGS|TOOL_CALLS|CALL_ID)\]|<\|?/?tool_call|<arg_key>|<think>")
+CONTROL_MARKUP = re.compile(
+    r"^\s*\[(?:ARGS|TOOL_CALLS|CALL_ID)\]|<\|?/?tool_call|<arg_key>|<think>"
+)
 
 
 class ToolCallAccumulator:
@@ -306,8 +328,11 @@ class ToolCallAccumulator:
             return
         if "error" in chunk and chunk["error"] is not None:
             self._error = chunk["error"]
-            self._note("Q-SSE-ERROR-ENVELOPE" if "choices" not in chunk
-                       else "Q-SSE-ERROR-IN-CHUNK", ev, "error reported inside the stream")
+            self._note(
+                "Q-SSE-ERROR-ENVELOPE" if "choices" not in chunk else "Q-SSE-ERROR-IN-CHUNK",
+                ev,
+                "error reported inside the stream",
+            )
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = usage  # last non-null usage wins; never summed
@@ -332,8 +357,15 @@ class ToolCallAccumulator:
         calls = [self._call(s, final=True) for s in self._all_slots()]
         content = "".join(self._content) if self._content else None
         reasoning = "".join(self._reasoning) if self._reasoning else None
-        return Turn(calls, content, reasoning, self._finish, self._usage, self._error,
-                    sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)))
+        return Turn(
+            calls,
+            content,
+            reasoning,
+            self._finish,
+            self._usage,
+            self._error,
+            sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)),
+        )
 
     # -- internals ----------------------------------------------------------------
     def _note(self, quirk: str, event: int, message: str, recovered: bool = True) -> None:
@@ -392,8 +424,15 @@ class ToolCallAccumulator:
             if k not in ("index", "id", "type", "function") and v is not None:
                 slot.extras.setdefault(k, v)  # e.g. Gemini's extra_content: echo it back
 
-    def _select(self, state: _Choice, index: Any, tid: str | None, name: str | None,
-                fn: dict[str, Any], ev: int) -> _Slot:
+    def _select(
+        self,
+        state: _Choice,
+        index: Any,
+        tid: str | None,
+        name: str | None,
+        fn: dict[str, Any],
+        ev: int,
+    ) -> _Slot:
         idx = index if type(index) is int else None
         if idx is not None:
             slot = state.by_index.get(idx)
@@ -401,8 +440,9 @@ class ToolCallAccumulator:
                 return state.open(idx, ev)
             if self._starts_new_call(slot, tid, name, fn):
                 quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
-                self._note(quirk, ev, f"a new call started on occupied index {idx}; "
-                                      "given its own slot")
+                self._note(
+                    quirk, ev, f"a new call started on occupied index {idx}; given its own slot"
+                )
                 return state.open(idx, ev)
             return slot
         self._note("Q-INDEX-ABSENT", ev, "tool-call delta without index; routed by id/name")
@@ -424,8 +464,9 @@ class ToolCallAccumulator:
     def _done(self, slot: _Slot) -> bool:
         return slot.obj is not None or (slot.length > 0 and _complete_json(slot.text()))
 
-    def _starts_new_call(self, slot: _Slot, tid: str | None, name: str | None,
-                         fn: dict[str, Any]) -> bool:
+    def _starts_new_call(
+        self, slot: _Slot, tid: str | None, name: str | None, fn: dict[str, Any]
+    ) -> bool:
         if tid and slot.id and tid != slot.id and tid not in slot.ids:
             return name is not None  # a new id without a name is Q-ID-CHANGES-MID-CALL
         if tid is None and name and slot.name:
@@ -457,8 +498,12 @@ class ToolCallAccumulator:
         if not a:
             return
         if CONTROL_MARKUP.search(a):
-            self._note("Q-ARGS-CONTROL-MARKUP", ev, f"control markup in arguments: {a[:40]!r}",
-                       recovered=False)
+            self._note(
+                "Q-ARGS-CONTROL-MARKUP",
+                ev,
+                f"control markup in arguments: {a[:40]!r}",
+                recovered=False,
+            )
         if slot.cumulative:
             buf = slot.text()
             if a.startswith(buf):
@@ -479,17 +524,28 @@ class ToolCallAccumulator:
         raw = slot.text()
         if slot.obj is not None and not raw:
             raw = json.dumps(slot.obj, ensure_ascii=False, separators=(",", ":"))
-        call = ToolCall(slot.ordinal, slot.id, slot.type or "function", slot.name, raw, raw,
-                        provider_index=slot.provider_index, extras=dict(slot.extras))
+        call = ToolCall(
+            slot.ordinal,
+            slot.id,
+            slot.type or "function",
+            slot.name,
+            raw,
+            raw,
+            provider_index=slot.provider_index,
+            extras=dict(slot.extras),
+        )
         if not final:
             return call
         ev = slot.first_event
         if not raw.strip():
             params = self._declared.get(slot.name)
             if params and params.get("required"):
-                self._note("Q-ARGS-LOST-MULTITOKEN-DELTA", ev,
-                           f"no arguments streamed for {slot.name!r}, which has required "
-                           "parameters", recovered=False)
+                self._note(
+                    "Q-ARGS-LOST-MULTITOKEN-DELTA",
+                    ev,
+                    f"no arguments streamed for {slot.name!r}, which has required parameters",
+                    recovered=False,
+                )
                 call.arguments, call.valid = "{}", False
             else:
                 self._note("Q-ARGS-ABSENT-NO-PARAMS", ev, "no arguments streamed; sent as {}")
@@ -503,9 +559,13 @@ class ToolCallAccumulator:
             call.arguments = once
             return call
         if _split_json_documents(raw):
-            self._note("Q-INDEX-REUSED-ACROSS-CALLS", ev, "two JSON documents in one call's "
-                       "arguments: a second call reused the index without an id",
-                       recovered=False)
+            self._note(
+                "Q-INDEX-REUSED-ACROSS-CALLS",
+                ev,
+                "two JSON documents in one call's "
+                "arguments: a second call reused the index without an id",
+                recovered=False,
+            )
             call.valid = False
             return call
         repaired = repair_json(raw)
@@ -514,9 +574,12 @@ class ToolCallAccumulator:
             if self._finish != "length":
                 self._note("Q-ARGS-TRUNCATED", ev, "arguments were cut; closed by JSON repair")
             return call
-        self._note("Q-ARGS-SERVER-PARSER-CORRUPTION", ev,
-                   "arguments are not JSON and cannot be repaired; kept as sent",
-                   recovered=False)
+        self._note(
+            "Q-ARGS-SERVER-PARSER-CORRUPTION",
+            ev,
+            "arguments are not JSON and cannot be repaired; kept as sent",
+            recovered=False,
+        )
         call.valid = False
         return call
 
@@ -556,10 +619,12 @@ class RoundTripPolicy:
     @classmethod
     def from_provider(cls, entry: Mapping[str, Any] | None) -> RoundTripPolicy:
         rt = (entry or {}).get("roundtrip") or {}
-        return cls(content=rt.get("content", "null"),
-                   tool_message_name=bool(rt.get("tool_message_name", False)),
-                   id_format=rt.get("id_format"),
-                   echo_reasoning=bool(rt.get("echo_reasoning", False)))
+        return cls(
+            content=rt.get("content", "null"),
+            tool_message_name=bool(rt.get("tool_message_name", False)),
+            id_format=rt.get("id_format"),
+            echo_reasoning=bool(rt.get("echo_reasoning", False)),
+        )
 
     def wire_id(self, call_id: str) -> str:
         return mistral_id(call_id) if self.id_format == "mistral9" else call_id
@@ -586,15 +651,19 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
     return msg
 
 
-def tool_result_messages(pairs: Iterable[tuple[ToolCall, Any]],
-                         policy: RoundTripPolicy | None = None) -> list[dict[str, Any]]:
+def tool_result_messages(
+    pairs: Iterable[tuple[ToolCall, Any]], policy: RoundTripPolicy | None = None
+) -> list[dict[str, Any]]:
     """One ``role: tool`` message per (call, result), ``tool_call_id`` = the call's id."""
     p = policy or RoundTripPolicy()
     out = []
     for call, result in pairs:
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-        msg: dict[str, Any] = {"role": "tool", "tool_call_id": p.wire_id(call.id),
-                               "content": content}
+        msg: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": p.wire_id(call.id),
+            "content": content,
+        }
         if p.tool_message_name:
             msg["name"] = call.name
         out.append(msg)

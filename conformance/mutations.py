@@ -88,6 +88,27 @@ def render_sse(frames: Iterable[Frame]) -> bytes:
     return b"".join(render_frame(f) for f in frames)
 
 
+def parse_sse(raw: bytes) -> list[Frame]:
+    """The frames of a body ``render_sse`` wrote (stalls are invisible): for tests."""
+    frames: list[Frame] = []
+    for block in raw.decode().split("\n\n"):
+        if not block:
+            continue
+        if block.startswith("data: ") and "\n" not in block:
+            if block == "data: [DONE]":
+                frames.append(Done())
+                continue
+            try:
+                chunk = json.loads(block[6:])
+            except ValueError:
+                chunk = None
+            if isinstance(chunk, dict):
+                frames.append(chunk)
+                continue
+        frames.append(Raw(block + "\n\n"))
+    return frames
+
+
 # --------------------------------------------------------------------------- reference
 
 
@@ -307,8 +328,12 @@ def _compact(frames: list[Frame | None]) -> list[Frame]:
 
 
 def _mid_call_cut(frames: Sequence[Frame | None], rng: random.Random) -> int:
-    """A position right after a tool-call (else content) chunk that is not the last one."""
-    positions = sorted({p for p, _ in _tool_deltas(frames)})
+    """A position right after an argument fragment (else a content chunk), not the last one.
+
+    Cutting after a fragment rather than an opener leaves partial arguments behind, the
+    dangerous case for a client (a half-built call that looks usable).
+    """
+    positions = sorted({p for p, tc in _tool_deltas(frames) if _args(tc)})
     if not positions:
         positions = [p for p, f in enumerate(frames) if (_delta(f) or {}).get("content")]
     if len(positions) >= 2:
@@ -417,6 +442,13 @@ def sse_error_envelope(frames, rng):
         }
     }
     return frames[: _mid_call_cut(frames, rng)] + [error]
+
+
+@_mutation
+def sse_error_event(frames, rng):
+    """Q-SSE-ERROR-ENVELOPE (variant): an ``event: error`` SSE event mid-call, nothing after."""
+    body = {"error": {"message": "Internal server error", "type": "server_error", "code": 500}}
+    return frames[: _mid_call_cut(frames, rng)] + [Raw(f"event: error\ndata: {dumps(body)}\n\n")]
 
 
 @_mutation
@@ -777,12 +809,88 @@ def args_absent_no_params(frames, rng):
                 _discard(frames, pos, tc)
 
 
-def _invalid(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return True
-    return False
+_LITERALS = ("true", "false", "null")
+_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+_NUMBER_PREFIX = re.compile(r"-?(0|[1-9]\d*)?(\.\d*)?([eE][+-]?\d*)?")
+_NUMBER_CHARS = re.compile(r"[-+.eE\d]*")
+
+
+def _scan_string(text: str, i: int) -> int | None:
+    """End of the string opening at ``text[i]``; None if the text ends inside it, -1 if bad."""
+    j = i + 1
+    while j < len(text):
+        ch = text[j]
+        if ch == '"':
+            return j + 1
+        if ch == "\\":
+            esc = text[j + 1 : j + 2]
+            if esc == "u":
+                hexes = text[j + 2 : j + 6]
+                if not all(h in string.hexdigits for h in hexes):
+                    return -1
+                j += 6
+            elif esc and esc in '"\\/bfnrt':
+                j += 2
+            elif esc:
+                return -1
+            else:
+                return None
+            continue
+        if ord(ch) < 0x20:
+            return -1
+        j += 1
+    return None
+
+
+def is_json_prefix(text: str) -> bool:
+    """Whether ``text`` can be completed into valid JSON: a truncation, not a corruption."""
+    stack: list[str] = []
+    expect = "value"  # value | key | colon | comma | end
+    opened = False  # right after "{" or "[": a closer is allowed where a value is expected
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in " \t\r\n":
+            i += 1
+            continue
+        closes = stack and ch == ("}" if stack[-1] == "{" else "]")
+        was_opened, opened = opened, False
+        if expect == "colon":
+            if ch != ":":
+                return False
+            expect, i = "value", i + 1
+        elif expect in ("comma", "end") or closes:
+            if closes and (expect == "comma" or was_opened):
+                stack.pop()
+            elif ch == "," and stack and expect == "comma":
+                expect = "key" if stack[-1] == "{" else "value"
+                i += 1
+                continue
+            else:
+                return False
+            expect, i = ("comma" if stack else "end"), i + 1
+        elif ch == '"':
+            end = _scan_string(text, i)
+            if end is None or end < 0:
+                return end is None
+            expect, i = ("colon" if expect == "key" else "comma" if stack else "end"), end
+        elif expect == "key":
+            return False
+        elif ch in "{[":
+            stack.append(ch)
+            expect, i, opened = ("key" if ch == "{" else "value"), i + 1, True
+        else:  # a number or a literal
+            token = _NUMBER_CHARS.match(text, i).group() or re.match(r"[a-z]*", text[i:]).group()
+            if not token:
+                return False
+            if i + len(token) == len(text):
+                if token[0].isalpha():
+                    return any(lit.startswith(token) for lit in _LITERALS)
+                return _NUMBER_PREFIX.fullmatch(token) is not None
+            if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                return False
+            expect, i = ("comma" if stack else "end"), i + len(token)
+    return True
 
 
 @_mutation
@@ -794,7 +902,7 @@ def args_server_parser_corruption(frames, rng):
         middle = [
             k
             for k in range(2, len(group) - 1)  # never the opener, first or last fragment
-            if frags[k] and _invalid("".join(frags[:k] + frags[k + 1 :]))
+            if frags[k] and not is_json_prefix("".join(frags[:k] + frags[k + 1 :]))
         ]
         if middle:
             pos, tc = group[rng.choice(middle)]
@@ -1071,13 +1179,19 @@ MUTATIONS: dict[str, Mutation] = {
 }
 
 
+# Extra shapes of an already-catalogued quirk, used by server profiles; not in MUTATIONS so
+# that MUTATIONS stays one transform per quirk id.
+VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event}
+TRANSFORMS: dict[str, Mutation] = {**MUTATIONS, **VARIANTS}
+
+
 def mutation_rng(seed: int | str, quirk: str) -> random.Random:
     """The rng a profile gives ``quirk``: independent of the one that built the stream."""
     return random.Random(f"{seed}:{quirk}")
 
 
 def apply(frames: list[Frame], quirks: Iterable[str], seed: int | str) -> list[Frame]:
-    """Apply the named mutations in order, each with its own seeded rng."""
+    """Apply the named transforms (``TRANSFORMS`` keys) in order, each with its own rng."""
     for quirk in quirks:
-        frames = MUTATIONS[quirk](frames, mutation_rng(seed, quirk))
+        frames = TRANSFORMS[quirk](frames, mutation_rng(seed, quirk))
     return frames

@@ -40,14 +40,17 @@ def sniff(path: Path) -> str:
         return "sse"
     if text.startswith("interactions:") or "\ninteractions:" in text[:200]:
         return "cassette"
-    if text.startswith("{") and '"log"' in text[:200] and (
-        '"entries"' in text or '"creator"' in text[:400]
+    if (
+        text.startswith("{")
+        and '"log"' in text[:200]
+        and ('"entries"' in text or '"creator"' in text[:400])
     ):
         return "har"
     if text.startswith(("{", "[")):
         return "jsonl"
-    raise InputError(str(path), "not JSONL, SSE, a vcrpy cassette or a HAR file "
-                                f"(starts with {text[:20]!r})")
+    raise InputError(
+        str(path), f"not JSONL, SSE, a vcrpy cassette or a HAR file (starts with {text[:20]!r})"
+    )
 
 
 def read_path(path: str | Path) -> list[Transcript]:
@@ -57,11 +60,16 @@ def read_path(path: str | Path) -> list[Transcript]:
     if p.is_dir():
         raise InputError(str(p), "is a directory")
     fmt = sniff(p)
-    return {"sse": read_sse_file, "jsonl": read_jsonl_file, "cassette": read_cassette_file,
-            "har": read_har_file}[fmt](p)
+    return {
+        "sse": read_sse_file,
+        "jsonl": read_jsonl_file,
+        "cassette": read_cassette_file,
+        "har": read_har_file,
+    }[fmt](p)
 
 
 # ---------------------------------------------------------------- JSONL
+
 
 def _iter_jsonl(path: Path) -> Iterator[Event]:
     n = 0
@@ -88,6 +96,7 @@ def read_jsonl_file(path: Path) -> list[Transcript]:
 
 # ---------------------------------------------------------------- raw SSE
 
+
 def _iter_file_blocks(path: Path) -> Iterator[bytes]:
     with path.open("rb") as f:
         while block := f.read(BLOCK):
@@ -103,6 +112,7 @@ def sse_transcript(raw: bytes, source: str, **kw: Any) -> Transcript:
 
 
 # ---------------------------------------------------------------- shared body handling
+
 
 def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
     """Undo Content-Encoding (gzip/deflate) so the SSE text is judged, not the envelope."""
@@ -120,18 +130,32 @@ def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
     return body
 
 
-def exchange_transcript(source: str, fmt: str, request: dict[str, Any] | None, status: int | None,
-                        headers: dict[str, str] | None, body: bytes) -> Transcript:
+def exchange_transcript(
+    source: str,
+    fmt: str,
+    request: dict[str, Any] | None,
+    status: int | None,
+    headers: dict[str, str] | None,
+    body: bytes,
+) -> Transcript:
     body = decode_body(body, headers)
     ctype = (header(headers, "content-type") or "").lower()
-    stream_requested = bool(request and isinstance(request.get("body"), dict)
-                            and request["body"].get("stream"))
+    stream_requested = bool(
+        request and isinstance(request.get("body"), dict) and request["body"].get("stream")
+    )
     framing = "text/event-stream" in ctype or (not ctype and body.lstrip().startswith(b"data:"))
     if not framing and stream_requested and body.lstrip().startswith(b"data:"):
         framing = True
-    return Transcript(source, fmt, framing,
-                      (lambda: iter_sse([body])) if framing else (lambda: iter(())),
-                      request=request, status=status, headers=headers, raw=body)
+    return Transcript(
+        source,
+        fmt,
+        framing,
+        (lambda: iter_sse([body])) if framing else (lambda: iter(())),
+        request=request,
+        status=status,
+        headers=headers,
+        raw=body,
+    )
 
 
 def _request_body(text: Any) -> Any:
@@ -146,6 +170,7 @@ def _request_body(text: Any) -> Any:
 
 
 # ---------------------------------------------------------------- vcrpy cassettes
+
 
 def _flat_headers(h: Any) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -180,11 +205,15 @@ def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
         elif not isinstance(body, bytes):
             raise InputError(source, f"interaction {i}: response body is neither text nor binary")
         status = (resp.get("status") or {}).get("code")
-        request = {"method": req.get("method"), "uri": req.get("uri"),
-                   "headers": _flat_headers(req.get("headers")),
-                   "body": _request_body(req.get("body"))}
-        t = exchange_transcript(f"{source}#{i}", "cassette", request, status,
-                                _flat_headers(resp.get("headers")), body)
+        request = {
+            "method": req.get("method"),
+            "uri": req.get("uri"),
+            "headers": _flat_headers(req.get("headers")),
+            "body": _request_body(req.get("body")),
+        }
+        t = exchange_transcript(
+            f"{source}#{i}", "cassette", request, status, _flat_headers(resp.get("headers")), body
+        )
         t.meta.update(it.get("conformance") or {})
         out.append(t)
     return out
@@ -195,6 +224,7 @@ def read_cassette_file(path: Path) -> list[Transcript]:
 
 
 # ---------------------------------------------------------------- HAR
+
 
 def read_har_file(path: Path) -> list[Transcript]:
     try:
@@ -215,10 +245,13 @@ def read_har_file(path: Path) -> list[Transcript]:
         headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
         if content.get("mimeType") and not header(headers, "content-type"):
             headers["content-type"] = content["mimeType"]
-        request = {"method": req.get("method"), "uri": req.get("url"),
-                   "headers": {h.get("name", ""): h.get("value", "")
-                               for h in req.get("headers") or []},
-                   "body": _request_body((req.get("postData") or {}).get("text"))}
-        out.append(exchange_transcript(f"{path}#{i}", "har", request, resp.get("status"),
-                                       headers, body))
+        request = {
+            "method": req.get("method"),
+            "uri": req.get("url"),
+            "headers": {h.get("name", ""): h.get("value", "") for h in req.get("headers") or []},
+            "body": _request_body((req.get("postData") or {}).get("text")),
+        }
+        out.append(
+            exchange_transcript(f"{path}#{i}", "har", request, resp.get("status"), headers, body)
+        )
     return out

@@ -62,8 +62,13 @@ class SSEParser:
         pending = self._events._data
         if pending:
             line = self._event_line
-            out.append(self._fault("stream ended inside an event (no blank line after it): "
-                                   + "\n".join(pending)[:120], line))
+            out.append(
+                self._fault(
+                    "stream ended inside an event (no blank line after it): "
+                    + "\n".join(pending)[:120],
+                    line,
+                )
+            )
         return out
 
     def _fault(self, text: str, line: int | None = None) -> Event:

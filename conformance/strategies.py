@@ -52,8 +52,11 @@ class NaiveAccumulator:
                 raise TypeError(f"tool-call index is {idx!r}, not an integer")
             entry = self.acc.setdefault(idx, {"id": "", "type": "", "name": "", "arguments": ""})
             fn = tc.get("function") or {}
-            for key, value in (("id", tc.get("id")), ("type", tc.get("type")),
-                               ("name", fn.get("name"))):
+            for key, value in (
+                ("id", tc.get("id")),
+                ("type", tc.get("type")),
+                ("name", fn.get("name")),
+            ):
                 if value is not None and (value or not self.guard):
                     entry[key] = value
             args = fn.get("arguments")
@@ -61,10 +64,19 @@ class NaiveAccumulator:
                 entry["arguments"] += args  # a non-string here raises TypeError: a crash
 
     def calls(self) -> list[dict[str, Any]]:
-        keys = sorted(self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
-        return [{"index": k if isinstance(k, int) else None, "id": v["id"],
-                 "type": v["type"] or "function", "name": v["name"], "arguments": v["arguments"]}
-                for k, v in ((k, self.acc[k]) for k in keys)]
+        keys = sorted(
+            self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0)
+        )
+        return [
+            {
+                "index": k if isinstance(k, int) else None,
+                "id": v["id"],
+                "type": v["type"] or "function",
+                "name": v["name"],
+                "arguments": v["arguments"],
+            }
+            for k, v in ((k, self.acc[k]) for k in keys)
+        ]
 
 
 class GuardedAccumulator(NaiveAccumulator):
@@ -86,8 +98,10 @@ class RobustStrategy:
         return self._turn
 
     def calls(self) -> list[dict[str, Any]]:
-        return [{"index": c.index, "id": c.id, "type": c.type, "name": c.name,
-                 "arguments": c.arguments} for c in self.turn().calls]
+        return [
+            {"index": c.index, "id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
+            for c in self.turn().calls
+        ]
 
 
 STRATEGIES = ("naive", "guarded", "robust")

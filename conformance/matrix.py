@@ -1,0 +1,210 @@
+"""Cells -> the matrix document (docs/matrix-format.md), with provenance per column.
+
+A column is filled only from traffic recorded from that provider: a provider without
+cassettes gets `not recorded` cells that carry the command that records them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from conformance import __version__
+from conformance.analysis import CaptureResult
+from conformance.providers import Provider
+from conformance.rules import RULES, quirk_catalogue, quirk_level
+from conformance.scenarios import SCENARIOS, Scenario
+
+FORMAT = "conformance-quirks-matrix/1"
+PROVENANCE_FILE = "provenance.json"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write through a temporary file and rename: a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_provenance(cassette_dir: Path) -> dict[str, Any]:
+    p = cassette_dir / PROVENANCE_FILE
+    if not p.exists():
+        return {}
+    try:
+        data: dict[str, Any] = json.loads(p.read_text("utf-8"))
+        return data
+    except ValueError:
+        return {}
+
+
+def record_provenance(cassette_dir: Path, provider: Provider, scenario: str, when: str,
+                      trials: int, seen: dict[str, Any]) -> None:
+    doc = load_provenance(cassette_dir)
+    doc.setdefault("scenarios", {})[scenario] = {"recorded_at": when, "trials": trials,
+                                                 "suite_version": __version__}
+    doc["provider"] = provider.name
+    doc["model"] = provider.model
+    doc["server"] = {"software": provider.server.get("software"),
+                     "version": provider.server_version}
+    if seen:
+        doc.setdefault("seen", {}).update({k: v for k, v in seen.items() if v})
+    atomic_write(cassette_dir / PROVENANCE_FILE,
+                 json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def client_advice(cells: list[dict[str, Any]]) -> str:
+    breaks: dict[str, set[str]] = {"naive": set(), "guarded": set(), "robust": set()}
+    for c in cells:
+        for strat, imp in (c.get("impact") or {}).items():
+            if imp.get("status") != "ok" and strat in breaks:
+                qs = [q for q in c.get("quirks", []) if quirk_level(q) != "INFO"] or \
+                     c.get("quirks", []) or [c["row"]]
+                breaks[strat].update(qs)
+    if not any(c.get("impact") for c in cells):
+        return "no recorded traffic"
+    parts = []
+    if breaks["naive"]:
+        parts.append("naive accumulation breaks on: " + ", ".join(sorted(breaks["naive"])))
+    if breaks["guarded"]:
+        parts.append("guarded breaks on: " + ", ".join(sorted(breaks["guarded"])))
+    if breaks["robust"]:
+        parts.append("even the robust accumulator cannot recover: "
+                     + ", ".join(sorted(breaks["robust"])))
+    if not parts:
+        return "a naive accumulator (seed 000 §2) works on everything recorded here"
+    if not breaks["guarded"]:
+        parts.append("use a guarded or robust accumulator")
+    elif not breaks["robust"]:
+        parts.append("use a robust accumulator (conformance.client)")
+    return "; ".join(parts)
+
+
+def _quirk_entries(cells: Iterable[dict[str, Any]], extra: Iterable[str] = ()) -> dict[str, Any]:
+    cat = quirk_catalogue()
+    ids = {q for c in cells for q in c.get("quirks", [])} | set(extra)
+    out = {}
+    for q in sorted(ids):
+        e = cat.get(q, {"title": q, "group": "?", "group_title": "", "anchor": "",
+                        "sources": "", "breaks": "", "workaround": "",
+                        "reference_behaviour": False})
+        out[q] = {"title": e["title"], "group": e["group"], "group_title": e["group_title"],
+                  "level": quirk_level(q), "reference_behaviour": e["reference_behaviour"],
+                  "anchor": e["anchor"], "sources": e["sources"], "breaks": e["breaks"],
+                  "workaround": e["workaround"]}
+    return out
+
+
+def _rules() -> dict[str, Any]:
+    return {r.id: {"level": r.level, "statement": r.statement, "source": r.source}
+            for r in RULES.values()}
+
+
+def column_for(provider: Provider, cells: list[dict[str, Any]], prov: dict[str, Any],
+               replayed: bool, cassette_dir: str | None) -> dict[str, Any]:
+    recorded = any(c["verdict"] != "not recorded" for c in cells)
+    seen = dict(prov.get("seen") or {})
+    for c in cells:
+        m = c.get("meta") or {}
+        if m.get("model") and "model_field" not in seen:
+            seen["model_field"] = m["model"]
+        if m.get("system_fingerprint") and "system_fingerprint" not in seen:
+            seen["system_fingerprint"] = m["system_fingerprint"]
+        if m.get("server") and "server_header" not in seen:
+            seen["server_header"] = m["server"]
+    dates = sorted(s.get("recorded_at") for s in (prov.get("scenarios") or {}).values()
+                   if s.get("recorded_at"))
+    versions = sorted({s.get("suite_version") for s in (prov.get("scenarios") or {}).values()
+                       if s.get("suite_version")})
+    server = prov.get("server") or {}
+    return {
+        "id": provider.name, "kind": provider.kind, "label": provider.label or provider.name,
+        "model": provider.model, "base_url": provider.base_url if recorded else provider.base_url,
+        "status": "recorded" if recorded else "not recorded",
+        "record_command": provider.record_command,
+        "provenance": {
+            "how": ("replayed" if replayed else "live") if recorded else None,
+            "recorded_at": dates[-1] if dates else None,
+            "suite_version_at_record": versions[-1] if versions else None,
+            "cassette_dir": cassette_dir if recorded else None,
+            "server": {"software": server.get("software") or provider.server.get("software"),
+                       "version": server.get("version") or provider.server_version,
+                       "seen": seen},
+        },
+        "expected_quirks": {q: e["reason"] for q, e in provider.expected_quirks.items()},
+        "client_advice": client_advice([c for c in cells if c["verdict"] != "not recorded"]),
+    }
+
+
+def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
+                 scenarios: list[Scenario] | None = None, mode: str = "replay",
+                 cassette_root: Path = Path("cassettes"), profiles: list[Provider] = (),  # type: ignore[assignment]
+                 title: str = "Streaming tool-call conformance") -> dict[str, Any]:
+    scen = scenarios or list(SCENARIOS.values())
+    by_key = {(c["column"], c["row"]): c for c in cells}
+    all_cells, columns, dates = [], [], []
+    for group in (providers, profiles):
+        for p in group:
+            col_cells = []
+            for s in scen:
+                c = by_key.get((p.name, s.id))
+                if c is None:
+                    c = {"column": p.name, "row": s.id, "verdict": "not recorded",
+                         "reason": f"no cassette; record with: {p.record_command}",
+                         "quirks": [], "expected": [], "findings": [], "evidence": [],
+                         "impact": {}, "tool_calls": {}, "finish_reason": None,
+                         "cassette": None, "interaction": None, "trials": {}, "retries": []}
+                col_cells.append(c)
+            cdir = cassette_root / p.name
+            prov = load_provenance(cdir)
+            col = column_for(p, col_cells, prov, mode == "replay",
+                             str(cdir) if cdir.exists() else None)
+            if col["provenance"]["recorded_at"]:
+                dates.append(col["provenance"]["recorded_at"])
+            columns.append(col)
+            all_cells.extend(col_cells)
+    return {
+        "format": FORMAT, "suite_version": __version__,
+        # Deterministic for a replay: the newest recording, not the wall clock.
+        "generated": max(dates) if dates else None,
+        "mode": mode, "title": title, "columns": columns,
+        "rows": [{"id": s.id, "title": s.title, "description": s.description} for s in scen],
+        "cells": all_cells, "quirks": _quirk_entries(all_cells), "rules": _rules(),
+        "sections": {"providers": [p.name for p in providers],
+                     "reference_profiles": [p.name for p in profiles], "captures": []},
+    }
+
+
+def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
+    """`conformance analyze --report`: each capture is a column of its own table."""
+    columns, cells = [], []
+    for r in results:
+        d = r.to_json()
+        columns.append({
+            "id": r.source, "kind": "capture", "label": Path(r.source.split("#")[0]).name,
+            "model": r.meta.get("model"), "base_url": None, "status": "recorded",
+            "record_command": "", "expected_quirks": {},
+            "provenance": {"how": "capture", "recorded_at": None, "suite_version_at_record": None,
+                           "cassette_dir": None,
+                           "server": {"software": None, "version": None,
+                                      "seen": {"model_field": r.meta.get("model"),
+                                               "system_fingerprint": r.meta.get(
+                                                   "system_fingerprint")}}},
+            "client_advice": "",
+        })
+        cells.append({"column": r.source, "row": "capture", "verdict": r.verdict,
+                      "reason": r.error, "quirks": d["quirks"], "expected": [],
+                      "findings": d["findings"], "evidence": [], "impact": d["impact"],
+                      "tool_calls": d["tool_calls"], "finish_reason": r.finish_reason,
+                      "cassette": None, "interaction": None, "trials": {}, "retries": []})
+    for col in columns:
+        col["client_advice"] = client_advice([c for c in cells if c["column"] == col["id"]])
+    return {"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
+            "title": "Field captures", "columns": columns,
+            "rows": [{"id": "capture", "title": "Capture", "description": "a captured stream"}],
+            "cells": cells, "quirks": _quirk_entries(cells), "rules": _rules(),
+            "sections": {"providers": [], "reference_profiles": [],
+                         "captures": [c["id"] for c in columns]}}

@@ -1,0 +1,193 @@
+"""Shared vocabulary of the renderers: symbols, verdict order, cell lookup, client advice.
+
+Everything here reads the matrix document (docs/matrix-format.md) as plain dicts; the
+renderers never import the analyzer, so a stored matrix renders without re-analysis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Doc = dict[str, Any]
+Cell = dict[str, Any]
+
+VERDICTS = ("conforms", "quirk", "fails", "error", "unsupported", "not recorded")
+SYMBOL = {
+    "conforms": "✓",
+    "quirk": "~",
+    "fails": "✗",
+    "error": "!",
+    "unsupported": "–",
+    "not recorded": "∅",
+}
+# Worse is higher; unsupported / not recorded are not judged and have no rank.
+RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 2}
+STRATEGIES = ("naive", "guarded", "robust")
+LEVEL_RANK = {"MUST": 3, "SHOULD": 2, "INFO": 1}
+IMPACT_SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "!", "unrecoverable": "✗"}
+
+
+class MatrixError(ValueError):
+    """A matrix document that cannot be read or is invalid; str() is one line."""
+
+
+def symbol(verdict: str) -> str:
+    return SYMBOL.get(verdict, "?")
+
+
+def cell_index(doc: Doc) -> dict[tuple[str, str], Cell]:
+    return {(c["column"], c["row"]): c for c in doc.get("cells", [])}
+
+
+def columns_by_id(doc: Doc) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in doc.get("columns", [])}
+
+
+def section(doc: Doc, name: str) -> list[str]:
+    """Column ids of a section, keeping only columns that exist."""
+    known = columns_by_id(doc)
+    return [cid for cid in (doc.get("sections") or {}).get(name, []) if cid in known]
+
+
+def rows_for(doc: Doc, column_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The rows (in display order) that have at least one cell in these columns."""
+    cols = set(column_ids)
+    used = {c["row"] for c in doc.get("cells", []) if c["column"] in cols}
+    return [r for r in doc.get("rows", []) if r["id"] in used]
+
+
+def quirk_level(doc: Doc, qid: str, cell: Cell | None = None) -> str:
+    entry = (doc.get("quirks") or {}).get(qid) or {}
+    if entry.get("level") in LEVEL_RANK:
+        return str(entry["level"])
+    levels = [f["level"] for f in (cell or {}).get("findings", []) if f.get("quirk") == qid]
+    return max(levels, key=LEVEL_RANK.__getitem__) if levels else "SHOULD"
+
+
+def quirk_title(doc: Doc, qid: str) -> str:
+    return str(((doc.get("quirks") or {}).get(qid) or {}).get("title") or "")
+
+
+def column_quirks(doc: Doc, column_ids: Iterable[str]) -> list[str]:
+    """Every quirk seen in these columns, most severe first, then by id."""
+    cols = set(column_ids)
+    seen: set[str] = set()
+    for c in doc.get("cells", []):
+        if c["column"] in cols:
+            seen.update(c.get("quirks") or [])
+    return sort_quirks(doc, seen)
+
+
+def sort_quirks(doc: Doc, quirks: Iterable[str]) -> list[str]:
+    seen = set(quirks)
+    return sorted(seen, key=lambda q: (-LEVEL_RANK.get(quirk_level(doc, q), 2), q))
+
+
+def top_findings(cell: Cell, limit: int = 3) -> list[dict[str, Any]]:
+    """The findings worth showing first: MUST before SHOULD before INFO, then by event."""
+    fs = list(cell.get("findings") or [])
+    fs.sort(
+        key=lambda f: (
+            -LEVEL_RANK.get(f.get("level", "INFO"), 1),
+            f["event"] if f.get("event") is not None else 1 << 60,
+        )
+    )
+    return fs[:limit]
+
+
+def trial_counts(cells: Iterable[Cell], qid: str) -> tuple[int, int] | None:
+    """(k, n): in how many trials of these cells the quirk appeared; None if one trial each."""
+    k = n = 0
+    multi = False
+    for c in cells:
+        trials = c.get("trials") or {}
+        tn = int(trials.get("n") or 1)
+        multi = multi or tn > 1
+        n += tn
+        counts = trials.get("quirk_counts") or {}
+        k += int(counts.get(qid, tn if qid in (c.get("quirks") or []) else 0))
+    return (k, n) if multi else None
+
+
+def _blame(doc: Doc, cell: Cell) -> list[str]:
+    """The quirks a broken assembly is attributed to (MUST/SHOULD ones when there are any)."""
+    quirks = list(cell.get("quirks") or [])
+    serious = [q for q in quirks if quirk_level(doc, q, cell) != "INFO"]
+    return serious or quirks or [f"scenario {cell['row']}"]
+
+
+@dataclass
+class Advice:
+    """What a client needs for one column, derived from its cells' client impact."""
+
+    breaks: dict[str, list[str]] = field(default_factory=dict)  # strategy -> quirks/scenarios
+    judged: int = 0
+
+    def text(self) -> str:
+        naive, guarded = self.breaks.get("naive", []), self.breaks.get("guarded", [])
+        robust = self.breaks.get("robust", [])
+        if not self.judged:
+            return "no client impact recorded"
+        parts = []
+        if naive:
+            parts.append("naive accumulation breaks on: " + ", ".join(naive))
+        if guarded:
+            parts.append("guarded breaks on: " + ", ".join(guarded))
+        if robust:
+            parts.append("even the robust accumulator cannot recover: " + ", ".join(robust))
+        if guarded:
+            parts.append("use a robust accumulator (conformance.client)")
+        elif naive:
+            parts.append("use a guarded or robust accumulator (conformance.client)")
+        elif not robust:
+            parts.append("every strategy assembles the right calls")
+        return "; ".join(parts)
+
+
+def cells_by_column(doc: Doc) -> dict[str, list[Cell]]:
+    out: dict[str, list[Cell]] = {}
+    for c in doc.get("cells", []):
+        out.setdefault(c["column"], []).append(c)
+    return out
+
+
+def client_advice(doc: Doc, cells: Iterable[Cell]) -> Advice:
+    """Advice for one column from its cells (see ``cells_by_column``)."""
+    adv = Advice({s: [] for s in STRATEGIES})
+    for c in cells:
+        impact = c.get("impact")
+        if not impact:
+            continue
+        adv.judged += 1
+        for s in STRATEGIES:
+            if (impact.get(s) or {}).get("status", "ok") != "ok":
+                for q in _blame(doc, c):
+                    if q not in adv.breaks[s]:
+                        adv.breaks[s].append(q)
+    for s in STRATEGIES:
+        adv.breaks[s].sort(key=lambda q: (q.startswith("scenario "), q))
+    return adv
+
+
+def impact_summary(cells: Iterable[Cell], strategy: str) -> tuple[int, int, list[str]]:
+    """(ok, judged, rows where it was not ok) for one strategy over one column's cells."""
+    ok = judged = 0
+    bad: list[str] = []
+    for c in cells:
+        impact = c.get("impact")
+        if not impact or strategy not in impact:
+            continue
+        judged += 1
+        if impact[strategy].get("status") == "ok":
+            ok += 1
+        else:
+            bad.append(c["row"])
+    return ok, judged, bad
+
+
+def server_text(column: dict[str, Any]) -> str:
+    server = (column.get("provenance") or {}).get("server") or {}
+    parts = [p for p in (server.get("software"), server.get("version")) if p]
+    return " ".join(parts)

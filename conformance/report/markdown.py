@@ -1,0 +1,254 @@
+"""The matrix as GitHub Markdown: one symbol per cell, a footnote per symbol to its evidence."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from conformance.report.common import (
+    STRATEGIES,
+    SYMBOL,
+    Cell,
+    Doc,
+    cell_index,
+    cells_by_column,
+    client_advice,
+    column_quirks,
+    columns_by_id,
+    impact_summary,
+    quirk_level,
+    quirk_title,
+    rows_for,
+    section,
+    server_text,
+    symbol,
+    top_findings,
+    trial_counts,
+)
+
+_ESCAPE = re.compile(r"([\\`*_\[\]<>|~])")
+MAX_REFS = 3  # footnote references in one quirk-row cell
+
+
+def esc(text: str) -> str:
+    """Escape Markdown punctuation (also `|`, safe inside tables)."""
+    return _ESCAPE.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def code(text: str) -> str:
+    """A code span that survives backticks and pipes in the text (pipes only in tables)."""
+    t = " ".join(str(text).split()).replace("|", "\\|")
+    fence = "`"
+    while fence in t:
+        fence += "`"
+    pad = " " if t.startswith("`") or t.endswith("`") else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
+
+
+def sym(verdict: str) -> str:
+    s = symbol(verdict)
+    return "\\~" if s == "~" else s
+
+
+class _Notes:
+    """Numbered footnotes with a prefix that will not collide with a README's own."""
+
+    def __init__(self, prefix: str = "m"):
+        self.prefix = prefix
+        self.lines: list[str] = []
+        self.by_cell: dict[tuple[str, str], str] = {}
+
+    def add(self, key: tuple[str, str], text: str) -> str:
+        label = f"[^{self.prefix}{len(self.lines) + 1}]"
+        self.lines.append(f"{label}: {text}")
+        self.by_cell[key] = label
+        return label
+
+
+def _finding_text(f: dict[str, Any]) -> str:
+    where = f"event {f['event']}" if f.get("event") is not None else "stream"
+    ptr = f" {code(f['pointer'])}" if f.get("pointer") else ""
+    rule = f["rule"] + (f" → {f['quirk']}" if f.get("quirk") and f["quirk"] != f["rule"] else "")
+    more = f" (×{f['count']})" if (f.get("count") or 1) > 1 else ""
+    return f"{where}{ptr} {rule} [{f['level']}]{more}: {esc(f.get('message', ''))}"
+
+
+def cell_note(doc: Doc, column: dict[str, Any], row: dict[str, Any], cell: Cell | None) -> str:
+    head = f"**{sym(cell['verdict'] if cell else 'not recorded')}"
+    verdict = cell["verdict"] if cell else "not recorded"
+    parts = [f"{head} {verdict}** · {esc(column['id'])} × {esc(row['id'])}"]
+    if cell is None or verdict == "not recorded":
+        if column.get("record_command"):
+            parts.append("record with " + code(column["record_command"]))
+        return " · ".join(parts)
+    if cell.get("reason"):
+        parts.append(esc(cell["reason"]))
+    expected = set(cell.get("expected") or [])
+    if cell.get("quirks"):
+        parts.append(
+            ", ".join(q + (" (expected)" if q in expected else "") for q in cell["quirks"])
+        )
+    shown = top_findings(cell)
+    if shown:
+        rest = len(cell.get("findings") or []) - len(shown)
+        parts.append("; ".join(_finding_text(f) for f in shown) + (f"; +{rest} more" if rest else ""))
+    if cell.get("cassette"):
+        at = f"#{cell['interaction']}" if cell.get("interaction") not in (None, 0) else ""
+        parts.append("cassette " + code(cell["cassette"] + at))
+    return " · ".join(parts)
+
+
+def _header(ids: list[str], first: str) -> list[str]:
+    return [
+        "| " + first + " | " + " | ".join(f"**{esc(i)}**" for i in ids) + " |",
+        "|---|" + ":-:|" * len(ids),
+    ]
+
+
+def _grid(doc: Doc, ids: list[str], notes: _Notes, quirk_rows: bool) -> list[str]:
+    cols, index, by_col = columns_by_id(doc), cell_index(doc), cells_by_column(doc)
+    out = _header(ids, "scenario")
+    for row in rows_for(doc, ids):
+        cells = []
+        for cid in ids:
+            cell = index.get((cid, row["id"]))
+            if cell is None and cols[cid].get("status") != "not recorded":
+                cells.append(" ")
+                continue
+            verdict = cell["verdict"] if cell else "not recorded"
+            label = notes.add((cid, row["id"]), cell_note(doc, cols[cid], row, cell))
+            cells.append(sym(verdict) + label)
+        out.append(f"| {esc(row['title'])} ({code(row['id'])}) | " + " | ".join(cells) + " |")
+    for s in STRATEGIES:
+        marks = [_impact_cell(by_col.get(c, []), s) for c in ids]
+        out.append(f"| *{s} client* | " + " | ".join(marks) + " |")
+    if quirk_rows:
+        for q in column_quirks(doc, ids):
+            out.append(_quirk_row(doc, q, ids, by_col, notes))
+    return out
+
+
+def _impact_cell(cells: list[Cell], strategy: str) -> str:
+    ok, judged, _ = impact_summary(cells, strategy)
+    if not judged:
+        return " "
+    return f"{'✓' if ok == judged else '✗'} {ok}/{judged}"
+
+
+def _quirk_row(
+    doc: Doc, qid: str, ids: list[str], by_col: dict[str, list[Cell]], notes: _Notes
+) -> str:
+    cells = []
+    for cid in ids:
+        hits = [c for c in by_col.get(cid, []) if qid in (c.get("quirks") or [])]
+        if not hits:
+            cells.append(" ")
+            continue
+        refs = [notes.by_cell[(cid, c["row"])] for c in hits if (cid, c["row"]) in notes.by_cell]
+        tail = "…" if len(refs) > MAX_REFS else ""
+        counts = trial_counts(hits, qid)
+        k_n = f" {counts[0]}/{counts[1]}" if counts else ""
+        cells.append("\\~" + k_n + "".join(refs[:MAX_REFS]) + tail)
+    title = quirk_title(doc, qid)
+    name = f"{code(qid)} {esc(title)}" if title else code(qid)
+    level = quirk_level(doc, qid)
+    return f"| {name} *{level}* | " + " | ".join(cells) + " |"
+
+
+def _advice_lines(doc: Doc, ids: list[str]) -> list[str]:
+    cols, by_col = columns_by_id(doc), cells_by_column(doc)
+    out = []
+    for cid in ids:
+        col = cols[cid]
+        if col.get("status") == "not recorded":
+            cmd = col.get("record_command")
+            text = "not recorded" + (f"; record with {code(cmd)}" if cmd else "")
+        else:
+            adv = client_advice(doc, by_col.get(cid, []))
+            text = esc(adv.text()) if adv.judged else esc(col.get("client_advice") or adv.text())
+        out.append(f"- **{esc(cid)}**: {text}")
+    return out
+
+
+def _provenance_lines(doc: Doc, ids: list[str]) -> list[str]:
+    cols = columns_by_id(doc)
+    out = [
+        "| column | label | model | server | recorded | how | cassettes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for cid in ids:
+        c = cols[cid]
+        p = c.get("provenance") or {}
+        cells = [
+            f"**{esc(cid)}**",
+            esc(c.get("label", "")),
+            code(c["model"]) if c.get("model") else "–",
+            esc(server_text(c)) or "–",
+            esc((p.get("recorded_at") or "–")[:10]),
+            esc(p.get("how") or c.get("status", "")),
+            code(p["cassette_dir"]) if p.get("cassette_dir") else "–",
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _captures(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
+    cols, rows = columns_by_id(doc), {r["id"]: r for r in doc["rows"]}
+    out = ["| capture | verdict | quirks | naive | guarded | robust |", "|---|:-:|---|:-:|:-:|:-:|"]
+    for c in doc["cells"]:
+        if c["column"] not in ids:
+            continue
+        col, row = cols[c["column"]], rows[c["row"]]
+        label = notes.add((c["column"], c["row"]), cell_note(doc, col, row, c))
+        impact = c.get("impact") or {}
+        marks = [
+            f"{'✓' if impact[s]['status'] == 'ok' else '✗'} {impact[s]['status']}"
+            if s in impact
+            else "–"
+            for s in STRATEGIES
+        ]
+        quirks = ", ".join(code(q) for q in c.get("quirks") or []) or "–"
+        name = code(col["label"] if col.get("label") else col["id"])
+        out.append(f"| {name} | {sym(c['verdict'])}{label} | {quirks} | " + " | ".join(marks) + " |")
+    return out
+
+
+LEGEND = (
+    "✓ conforms · \\~ quirk (catalogued deviation; the robust client still assembles the right "
+    "calls) · ✗ fails (a MUST rule broken, or unrecoverable) · ! error (transport/HTTP/protocol) "
+    "· – unsupported · ∅ not recorded. *Client rows*: how many recorded scenarios each "
+    "accumulator assembled correctly (naive = overwrite when present; guarded = overwrite when "
+    "non-empty; robust = `conformance.client`)."
+)
+
+
+def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
+    """The matrix as GitHub Markdown (tables, client advice, legend, footnotes)."""
+    h = "#" * heading_level
+    sub = "#" * (heading_level + 1)
+    notes = _Notes()
+    lines = [f"{h} {esc(doc.get('title') or 'Streaming tool-call conformance')}", ""]
+    lines.append(
+        f"Generated {esc(doc['generated'])} · suite {esc(doc['suite_version'])} · "
+        f"mode {esc(doc['mode'])}"
+    )
+    providers = section(doc, "providers")
+    if providers:
+        lines += ["", *_grid(doc, providers, notes, quirk_rows=True), ""]
+        lines += [f"{sub} What your client must do", "", *_advice_lines(doc, providers), ""]
+        lines += [f"{sub} Provenance", "", *_provenance_lines(doc, providers)]
+    profiles = section(doc, "reference_profiles")
+    if profiles:
+        lines += ["", f"{sub} Reference profiles", ""]
+        lines += _grid(doc, profiles, notes, quirk_rows=True)
+    captures = section(doc, "captures")
+    if captures:
+        lines += ["", f"{sub} Captures", "", *_captures(doc, captures, notes), ""]
+        lines += [f"{sub} What your client must do (captures)", ""]
+        lines += _advice_lines(doc, captures)
+    lines += ["", f"{sub} Legend", "", LEGEND, ""]
+    lines += notes.lines
+    return "\n".join(lines).rstrip() + "\n"
+
+
+__all__ = ["SYMBOL", "cell_note", "code", "esc", "render_markdown"]

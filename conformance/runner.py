@@ -1,0 +1,292 @@
+"""One cell: a scenario on a provider, through the same pipeline as `conformance analyze`.
+
+request (scenario + provider elicitation) -> transport (live httpx, or vcrpy replay)
+-> Transcript -> analyze -> scenario expectations -> (round trip) -> Cell.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from conformance import secrets
+from conformance.analysis import CaptureResult, analyze
+from conformance.client import RoundTripPolicy, tool_result_messages
+from conformance.providers import Provider
+from conformance.rules import INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
+from conformance.scenarios import Scenario, build_request, tool_result_for
+from conformance.transcript import Transcript
+from conformance.transport import Limits, RetryPolicy, exchange
+
+VERDICT_RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 3}
+EVIDENCE_EVENTS = 14
+EVIDENCE_CHARS = 400
+
+
+@dataclass
+class Cell:
+    provider: str
+    scenario: str
+    verdict: str
+    reason: str | None = None
+    quirks: list[str] = field(default_factory=list)
+    expected: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    missing_expected: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    impact: dict[str, Any] = field(default_factory=dict)
+    tool_calls: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    elicited: bool | None = None
+    cassette: str | None = None
+    interaction: int | None = None
+    trials: dict[str, Any] = field(default_factory=dict)
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items()}
+        d["column"], d["row"] = d.pop("provider"), d.pop("scenario")
+        return json.loads(secrets.redact(json.dumps(d, ensure_ascii=False)))
+
+    @property
+    def uncatalogued_must(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["level"] == MUST and not f.get("quirk")]
+
+
+def unsupported_cell(provider: Provider, scenario: Scenario) -> Cell | None:
+    missing = [c for c in scenario.needs if not provider.supports(c)]
+    if missing:
+        return Cell(provider.name, scenario.id, "unsupported",
+                    reason=f"{provider.name} declares no {missing[0].replace('_', ' ')}")
+    return None
+
+
+def _evidence(t: Transcript, findings: list[dict[str, Any]], exchange_no: int) -> list[dict]:
+    wanted = {f["event"] for f in findings if isinstance(f.get("event"), int)}
+    near = set()
+    for n in sorted(wanted)[:8]:
+        near.update((n - 1, n, n + 1))
+    out: list[dict[str, Any]] = []
+    last = None
+    for ev in t.events():
+        last = ev
+        if ev.n in near or ev.n < 2:
+            data = ev.data if len(ev.data) <= EVIDENCE_CHARS else ev.data[:EVIDENCE_CHARS] + "…"
+            out.append({"n": ev.n, "kind": ev.kind, "data": secrets.redact(data),
+                        "highlight": ev.n in wanted, "exchange": exchange_no})
+            if len(out) >= EVIDENCE_EVENTS:
+                break
+    if last is not None and all(e["n"] != last.n for e in out) and len(out) < EVIDENCE_EVENTS:
+        out.append({"n": last.n, "kind": last.kind, "data": secrets.redact(last.data[:200]),
+                    "highlight": last.n in wanted, "exchange": exchange_no})
+    return out
+
+
+def _finding(rule: str, message: str, level: str | None = None, quirk: str | None = None,
+             event: int | None = None) -> dict[str, Any]:
+    lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
+    return {"rule": rule, "level": lvl, "quirk": quirk, "event": event, "pointer": None,
+            "message": message}
+
+
+def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, Any]
+                       ) -> tuple[list[dict[str, Any]], str | None]:
+    """Scenario-level findings (protocol) and a not-elicited note (model behaviour)."""
+    out: list[dict[str, Any]] = []
+    e = scenario.expect
+    turn = r.turn
+    calls = turn.calls if turn else []
+    names = [c.name for c in calls]
+    forced = request.get("tool_choice") in ("required",) or isinstance(request.get("tool_choice"),
+                                                                       dict)
+    not_elicited = None
+    if e.usage and (turn is None or turn.usage is None):
+        out.append(_finding("R-USAGE", "stream_options.include_usage asked, no usage arrived"))
+    if e.cut:
+        cut = any(c.repaired or not c.valid for c in calls)
+        if not calls:
+            not_elicited = "not elicited: the model made no tool call to cut"
+        elif not cut:
+            not_elicited = "not elicited: the arguments were complete within max_tokens"
+        elif r.finish_reason != "length":
+            out.append(_finding("R-LENGTH-VISIBLE", f"arguments cut but finish_reason is "
+                                f"{r.finish_reason!r}, not \"length\""))
+    if len(calls) < e.min_calls and not forced:
+        not_elicited = (f"not elicited: {len(calls)} tool call(s), the scenario needs "
+                        f"{e.min_calls} (model behaviour, not a wire fault)")
+    missing = [n for n in e.names if n not in names]
+    if calls and missing and not forced and not_elicited is None:
+        not_elicited = f"not elicited: the model did not call {', '.join(missing)}"
+    if e.non_ascii and calls:
+        if not any(_has_non_ascii(c.arguments) for c in calls if c.valid):
+            if any("Z" in c.arguments and "rich" in c.arguments for c in calls):
+                out.append(_finding("R-ARGS-JSON", "non-ASCII text lost from the arguments",
+                                    level=MUST))
+            elif not_elicited is None:
+                not_elicited = "not elicited: no non-ASCII text in the arguments"
+    return out, not_elicited
+
+
+def _has_non_ascii(arguments: str) -> bool:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return False
+    return any(ord(ch) > 127 for ch in json.dumps(value, ensure_ascii=False))
+
+
+class CellRunner:
+    """Runs cells with one httpx client; live or (under vcrpy) replayed."""
+
+    def __init__(self, *, replay: bool, client: httpx.Client | None = None,
+                 limits: Limits | None = None):
+        self.replay = replay
+        self.limits = limits
+        self._client = client
+
+    def _client_for(self, provider: Provider) -> tuple[httpx.Client, Limits]:
+        from conformance.transport import make_client
+        limits = self.limits or Limits.from_dict(provider.limits)
+        if self._client is None:
+            self._client = make_client(limits)
+        return self._client, limits
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def run(self, provider: Provider, scenario: Scenario, *, repeat: int = 1,
+            cassette: str | None = None) -> Cell:
+        unsupported = unsupported_cell(provider, scenario)
+        if unsupported is not None:
+            return unsupported
+        trials = [self._trial(provider, scenario, i) for i in range(repeat)]
+        cell, exchanges = trials[0]
+        cell.cassette = cassette
+        cell.interaction = 0 if cassette else None
+        if repeat > 1:
+            qc: Counter[str] = Counter()
+            vc: Counter[str] = Counter()
+            for c, _ in trials:
+                qc.update(set(c.quirks))
+                vc[c.verdict + ("" if c.elicited is not False else " (not elicited)")] += 1
+            cell.trials = {"n": repeat, "quirk_counts": dict(sorted(qc.items())),
+                           "verdict_counts": dict(sorted(vc.items())),
+                           "exchanges_per_trial": [n for _, n in trials]}
+            # The cell reads as its worst trial; the counts tell wire quirks (every trial)
+            # from behaviour that varies.
+            worst = max(trials, key=lambda ct: VERDICT_RANK.get(ct[0].verdict, 0))[0]
+            if worst is not cell:
+                worst.trials, worst.cassette, worst.interaction = cell.trials, cassette, 0
+                cell = worst
+            cell.quirks = sorted(qc)
+        else:
+            cell.trials = {"n": 1, "quirk_counts": {q: 1 for q in cell.quirks},
+                           "verdict_counts": {cell.verdict: 1}}
+        return cell
+
+    def _trial(self, provider: Provider, scenario: Scenario, trial: int) -> tuple[Cell, int]:
+        client, limits = self._client_for(provider)
+        retry = RetryPolicy.from_dict(provider.retries, sleep=not self.replay)
+        url = provider.base_url + "/chat/completions"
+        body = build_request(scenario, provider)
+        rng = random.Random(f"{provider.name}/{scenario.id}/{trial}")
+        t1 = exchange(client, url, body, headers=provider.headers,
+                      auth_headers=provider.auth_headers(), limits=limits, retry=retry,
+                      source=f"{provider.name}/{scenario.id}", rng=rng)
+        r1 = analyze(t1)
+        findings = [dict(f.to_json(), exchange=0) for f in r1.findings]
+        evidence = _evidence(t1, findings, 0)
+        exchanges = 1 + len(t1.meta.get("retries", []))
+        verdict, reason = r1.verdict, r1.error
+        extra, not_elicited = ([], None) if verdict == "error" else check_expectations(
+            scenario, r1, body)
+        findings += [dict(f, exchange=0) for f in extra]
+        retries = list(t1.meta.get("retries", []))
+        if scenario.roundtrip and verdict != "error" and r1.turn and r1.turn.calls:
+            rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
+                provider, scenario, body, r1, client, url, limits, retry, rng)
+            findings += rt_findings
+            evidence += rt_evidence
+            retries += rt_retries
+            exchanges += 1 + len(rt_retries)
+            if rt_error:
+                verdict, reason = "error", "round trip: " + rt_error
+        elif scenario.roundtrip and verdict != "error" and not_elicited is None:
+            not_elicited = "not elicited: no tool call to send back"
+        if verdict != "error":
+            verdict = _cell_verdict(r1, findings)
+        quirks = sorted({f["quirk"] for f in findings if f.get("quirk")})
+        judged = {f["quirk"] for f in findings
+                  if f.get("quirk") and LEVEL_RANK[f["level"]] >= LEVEL_RANK[SHOULD]}
+        expected = sorted(q for q in judged if provider.expects(q, scenario.id))
+        unexpected = sorted(judged - set(expected))
+        missing = sorted(q for q, e in provider.expected_quirks.items()
+                         if e.get("scenarios") and scenario.id in e["scenarios"]
+                         and q not in quirks and verdict != "error" and not_elicited is None)
+        if reason is None and not_elicited:
+            reason = not_elicited
+        meta = dict(r1.meta)
+        meta["elapsed"] = t1.meta.get("elapsed")
+        cell = Cell(provider.name, scenario.id, verdict, reason, quirks, expected, unexpected,
+                    missing, findings, evidence,
+                    {k: v.to_json() for k, v in r1.impact.items()}, r1.tool_calls,
+                    r1.finish_reason, None if verdict == "error" else not_elicited is None,
+                    retries=retries, meta=meta)
+        return cell, exchanges
+
+    def _roundtrip(self, provider: Provider, scenario: Scenario, body: dict[str, Any],
+                   r1: CaptureResult, client: httpx.Client, url: str, limits: Limits,
+                   retry: RetryPolicy, rng: random.Random
+                   ) -> tuple[list[dict[str, Any]], str | None, list[dict], list[dict]]:
+        assert r1.turn is not None
+        policy = provider.roundtrip
+        if scenario.keep_ids:  # ids travel back byte for byte, "" included
+            policy = RoundTripPolicy(content=policy.content,
+                                     tool_message_name=policy.tool_message_name)
+        messages = [m for m in body["messages"]
+                    if not (m.get("role") == "assistant" and "tool_calls" not in m
+                            and m is body["messages"][-1])]
+        assistant = r1.turn.message(policy)
+        results = tool_result_messages(
+            [(c, tool_result_for(c.name, c.arguments)) for c in r1.turn.calls], policy)
+        rt_body = dict(body, messages=messages + [assistant] + results)
+        rt_body.pop("tool_choice", None)
+        rt_body.pop("stream_options", None)
+        findings: list[dict[str, Any]] = []
+        if scenario.keep_ids:
+            sent = [tc["id"] for tc in assistant.get("tool_calls", [])]
+            got = [c.id for c in r1.turn.calls]
+            if sent != got or [m["tool_call_id"] for m in results] != got:
+                findings.append(_finding("R-ROUNDTRIP-IDS", "ids changed on the way back"))
+        t2 = exchange(client, url, rt_body, headers=provider.headers,
+                      auth_headers=provider.auth_headers(), limits=limits, retry=retry,
+                      source=f"{provider.name}/{scenario.id}#roundtrip", rng=rng)
+        r2 = analyze(t2)
+        rt = [dict(f.to_json(), exchange=1) for f in r2.findings
+              if f.rule.startswith("R-ROUNDTRIP") or f.rule in ("R-COMPLETE",)
+              or (f.quirk or "").startswith("Q-RT-")]
+        findings += rt
+        error = None
+        if t2.transport_error or (t2.status is not None and t2.status >= 500):
+            error = r2.error
+        elif t2.status == 200 and r2.turn and r2.turn.error is not None:
+            error = r2.error
+        return findings, error, _evidence(t2, rt, 1), list(t2.meta.get("retries", []))
+
+
+def _cell_verdict(r1: CaptureResult, findings: list[dict[str, Any]]) -> str:
+    if r1.verdict == "fails":
+        return "fails"
+    if any(f["level"] == MUST and not f.get("quirk") for f in findings):
+        return "fails"
+    if any(f.get("quirk") and f["level"] != INFO for f in findings):
+        return "quirk" if r1.verdict in ("conforms", "quirk") else r1.verdict
+    return r1.verdict

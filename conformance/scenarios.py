@@ -1,0 +1,166 @@
+"""Scenarios: a request shape plus what it should produce, as data.
+
+Each scenario is a case with an id, the request it sends and its expectation; the
+provider's elicitation (system prompt, few-shot turns, assistant prefill, max_tokens)
+is layered on top by ``build_request`` so a tiny self-hosted model can be coaxed
+into real tool calls without changing what is judged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _tool(name: str, description: str, props: dict[str, Any] | None = None,
+          required: list[str] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"type": "object", "properties": props or {}}
+    if required:
+        params["required"] = required
+    return {"type": "function",
+            "function": {"name": name, "description": description, "parameters": params}}
+
+
+GET_WEATHER = _tool("get_weather", "Current weather for a city.",
+                    {"city": {"type": "string", "description": "City name"}}, ["city"])
+GET_TIME = _tool("get_time", "Current local time in a time zone.",
+                 {"timezone": {"type": "string", "description": "IANA time zone, e.g. Asia/Tokyo"}},
+                 ["timezone"])
+PING = _tool("ping", "Check that the server is alive. Takes no arguments.")
+WRITE_NOTE = _tool("write_note", "Save a note with a title and a long body.",
+                   {"title": {"type": "string"}, "body": {"type": "string"}}, ["title", "body"])
+
+
+@dataclass(frozen=True)
+class Expect:
+    min_calls: int = 0
+    max_calls: int | None = None
+    names: tuple[str, ...] = ()  # tool names that must appear among the calls
+    finish: tuple[str, ...] = ()  # acceptable final finish_reason values
+    non_ascii: bool = False  # a string argument must keep non-ASCII text
+    usage: bool = False  # a usage object must arrive
+    cut: bool = False  # arguments must be cut with finish_reason "length"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    title: str
+    description: str
+    user: str
+    tools: tuple[dict[str, Any], ...] = (GET_WEATHER, GET_TIME)
+    params: dict[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()  # provider capabilities required to run it
+    expect: Expect = Expect()
+    roundtrip: bool = False  # send the assembled calls and one result per call back
+    keep_ids: bool = False  # id-omission: ids travel back byte for byte, "" included
+
+    @property
+    def test_name(self) -> str:
+        return "test_" + self.id.replace("-", "_")
+
+
+SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
+    Scenario("single", "One tool call", "One question that needs one tool.",
+             "What is the weather in Paris right now? Use the tool.",
+             expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",))),
+    Scenario("parallel", "Parallel calls to different tools",
+             "Two independent questions: two or three calls in one turn, distinct indices.",
+             "Answer both, calling the tools in parallel: what is the weather in Paris, and what "
+             "time is it in Tokyo?", params={"parallel_tool_calls": True},
+             needs=("parallel_calls",),
+             expect=Expect(min_calls=2, names=("get_weather", "get_time"),
+                           finish=("tool_calls",))),
+    Scenario("interleaved", "Parallel calls with long arguments",
+             "Two calls with long arguments, so fragments of both may alternate; the rules "
+             "judge whatever order arrives.",
+             "Save two notes in parallel. Note 1 titled 'Groceries' whose body lists at least "
+             "twenty items, and note 2 titled 'Packing' whose body lists at least twenty items.",
+             tools=(WRITE_NOTE,), params={"parallel_tool_calls": True},
+             needs=("parallel_calls",),
+             expect=Expect(min_calls=2, names=("write_note",), finish=("tool_calls",))),
+    Scenario("truncated-arguments", "Arguments cut by max_tokens",
+             "max_tokens cuts the call: finish_reason \"length\" must be visible and a client "
+             "must not be led to execute a parsable prefix.",
+             "Save a note titled 'Essay' whose body is a 500-word essay about rivers.",
+             tools=(WRITE_NOTE,), params={"max_tokens": 24},
+             expect=Expect(cut=True, finish=("length",))),
+    Scenario("id-omission", "Ids travel back unchanged",
+             "Empty or missing ids are detected on every scenario; here the id is carried "
+             "back byte for byte (\"\" included) in the assistant message and the tool "
+             "result, and the provider must accept it.",
+             "What is the weather in Paris right now? Use the tool.", roundtrip=True,
+             keep_ids=True, expect=Expect(min_calls=1, names=("get_weather",))),
+    Scenario("round-trip", "Tool results sent back",
+             "The assembled assistant message and one tool result per call go back; the "
+             "provider must accept them and answer.",
+             "Answer both, calling the tools: what is the weather in Paris, and what time is "
+             "it in Tokyo?", roundtrip=True, expect=Expect(min_calls=1)),
+    Scenario("tool-choice-none", "tool_choice none", "No tool call may appear.",
+             "What is the weather in Paris right now?", params={"tool_choice": "none"},
+             expect=Expect(max_calls=0)),
+    Scenario("required", "tool_choice required", "At least one call must appear.",
+             "Hello! How are you today?", params={"tool_choice": "required"},
+             needs=("tool_choice_required",), expect=Expect(min_calls=1)),
+    Scenario("named", "Named tool_choice", "Exactly the named tool is called.",
+             "What is the weather in Paris right now?",
+             params={"tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+             needs=("named_tool_choice",),
+             expect=Expect(min_calls=1, names=("get_time",),
+                           finish=("tool_calls", "stop"))),
+    Scenario("no-arguments", "A tool without parameters",
+             "A parameterless tool: the arguments must still be valid JSON (\"{}\").",
+             "Check whether the server is alive using the ping tool.", tools=(PING, GET_WEATHER),
+             expect=Expect(min_calls=1, names=("ping",), finish=("tool_calls",))),
+    Scenario("unicode-arguments", "Non-ASCII arguments",
+             "Arguments with non-ASCII text must arrive intact across fragments.",
+             "What is the weather in Zürich? Use the tool with the city name exactly as "
+             "written: Zürich.",
+             expect=Expect(min_calls=1, names=("get_weather",), non_ascii=True,
+                           finish=("tool_calls",))),
+    Scenario("parallel-disabled", "parallel_tool_calls false", "At most one call may appear.",
+             "Answer both: what is the weather in Paris, and what time is it in Tokyo?",
+             params={"parallel_tool_calls": False}, needs=("parallel_calls",),
+             expect=Expect(min_calls=1, max_calls=1)),
+    Scenario("usage", "stream_options.include_usage",
+             "A usage object must arrive (OpenAI: a final chunk with empty choices).",
+             "What is the weather in Paris right now? Use the tool.",
+             params={"stream_options": {"include_usage": True}}, needs=("stream_options",),
+             expect=Expect(min_calls=1, usage=True)),
+]}
+
+
+def build_request(scenario: Scenario, provider: Any, *, stream: bool = True) -> dict[str, Any]:
+    """The request body for one scenario on one provider (no secrets, ever)."""
+    el = provider.elicitation
+    messages: list[dict[str, Any]] = []
+    if el.get("system_prompt"):
+        messages.append({"role": "system", "content": el["system_prompt"]})
+    messages.extend(copy.deepcopy(el.get("few_shot") or []))
+    messages.append({"role": "user", "content": scenario.user})
+    if el.get("prefill") and scenario.params.get("tool_choice") != "none":
+        messages.append({"role": "assistant", "content": el["prefill"]})
+    body: dict[str, Any] = {"model": provider.model, "messages": messages,
+                            "tools": copy.deepcopy(list(scenario.tools)), "stream": stream}
+    if el.get("max_tokens") and "max_tokens" not in scenario.params:
+        body["max_tokens"] = el["max_tokens"]
+    body.update(copy.deepcopy(provider.extra_body))
+    body.update(copy.deepcopy(el.get("extra_body") or {}))
+    body.update(copy.deepcopy(scenario.params))
+    return body
+
+
+def tool_result_for(name: str, arguments: str) -> str:
+    """A deterministic, small tool result for the round trip."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        args = {}
+    if name == "get_weather":
+        return json.dumps({"city": args.get("city", "?"), "temperature_c": 15,
+                           "sky": "partly cloudy"}, ensure_ascii=False)
+    if name == "get_time":
+        return json.dumps({"timezone": args.get("timezone", "?"), "time": "09:30"})
+    return json.dumps({"ok": True})

@@ -1,0 +1,396 @@
+"""Server profiles: which quirks a fake endpoint injects, and what analysing it should report.
+
+A profile is data: a name (what clients send as ``model``), a description, the transforms it
+applies to the reference stream (keys of ``conformance.mutations.TRANSFORMS``), the catalogue
+ids it exhibits (``quirks``), the subset an analysis of its stream bytes must report
+(``expected``; a stall or a round-trip rejection is not in the bytes), ids an analysis may
+report besides, as consequences (``also``), and request-side behaviour: round-trip rejections
+(catalogue group J), request faults, and ``parallel_tool_calls`` handling.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.mutations import MUTATIONS
+from conformance.server.streams import RequestError, openai_error
+
+# --------------------------------------------------------------------------- round trip
+
+
+def _assistant_calls(messages: list[dict[str, Any]]):
+    for i, message in enumerate(messages):
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            yield i, message
+
+
+def _mistral_id(messages: list[dict[str, Any]]) -> RequestError | None:
+    ids = [tc.get("id") for _, m in _assistant_calls(messages) for tc in m["tool_calls"]]
+    ids += [m.get("tool_call_id") for m in messages if m.get("role") == "tool"]
+    for call_id in ids:
+        if not isinstance(call_id, str) or not re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
+            message = f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, with a length of 9."
+            body = {"object": "error", "message": message, "type": "invalid_request_error"}
+            return RequestError(400, body | {"param": None, "code": None})
+    return None
+
+
+def _content_null(messages: list[dict[str, Any]]) -> RequestError | None:
+    for _, message in _assistant_calls(messages):
+        if "content" in message and message["content"] is None:
+            return openai_error(
+                400,
+                "Invalid 'content': 'content' field must be a string or an array of objects.",
+                param="messages",
+            )
+    return None
+
+
+def _content_empty(messages: list[dict[str, Any]]) -> RequestError | None:
+    for _, message in _assistant_calls(messages):
+        if message.get("content") == "":
+            return openai_error(
+                400,
+                "ValidationException: messages: text content blocks must be non-empty",
+                param="messages",
+            )
+    return None
+
+
+def _tool_name_required(messages: list[dict[str, Any]]) -> RequestError | None:
+    for message in messages:
+        if message.get("role") == "tool" and not message.get("name"):
+            error = {"code": 400, "message": "Request contains an invalid argument."}
+            return RequestError(400, {"error": error | {"status": "INVALID_ARGUMENT"}})
+    return None
+
+
+def _tool_name_forbidden(messages: list[dict[str, Any]]) -> RequestError | None:
+    for i, message in enumerate(messages):
+        if message.get("role") == "tool" and "name" in message:
+            text = f'messages[{i}]: "name" is not supported by this endpoint'
+            return openai_error(400, text, param="messages")
+    return None
+
+
+def _function_name_key(messages: list[dict[str, Any]]) -> RequestError | None:
+    for i, message in _assistant_calls(messages):
+        if any("name" not in (tc.get("function") or {}) for tc in message["tool_calls"]):
+            return openai_error(400, f"messages[{i}]: missing field `name`", param="messages")
+    return None
+
+
+ROUND_TRIP_CHECKS: dict[str, Callable[[list[dict[str, Any]]], RequestError | None]] = {
+    "mistral-id": _mistral_id,
+    "content-null": _content_null,
+    "content-empty": _content_empty,
+    "tool-name-required": _tool_name_required,
+    "tool-name-forbidden": _tool_name_forbidden,
+    "function-name-key": _function_name_key,
+}
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    mutations: tuple[str, ...] = ()
+    quirks: frozenset[str] = frozenset()
+    expected: frozenset[str] = frozenset()
+    also: frozenset[str] = frozenset()
+    round_trip: tuple[str, ...] = ()
+    # Request-level behaviour instead of a stream shape:
+    # "tools-unsupported" | "downgraded" | "stream-options-rejected".
+    fault: str | None = None
+    ignore_parallel_false: bool = False
+    # "named": mutate only when tool_choice names a function (OpenAI's ``stop`` there).
+    when: str | None = None
+    # What a request must elicit for the quirk to show: "parallel" (>= 2 calls),
+    # "parallel-false", "no-params" (a parameterless tool), "named" (named tool_choice),
+    # "required" (tool_choice "required").
+    needs: str | None = None
+
+    def applies(self, body: dict[str, Any]) -> bool:
+        return self.when != "named" or isinstance(body.get("tool_choice"), dict)
+
+    def check_round_trip(self, messages: list[dict[str, Any]]) -> None:
+        for check in self.round_trip:
+            if (error := ROUND_TRIP_CHECKS[check](messages)) is not None:
+                raise error
+
+
+def profile_name(quirk: str) -> str:
+    """``Q-INDEX-ALL-ZERO`` -> ``index-all-zero``."""
+    return quirk.removeprefix("Q-").lower()
+
+
+_NEEDS = {
+    "Q-INDEX-ALL-ZERO": "parallel",
+    "Q-INDEX-REUSED-ACROSS-CALLS": "parallel",
+    "Q-INDEX-ABSENT-PARALLEL-SPLIT": "parallel",
+    "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": "parallel",
+    "Q-ARGS-ABSENT-NO-PARAMS": "no-params",
+    "Q-FINISH-STOP-NAMED-TOOLCHOICE": "named",
+    # With tool_choice "auto" a turn without a call is legitimate; "required" makes it a fault.
+    "Q-TOOLCALLS-MISSING-IN-STREAM": "required",
+    "Q-TOOLCALL-AS-TEXT": "required",
+}
+
+# Consequences an analyzer may report besides the injected quirk (never instead of it).
+_ALSO = {
+    "Q-SSE-ERROR-ENVELOPE": {"Q-SSE-DONE-MISSING", "Q-FINISH-NEVER-SENT", "Q-ARGS-TRUNCATED"},
+    "Q-SSE-ERROR-IN-CHUNK": {"Q-FINISH-NEVER-SENT", "Q-ARGS-TRUNCATED", "Q-USAGE-EMPTY-CHOICES"},
+    "Q-AZURE-PROMPT-FILTER-CHUNK": {
+        "Q-USAGE-EMPTY-CHOICES",
+        "Q-ENVELOPE-FIELDS-MISSING",
+        "Q-CHUNK-ID-UNSTABLE",
+        "Q-EXTRA-FIELDS",
+    },
+    "Q-AZURE-CHOICE-WITHOUT-DELTA": {"Q-EXTRA-FIELDS", "Q-ENVELOPE-FIELDS-MISSING"},
+    "Q-INDEX-ABSENT-WHOLE-CALL": {"Q-INDEX-ABSENT", "Q-ARGS-WHOLE-IN-ONE-DELTA"},
+    "Q-INDEX-ABSENT-PARALLEL-SPLIT": {
+        "Q-INDEX-ABSENT",
+        "Q-INDEX-ABSENT-WHOLE-CALL",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+    },
+    "Q-INDEX-ALL-ZERO": {"Q-INDEX-REUSED-ACROSS-CALLS"},
+    "Q-INDEX-REUSED-ACROSS-CALLS": {"Q-INDEX-ALL-ZERO", "Q-ARGS-TRUNCATED"},
+    "Q-INDEX-INCONSISTENT-WITHIN-CALL": {
+        "Q-INDEX-NONZERO-START",
+        "Q-TYPE-MISSING",
+        "Q-ARGS-ON-OPENING-DELTA",
+        "Q-ARGS-LOST-MULTITOKEN-DELTA",
+        "Q-ID-ABSENT",
+        "Q-ARGS-ABSENT-NO-PARAMS",
+        "Q-ARGS-TRUNCATED",
+    },
+    "Q-NAME-EMPTY-OPENING-DELTA": {"Q-EMPTY-STRING-OVERWRITE"},
+    "Q-ARGS-WHOLE-IN-ONE-DELTA": {"Q-ARGS-ON-OPENING-DELTA"},
+    "Q-ARGS-CUMULATIVE": {"Q-ARGS-TRUNCATED", "Q-ARGS-DUPLICATED-ON-FLUSH"},
+    "Q-ARGS-DUPLICATED-ON-FLUSH": {"Q-ARGS-TRUNCATED", "Q-ARGS-CUMULATIVE"},
+    "Q-ARGS-LOST-MULTITOKEN-DELTA": {"Q-ARGS-ABSENT-NO-PARAMS"},
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": {"Q-ARGS-TRUNCATED"},
+    "Q-ARGS-JSON-OBJECT": {"Q-ARGS-WHOLE-IN-ONE-DELTA", "Q-ARGS-ON-OPENING-DELTA"},
+    "Q-ARGS-CONTROL-MARKUP": {"Q-ARGS-TRUNCATED", "Q-ARGS-SERVER-PARSER-CORRUPTION"},
+    "Q-FINISH-ON-NONFINAL-CHUNK": {"Q-FINISH-REPEATED"},
+    "Q-FINISH-CAMELCASE": {"Q-FINISH-NEVER-SENT", "Q-EXTRA-FIELDS"},
+    "Q-FINISH-STOP-NAMED-TOOLCHOICE": {"Q-FINISH-STOP-WITH-TOOLCALLS"},
+    "Q-TOOLCALL-AS-TEXT": {"Q-TOOLCALLS-MISSING-IN-STREAM"},
+    "Q-REASONING-SAME-DELTA": {"Q-EXTRA-FIELDS"},
+    "Q-REASONING-LEAK-AT-FINISH": {"Q-EXTRA-FIELDS"},
+}
+
+# Reference behaviour that the catalogue lists as OpenAI's own quirk: an analysis may report
+# it for any profile whose stream has the usage chunk (include_usage).
+REFERENCE_QUIRKS = frozenset({"Q-USAGE-EMPTY-CHOICES"})
+
+# A stall is timing, not bytes: an analysis of the body cannot see it.
+_INVISIBLE = {"Q-STREAM-STALLS"}
+
+
+def _single(quirk: str, name: str | None = None, description: str | None = None) -> Profile:
+    doc = (MUTATIONS[quirk].__doc__ or "").strip()
+    return Profile(
+        name=name or profile_name(quirk),
+        description=description or doc.split(": ", 1)[-1],
+        mutations=(quirk,),
+        quirks=frozenset({quirk}),
+        expected=frozenset() if quirk in _INVISIBLE else frozenset({quirk}),
+        also=frozenset(_ALSO.get(quirk, ())),
+        when="named" if quirk == "Q-FINISH-STOP-NAMED-TOOLCHOICE" else None,
+        needs=_NEEDS.get(quirk),
+    )
+
+
+def _round_trip(name: str, check: str, quirk: str, description: str) -> Profile:
+    return Profile(name, description, round_trip=(check,), quirks=frozenset({quirk}))
+
+
+def _build() -> dict[str, Profile]:
+    profiles = [
+        Profile("reference", "OpenAI's stream shape exactly; the conforming control."),
+        *(_single(q) for q in MUTATIONS),
+        Profile(
+            "parallel-tool-calls-ignored",
+            "Q-PARALLEL-TOOL-CALLS-IGNORED: several calls although parallel_tool_calls is false"
+            " (vLLM).",
+            quirks=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
+            expected=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
+            ignore_parallel_false=True,
+            needs="parallel-false",
+        ),
+        # Provider shapes from the seeds.
+        _single(
+            "Q-EMPTY-STRING-OVERWRITE",
+            "dashscope-compatible",
+            'Alibaba compatible-mode: the real id and name first, then id "" and name "" '
+            "on every continuation delta (seed 000 §5).",
+        ),
+        _single(
+            "Q-INDEX-ALL-ZERO",
+            "ollama-parallel",
+            "Ollama: index 0 for every parallel call, each with its own id (seed 004).",
+        ),
+        _single(
+            "Q-INDEX-ABSENT",
+            "ollama-legacy",
+            "Ollama before v0.4.7: no index on any tool-call delta (seed 004).",
+        ),
+        _single(
+            "Q-ARGS-TRUNCATED",
+            "qwen-truncated",
+            "Qwen/DashScope: the arguments stop short of valid JSON, finish_reason still "
+            "tool_calls (seed 000 §4).",
+        ),
+        _single(
+            "Q-ID-ABSENT",
+            "id-omitted",
+            "Some Ollama models: the opening delta carries no id (seed 000 §5).",
+        ),
+        # Framing faults beyond the single-quirk profiles.
+        Profile(
+            "sse-error-event",
+            "An `event: error` SSE event with an error body mid-call, nothing after.",
+            mutations=("sse-error-event",),
+            quirks=frozenset({"Q-SSE-ERROR-ENVELOPE"}),
+            expected=frozenset({"Q-SSE-ERROR-ENVELOPE"}),
+            also=frozenset(_ALSO["Q-SSE-ERROR-ENVELOPE"]),
+        ),
+        # Request faults: the stream never starts or is not a stream.
+        Profile(
+            "stream-tools-unsupported",
+            "Q-STREAM-TOOLS-UNSUPPORTED: stream with tools answered HTTP 500 (old llama.cpp).",
+            fault="tools-unsupported",
+            quirks=frozenset({"Q-STREAM-TOOLS-UNSUPPORTED"}),
+        ),
+        Profile(
+            "stream-downgraded",
+            "Q-STREAM-DOWNGRADED: stream:true answered with a JSON chat.completion "
+            "(LocalAI, LMDeploy).",
+            fault="downgraded",
+            quirks=frozenset({"Q-STREAM-DOWNGRADED"}),
+        ),
+        Profile(
+            "stream-options-rejected",
+            "Q-STREAM-OPTIONS-REJECTED: any stream_options answered HTTP 400 (Bedrock via "
+            "LiteLLM).",
+            fault="stream-options-rejected",
+            quirks=frozenset({"Q-STREAM-OPTIONS-REJECTED"}),
+        ),
+        # Round-trip rejections (catalogue group J): the stream conforms, the next turn fails.
+        _round_trip(
+            "rt-mistral-id",
+            "mistral-id",
+            "Q-RT-MISTRAL-TOOL-CALL-ID",
+            "Q-RT-MISTRAL-TOOL-CALL-ID: the next turn is rejected unless every tool call id "
+            "matches ^[a-zA-Z0-9]{9}$ (Mistral).",
+        ),
+        _round_trip(
+            "rt-content-null",
+            "content-null",
+            "Q-RT-CONTENT-NULL-REJECTED",
+            "Q-RT-CONTENT-NULL-REJECTED: an assistant tool-call message with content null is "
+            "rejected (LM Studio, Ollama).",
+        ),
+        _round_trip(
+            "rt-content-empty",
+            "content-empty",
+            "Q-RT-CONTENT-EMPTY-REJECTED",
+            'Q-RT-CONTENT-EMPTY-REJECTED: an assistant tool-call message with content "" is '
+            "rejected (Bedrock-backed endpoints).",
+        ),
+        _round_trip(
+            "rt-tool-name-required",
+            "tool-name-required",
+            "Q-RT-TOOL-MESSAGE-NAME",
+            "Q-RT-TOOL-MESSAGE-NAME: tool messages without name are rejected (Gemini compat).",
+        ),
+        _round_trip(
+            "rt-tool-name-forbidden",
+            "tool-name-forbidden",
+            "Q-RT-TOOL-MESSAGE-NAME",
+            "Q-RT-TOOL-MESSAGE-NAME: tool messages with name are rejected (OpenCode Go relay).",
+        ),
+        _round_trip(
+            "rt-function-name-key",
+            "function-name-key",
+            "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
+            "Q-RT-FUNCTION-NAME-KEY-REQUIRED: replayed tool calls without a function.name key "
+            "are rejected (DeepSeek).",
+        ),
+    ]
+    return {p.name: p for p in profiles}
+
+
+PROFILES: dict[str, Profile] = _build()
+
+
+# --------------------------------------------------------------------------- example requests
+
+_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+        },
+    },
+}
+_TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current local time in a timezone.",
+        "parameters": {
+            "type": "object",
+            "properties": {"timezone": {"type": "string"}},
+            "required": ["timezone"],
+        },
+    },
+}
+_STATUS = {
+    "type": "function",
+    "function": {
+        "name": "get_status",
+        "description": "Whether the service is up.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def example_request(profile: str, *, stream: bool = True) -> dict[str, Any]:
+    """A request that makes ``profile`` show its quirk (the first turn of a round trip)."""
+    needs = PROFILES[profile].needs
+    body: dict[str, Any] = {
+        "model": profile,
+        "messages": [{"role": "user", "content": "What's the weather in Zürich?"}],
+        "tools": [_WEATHER],
+        "stream": stream,
+    }
+    if needs in ("parallel", "parallel-false"):
+        body["messages"][0]["content"] = "What's the weather in Zürich and the time in Tokyo?"
+        body["tools"] = [_WEATHER, _TIME]
+    if needs == "parallel-false":
+        body["parallel_tool_calls"] = False
+    if needs == "no-params":
+        body["messages"][0]["content"] = "Is the service up?"
+        body["tools"] = [_STATUS]
+    if needs == "required":
+        body["tool_choice"] = "required"
+    if needs == "named":
+        body["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
+    if stream and PROFILES[profile].fault != "stream-options-rejected":
+        body["stream_options"] = {"include_usage": True}
+    return body

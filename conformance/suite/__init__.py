@@ -1,0 +1,1 @@
+"""The provider × scenario tests that pytest collects (one cell each)."""

@@ -1,0 +1,107 @@
+"""vcrpy wiring for the cell tests: where cassettes go, what is scrubbed, how they are
+written (atomically), and the fixture that runs and judges one cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import secrets
+from conformance.cassettes import vcr_options
+from conformance.matrix import record_provenance
+from conformance.providers import Provider
+from conformance.pytest_plugin import now_iso, provider_slot, suite, write_cell
+from conformance.runner import Cell, CellRunner
+from conformance.scenarios import Scenario
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir(request: pytest.FixtureRequest) -> str:
+    return str(suite(request.config).cassette_dir.resolve())
+
+
+@pytest.fixture
+def default_cassette_name(request: pytest.FixtureRequest) -> str:
+    provider = request.node.callspec.params["conformance_provider"]
+    scenario = request.node.get_closest_marker("conformance_scenario").args[0]
+    return f"{provider.name}/{scenario}"
+
+
+@pytest.fixture
+def vcr_config() -> dict[str, Any]:
+    return vcr_options()
+
+
+@pytest.fixture(scope="session")
+def cell_runner(request: pytest.FixtureRequest) -> Iterator[CellRunner]:
+    runner = CellRunner(replay=suite(request.config).replay)
+    yield runner
+    runner.close()
+
+
+def judge(cell: Cell) -> None:
+    """A MUST violation fails; an expected quirk is an expected failure with its reason;
+    an unexpected quirk fails; an expected quirk that disappeared fails (strict)."""
+    if cell.verdict == "unsupported":
+        pytest.skip(cell.reason or "unsupported")
+    problems = []
+    if cell.verdict == "error":
+        problems.append(f"error: {cell.reason}")
+    for f in cell.uncatalogued_must:
+        where = f" (event {f['event']} {f.get('pointer') or ''})" if f.get("event") is not None \
+            else ""
+        problems.append(f"[{f['rule']}] {f['message']}{where}")
+    if cell.unexpected:
+        problems.append("unexpected quirks: " + ", ".join(cell.unexpected))
+    if cell.missing_expected:
+        problems.append("expected quirks no longer seen (update providers.yaml): "
+                        + ", ".join(cell.missing_expected))
+    if problems:
+        pytest.fail(secrets.redact("\n".join(problems)), pytrace=False)
+    if cell.expected:
+        pytest.xfail("expected quirks: " + ", ".join(cell.expected))
+    if cell.elicited is False:
+        pytest.xfail(cell.reason or "not elicited")
+
+
+@pytest.fixture
+def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
+                     ) -> Callable[[Provider, Scenario], Cell]:
+    cfg = suite(request.config)
+
+    def run(provider: Provider, scenario: Scenario) -> Cell:
+        cassette = cfg.cassette_dir / provider.name / f"{scenario.id}.yaml"
+        if cfg.replay and not cassette.exists():
+            pytest.skip(f"not recorded: record with `{provider.record_command}`")
+        if not cfg.replay and provider.missing_key_reason():
+            pytest.skip(f"{provider.name}: {provider.missing_key_reason()}")
+        repeat = 1 if cfg.replay else request.config.getoption("--repeat")
+        if cfg.replay:
+            repeat = max(1, _recorded_trials(cfg.cassette_dir, provider, scenario))
+        with provider_slot(cfg.report_dir / ".locks", provider):
+            cell = cell_runner.run(provider, scenario, repeat=repeat,
+                                   cassette=str(_rel(cassette)))
+        write_cell(cfg.report_dir, cell.to_json())
+        if not cfg.replay:
+            record_provenance(cfg.cassette_dir / provider.name, provider, scenario.id,
+                              now_iso(), repeat, cell.meta)
+        judge(cell)
+        return cell
+
+    return run
+
+
+def _recorded_trials(root: Path, provider: Provider, scenario: Scenario) -> int:
+    from conformance.matrix import load_provenance
+    prov = load_provenance(root / provider.name)
+    return int(((prov.get("scenarios") or {}).get(scenario.id) or {}).get("trials", 1))
+
+
+def _rel(p: Path) -> Path:
+    try:
+        return p.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return p
