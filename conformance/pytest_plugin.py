@@ -85,7 +85,14 @@ class SuiteConfig:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance_scenario(id): a provider × scenario cell")
-    config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
+    cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
+    # Fail fast, before collection, with one line (pytest prints UsageError without a
+    # traceback): a bad providers file, an unknown provider or scenario name.
+    explicit = (config.getoption("--provider") or config.getoption("--scenario")
+                or config.getoption("--providers") != "providers.yaml")
+    if explicit or Path(config.getoption("--providers")).exists():
+        cfg.selected()
+        cfg.scenarios()
 
 
 def suite(config: pytest.Config) -> SuiteConfig:

@@ -30,9 +30,15 @@ from pathlib import Path
 
 def convert(gguf: Path, out: Path, dtype_name: str = "bfloat16") -> Path:
     """Dequantise *gguf* and save it as a safetensors model folder at *out*; return *out*."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils.quantization_config import GgufConfig
+    # These live in the vLLM venv, not in the project venv that type-checks this file.
+    import torch  # type: ignore[import-not-found, unused-ignore]
+    from transformers import (  # type: ignore[import-not-found, unused-ignore]
+        AutoModelForCausalLM,
+        AutoTokenizer,
+    )
+    from transformers.utils.quantization_config import (  # type: ignore[import-not-found, unused-ignore]
+        GgufConfig,
+    )
 
     dtype = getattr(torch, dtype_name)
     src_dir, fname = str(gguf.parent), gguf.name

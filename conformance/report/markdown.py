@@ -229,7 +229,7 @@ def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
     notes = _Notes()
     lines = [f"{h} {esc(doc.get('title') or 'Streaming tool-call conformance')}", ""]
     lines.append(
-        f"Generated {esc(doc['generated'])} · suite {esc(doc['suite_version'])} · "
+        f"Generated {esc(doc.get('generated') or '–')} · suite {esc(doc['suite_version'])} · "
         f"mode {esc(doc['mode'])}"
     )
     providers = section(doc, "providers")

@@ -194,8 +194,14 @@ REFERENCE_QUIRKS = frozenset({"Q-USAGE-EMPTY-CHOICES"})
 _INVISIBLE = {"Q-STREAM-STALLS"}
 
 
+_DESCRIPTIONS = {
+    "Q-FINISH-STOP-NAMED-TOOLCHOICE": "OpenAI itself: with a named tool_choice the calls end with "
+    'finish_reason "stop" (only applied when tool_choice names a function).',
+}
+
+
 def _single(quirk: str, name: str | None = None, description: str | None = None) -> Profile:
-    doc = (MUTATIONS[quirk].__doc__ or "").strip()
+    doc = _DESCRIPTIONS.get(quirk) or (MUTATIONS[quirk].__doc__ or "").strip()
     return Profile(
         name=name or profile_name(quirk),
         description=description or doc.split(": ", 1)[-1],
@@ -218,8 +224,7 @@ def _build() -> dict[str, Profile]:
         *(_single(q) for q in MUTATIONS),
         Profile(
             "parallel-tool-calls-ignored",
-            "Q-PARALLEL-TOOL-CALLS-IGNORED: several calls although parallel_tool_calls is false"
-            " (vLLM).",
+            "several calls although parallel_tool_calls is false (vLLM).",
             quirks=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
             expected=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
             ignore_parallel_false=True,
@@ -265,21 +270,19 @@ def _build() -> dict[str, Profile]:
         # Request faults: the stream never starts or is not a stream.
         Profile(
             "stream-tools-unsupported",
-            "Q-STREAM-TOOLS-UNSUPPORTED: stream with tools answered HTTP 500 (old llama.cpp).",
+            "stream with tools answered HTTP 500 (old llama.cpp).",
             fault="tools-unsupported",
             quirks=frozenset({"Q-STREAM-TOOLS-UNSUPPORTED"}),
         ),
         Profile(
             "stream-downgraded",
-            "Q-STREAM-DOWNGRADED: stream:true answered with a JSON chat.completion "
-            "(LocalAI, LMDeploy).",
+            "stream:true answered with a JSON chat.completion (LocalAI, LMDeploy).",
             fault="downgraded",
             quirks=frozenset({"Q-STREAM-DOWNGRADED"}),
         ),
         Profile(
             "stream-options-rejected",
-            "Q-STREAM-OPTIONS-REJECTED: any stream_options answered HTTP 400 (Bedrock via "
-            "LiteLLM).",
+            "any stream_options answered HTTP 400 (Bedrock via LiteLLM).",
             fault="stream-options-rejected",
             quirks=frozenset({"Q-STREAM-OPTIONS-REJECTED"}),
         ),
@@ -288,41 +291,39 @@ def _build() -> dict[str, Profile]:
             "rt-mistral-id",
             "mistral-id",
             "Q-RT-MISTRAL-TOOL-CALL-ID",
-            "Q-RT-MISTRAL-TOOL-CALL-ID: the next turn is rejected unless every tool call id "
+            "the next turn is rejected unless every tool call id "
             "matches ^[a-zA-Z0-9]{9}$ (Mistral).",
         ),
         _round_trip(
             "rt-content-null",
             "content-null",
             "Q-RT-CONTENT-NULL-REJECTED",
-            "Q-RT-CONTENT-NULL-REJECTED: an assistant tool-call message with content null is "
-            "rejected (LM Studio, Ollama).",
+            "an assistant tool-call message with content null is rejected (LM Studio, Ollama).",
         ),
         _round_trip(
             "rt-content-empty",
             "content-empty",
             "Q-RT-CONTENT-EMPTY-REJECTED",
-            'Q-RT-CONTENT-EMPTY-REJECTED: an assistant tool-call message with content "" is '
+            'an assistant tool-call message with content "" is '
             "rejected (Bedrock-backed endpoints).",
         ),
         _round_trip(
             "rt-tool-name-required",
             "tool-name-required",
             "Q-RT-TOOL-MESSAGE-NAME",
-            "Q-RT-TOOL-MESSAGE-NAME: tool messages without name are rejected (Gemini compat).",
+            "tool messages without name are rejected (Gemini compat).",
         ),
         _round_trip(
             "rt-tool-name-forbidden",
             "tool-name-forbidden",
             "Q-RT-TOOL-MESSAGE-NAME",
-            "Q-RT-TOOL-MESSAGE-NAME: tool messages with name are rejected (OpenCode Go relay).",
+            "tool messages with name are rejected (OpenCode Go relay).",
         ),
         _round_trip(
             "rt-function-name-key",
             "function-name-key",
             "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
-            "Q-RT-FUNCTION-NAME-KEY-REQUIRED: replayed tool calls without a function.name key "
-            "are rejected (DeepSeek).",
+            "replayed tool calls without a function.name key are rejected (DeepSeek).",
         ),
     ]
     return {p.name: p for p in profiles}

@@ -173,8 +173,8 @@ class Hints:
     @classmethod
     def from_text(cls, text: str) -> Hints:
         words = re.findall(r"[^\W\d_][\w'-]*", text)
-        non_ascii = tuple(w for w in words if any(ord(c) > 127 for c in w))
-        proper = tuple(w for w in words[1:] if w[0].isupper() and len(w) > 1)
+        non_ascii = tuple(w for w in words if len(w) > 2 and not w.isascii())
+        proper = tuple(w for w in words[1:] if w[0].isupper() and len(w) > 2)
         places = tuple(dict.fromkeys(non_ascii + proper)) or _PLACES
         return cls(places, non_ascii, " ".join(text.split())[:60] or "latest news")
 

@@ -1,0 +1,147 @@
+"""`conformance.report`: the compatibility table people read.
+
+Reads a matrix document (``docs/matrix-format.md``, schema
+``conformance/schemas/quirks-matrix.schema.json``) and renders it as GitHub Markdown and
+as one self-contained HTML page; diffs two matrices for CI. Public surface:
+
+- ``validate_matrix(doc)`` / ``load_matrix(path)``: raise ``MatrixError`` (one line).
+- ``render_markdown(doc)``, ``render_html(doc)``, ``update_readme(path, markdown)``.
+- ``diff_matrices(old, new) -> list[CellDiff]``.
+- ``write_reports(doc, out_dir)``, ``write_field_report(results, out_dir)``.
+- ``render_command(results_dir, out_dir)``, ``diff_command(old, new, markdown=)``: the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from conformance.report.common import SYMBOL, MatrixError
+from conformance.report.diff import CellDiff, column_notes, diff_matrices, format_markdown
+from conformance.report.diff import format_text as format_diff_text
+from conformance.report.evidence import evidence_from_events
+from conformance.report.html import render_html
+from conformance.report.markdown import render_markdown
+from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
+
+MATRIX_NAME = "quirks-matrix"
+START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory and os.replace (no torn files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_reports(doc: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Validate, then write quirks-matrix.json/.md/.html into out_dir; returns their paths."""
+    validate_matrix(doc)
+    out = Path(out_dir)
+    texts = {
+        "json": json.dumps(doc, ensure_ascii=False, indent=1) + "\n",
+        "md": render_markdown(doc),
+        "html": render_html(doc),
+    }
+    paths = {}
+    for ext, text in texts.items():
+        paths[ext] = out / f"{MATRIX_NAME}.{ext}"
+        atomic_write(paths[ext], text)
+    return paths
+
+
+def update_readme(readme_path: Path, markdown: str) -> bool:
+    """Replace the text between the matrix markers; True when the file changed."""
+    path = Path(readme_path)
+    text = path.read_text("utf-8")
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < 0 or end < start:
+        raise MatrixError(f"{path}: needs the markers {START} and {END} (in that order)")
+    new = text[: start + len(START)] + "\n" + markdown.strip("\n") + "\n" + text[end:]
+    if new == text:
+        return False
+    atomic_write(path, new)
+    return True
+
+
+def write_field_report(results: Iterable[Any], out_dir: Path) -> dict[str, Path]:
+    """`conformance analyze --report DIR PATH…`: the captures as a field-mode matrix."""
+    from conformance.matrix import matrix_from_captures
+
+    return write_reports(matrix_from_captures(list(results)), Path(out_dir))
+
+
+def _fail(message: str) -> int:
+    print(f"conformance report: {message}", file=sys.stderr)
+    return 2
+
+
+def render_command(results_dir: Path, out_dir: Path) -> int:
+    """Render <out_dir>/quirks-matrix.json to .md and .html next to it (0; 2 if invalid)."""
+    src = Path(out_dir) / f"{MATRIX_NAME}.json"
+    if not src.exists():
+        return _fail(
+            f"{src}: no such file; produce it with a pytest run (nox -s matrix) or "
+            f"`conformance analyze --report {out_dir} PATH…`"
+        )
+    try:
+        doc = load_matrix(src)
+    except MatrixError as e:
+        return _fail(str(e))
+    for ext, text in (("md", render_markdown(doc)), ("html", render_html(doc))):
+        path = src.with_suffix(f".{ext}")
+        atomic_write(path, text)
+        print(f"wrote {path}")
+    return 0
+
+
+def diff_command(old_path: Path, new_path: Path, markdown: bool = False) -> int:
+    """Print the diff of two matrix files; 1 on any regression, 0 otherwise, 2 if unreadable."""
+    try:
+        old, new = load_matrix(Path(old_path)), load_matrix(Path(new_path))
+    except MatrixError as e:
+        return _fail(str(e))
+    diffs = diff_matrices(old, new)
+    notes = column_notes(old, new)
+    fmt = format_markdown if markdown else format_diff_text
+    sys.stdout.write(fmt(diffs, notes))
+    return 1 if any(d.regressed for d in diffs) else 0
+
+
+__all__ = [
+    "SYMBOL",
+    "CellDiff",
+    "MatrixError",
+    "atomic_write",
+    "diff_command",
+    "diff_matrices",
+    "evidence_from_events",
+    "load_matrix",
+    "matrix_schema",
+    "render_command",
+    "render_html",
+    "render_markdown",
+    "update_readme",
+    "validate_matrix",
+    "write_field_report",
+    "write_reports",
+]

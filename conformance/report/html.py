@@ -1,0 +1,425 @@
+"""The matrix as one self-contained HTML file: static tables, the matrix JSON, vanilla JS.
+
+The tables are rendered here (readable without JavaScript, and from file://); the script
+inlined from ``report.js`` adds the filters and the evidence panel from the embedded JSON.
+Catalogue text appears once, in the page's "Quirks" section; cells only reference it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from html import escape
+from importlib import resources
+from typing import Any
+
+from conformance.report.common import (
+    STRATEGIES,
+    VERDICTS,
+    Cell,
+    Doc,
+    cell_index,
+    cells_by_column,
+    client_advice,
+    column_quirks,
+    columns_by_id,
+    impact_summary,
+    quirk_level,
+    rows_for,
+    section,
+    server_text,
+    sort_quirks,
+    symbol,
+    trial_counts,
+)
+
+DENSE = 12  # more columns than this: vertical column headers
+SECTIONS = (
+    ("providers", "Providers"),
+    ("reference_profiles", "Reference profiles"),
+    ("captures", "Captures"),
+)
+_TOKEN = re.compile(r"\{\{(\w+)\}\}")
+_CODE = re.compile(r"`([^`]+)`")
+_URL = re.compile(r"https?://[^\s<>()\"';,]+[^\s<>()\"';,.]")
+
+
+def e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def slug(verdict: str) -> str:
+    return verdict.replace(" ", "-")
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("conformance.report").joinpath(name).read_text("utf-8")
+
+
+def rich(text: str) -> str:
+    """Catalogue prose to HTML: escaped, `code` spans and bare URLs made live."""
+    out = []
+    for i, part in enumerate(_CODE.split(text or "")):
+        if i % 2:
+            out.append(f"<code>{e(part)}</code>")
+        else:
+            last = 0
+            for m in _URL.finditer(part):
+                out.append(e(part[last : m.start()]))
+                out.append(f'<a href="{e(m.group(0))}" rel="noreferrer">{e(m.group(0))}</a>')
+                last = m.end()
+            out.append(e(part[last:]))
+    return "".join(out)
+
+
+def quirk_href(doc: Doc, qid: str, catalogue_url: str) -> str:
+    anchor = ((doc.get("quirks") or {}).get(qid) or {}).get("anchor")
+    return catalogue_url + anchor if catalogue_url and anchor else f"#quirk-{qid}"
+
+
+def _json_for_script(doc: Doc) -> str:
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+# ------------------------------------------------------------------------------ pieces
+
+
+def _select(name: str, label: str, options: list[tuple[str, str]]) -> str:
+    opts = "".join(f'<option value="{e(v)}">{e(t)}</option>' for v, t in options)
+    return (
+        f'<label for="filter-{name}">{e(label)}<select id="filter-{name}" '
+        f'data-testid="filter-{name}" name="{name}">{opts}</select></label>'
+    )
+
+
+def _controls(doc: Doc, quirks: list[str]) -> str:
+    cols = columns_by_id(doc)
+    providers = [("", "all providers")] + [
+        (cid, f"{cid} — {cols[cid]['label']}" if cols[cid]["label"] != cid else cid)
+        for cid in section(doc, "providers")
+    ]
+    scenarios = [("", "all scenarios")] + [(r["id"], r["title"]) for r in doc["rows"]]
+    verdicts = [("", "all verdicts"), ("deviating", "quirk, fails or error")]
+    verdicts += [(v, f"{symbol(v)} {v}") for v in VERDICTS]
+    qopts = [("", "all quirks")] + [
+        (q, f"{q} — {_clip((doc['quirks'].get(q) or {}).get('title', ''), 60)}") for q in quirks
+    ]
+    return "".join(
+        [
+            _select("provider", "Provider", providers),
+            _select("scenario", "Scenario", scenarios),
+            _select("verdict", "Verdict", verdicts),
+            _select("quirk", "Quirk", qopts),
+            '<button type="reset" id="filter-reset" data-testid="filter-reset">Reset</button>',
+            '<span id="filter-count" aria-live="polite"></span>',
+        ]
+    )
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _column_tip(col: dict[str, Any]) -> str:
+    p = col.get("provenance") or {}
+    bits = [col["label"]]
+    if col.get("model"):
+        bits.append(f"model {col['model']}")
+    if server_text(col):
+        bits.append(f"server {server_text(col)}")
+    if p.get("recorded_at"):
+        bits.append(f"recorded {p['recorded_at']}")
+    if p.get("how"):
+        bits.append(p["how"])
+    if col.get("status") == "not recorded":
+        bits.append("not recorded")
+    return " · ".join(bits)
+
+
+def _head(doc: Doc, ids: list[str], corner: str) -> str:
+    cols = columns_by_id(doc)
+    ths = [f'<th class="corner" scope="col">{e(corner)}</th>']
+    for cid in ids:
+        col = cols[cid]
+        nr = ' class="nr"' if col.get("status") == "not recorded" else ""
+        sub = col.get("model") or ("not recorded" if nr else "")
+        sub_html = f'<span class="sub">{e(sub)}</span>' if sub else ""
+        ths.append(
+            f'<th scope="col"{nr} data-column="{e(cid)}" title="{e(_column_tip(col))}">'
+            f"{e(cid)}{sub_html}</th>"
+        )
+    return "<thead><tr>" + "".join(ths) + "</tr></thead>"
+
+
+def _cell(cid: str, rid: str, cell: Cell | None, recorded: bool) -> str:
+    if cell is None and recorded:
+        return f'<td class="c v-none" data-verdict="" data-column="{e(cid)}" data-row="{e(rid)}"></td>'
+    verdict = cell["verdict"] if cell else "not recorded"
+    quirks = set((cell or {}).get("quirks") or [])
+    expected = bool(quirks) and quirks <= set((cell or {}).get("expected") or [])
+    cls = f"c v-{slug(verdict)}" + (" expected" if expected else "")
+    label = f"{cid} × {rid}: {verdict}" + (" (expected quirks)" if expected else "")
+    return (
+        f'<td class="{cls}" data-verdict="{e(verdict)}" data-column="{e(cid)}" '
+        f'data-row="{e(rid)}"><button type="button" aria-label="{e(label)}">'
+        f"{symbol(verdict)}</button></td>"
+    )
+
+
+def _grid(doc: Doc, name: str, ids: list[str]) -> str:
+    cols, index, by_col = columns_by_id(doc), cell_index(doc), cells_by_column(doc)
+    dense = " dense" if len(ids) > DENSE else ""
+    parts = [f'<div class="grid-wrap"><table class="grid{dense}" data-section="{name}" data-layout="grid">']
+    parts.append(_head(doc, ids, "Scenario"))
+    parts.append('<tbody class="scenarios">')
+    for row in rows_for(doc, ids):
+        rid = row["id"]
+        tip = f' title="{e(row["description"])}"' if row.get("description") else ""
+        tds = "".join(
+            _cell(cid, rid, index.get((cid, rid)), cols[cid].get("status") != "not recorded")
+            for cid in ids
+        )
+        parts.append(
+            f'<tr data-row="{e(rid)}"><th scope="row"{tip}>{e(row["title"])} '
+            f"<code>{e(rid)}</code></th>{tds}</tr>"
+        )
+    parts.append("</tbody>")
+    parts.append(_impact_rows(ids, by_col, len(ids)))
+    parts.append(_quirk_rows(doc, ids, by_col))
+    parts.append("</table></div>")
+    return "".join(parts)
+
+
+def _impact_rows(ids: list[str], by_col: dict[str, list[Cell]], width: int) -> str:
+    out = [
+        f'<tbody class="group-head"><tr><th scope="rowgroup">Client impact</th>'
+        f'<td colspan="{width}"></td></tr></tbody><tbody class="impact">'
+    ]
+    for s in STRATEGIES:
+        tds = []
+        for cid in ids:
+            ok, judged, bad = impact_summary(by_col.get(cid, []), s)
+            if not judged:
+                tds.append(f'<td class="i" data-column="{e(cid)}"></td>')
+                continue
+            good = ok == judged
+            tip = "assembles every recorded scenario" if good else "wrong on: " + ", ".join(bad)
+            tds.append(
+                f'<td class="i {"ok" if good else "bad"}" data-column="{e(cid)}" '
+                f'data-strategy="{s}" title="{e(tip)}">{"✓" if good else "✗"} {ok}/{judged}</td>'
+            )
+        out.append(
+            f'<tr data-strategy="{s}"><th scope="row">{s} client</th>{"".join(tds)}</tr>'
+        )
+    out.append("</tbody>")
+    return "".join(out)
+
+
+def _quirk_rows(doc: Doc, ids: list[str], by_col: dict[str, list[Cell]]) -> str:
+    quirks = column_quirks(doc, ids)
+    if not quirks:
+        return ""
+    out = [
+        f'<tbody class="group-head"><tr><th scope="rowgroup">Quirks seen</th>'
+        f'<td colspan="{len(ids)}"></td></tr></tbody><tbody class="quirk-rows">'
+    ]
+    for q in quirks:
+        level = quirk_level(doc, q)
+        title = (doc["quirks"].get(q) or {}).get("title", "")
+        tds = []
+        for cid in ids:
+            hits = [c for c in by_col.get(cid, []) if q in (c.get("quirks") or [])]
+            if not hits:
+                tds.append(f'<td class="q" data-column="{e(cid)}"></td>')
+                continue
+            kn = trial_counts(hits, q)
+            text = f"~ {kn[0]}/{kn[1]}" if kn else "~"
+            where = ", ".join(c["row"] for c in hits)
+            tds.append(
+                f'<td class="q hit" data-column="{e(cid)}" data-quirk="{e(q)}" '
+                f'title="{e(q)} in {e(where)}">{text}</td>'
+            )
+        out.append(
+            f'<tr class="q-{level.lower()}" data-quirk="{e(q)}"><th scope="row" title="{e(title)}">'
+            f'<a href="#quirk-{e(q)}">{e(q)}</a><span class="lvl lvl-{level}">{level}</span>'
+            f"</th>{''.join(tds)}</tr>"
+        )
+    out.append("</tbody>")
+    return "".join(out)
+
+
+def _captures(doc: Doc, ids: list[str]) -> str:
+    cols, rows = columns_by_id(doc), {r["id"]: r for r in doc["rows"]}
+    head = (
+        '<table class="plain" data-section="captures" data-layout="list"><thead><tr>'
+        "<th>Capture</th><th>Verdict</th><th>Quirks</th>"
+        + "".join(f"<th>{s}</th>" for s in STRATEGIES)
+        + "<th>Model</th></tr></thead><tbody>"
+    )
+    body = []
+    wanted = set(ids)
+    for c in doc["cells"]:
+        if c["column"] not in wanted:
+            continue
+        col = cols[c["column"]]
+        impact = c.get("impact") or {}
+        marks = "".join(
+            f'<td class="{"ok" if impact[s]["status"] == "ok" else "bad"}">'
+            f'{"✓" if impact[s]["status"] == "ok" else "✗"} {e(impact[s]["status"])}</td>'
+            if s in impact
+            else "<td>–</td>"
+            for s in STRATEGIES
+        )
+        quirks = ", ".join(
+            f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>' for q in c.get("quirks") or []
+        )
+        row_title = rows[c["row"]]["title"] if c["row"] != "capture" else ""
+        body.append(
+            f'<tr data-column="{e(col["id"])}" data-row="{e(c["row"])}">'
+            f'<th scope="row" title="{e(col["id"])}"><code>{e(col["label"])}</code>'
+            f"{' · ' + e(row_title) if row_title else ''}</th>"
+            + _cell(col["id"], c["row"], c, True)
+            + f"<td>{quirks or '–'}</td>{marks}<td>{e(col.get('model') or '–')}</td></tr>"
+        )
+    return head + "".join(body) + "</tbody></table>"
+
+
+def _advice(doc: Doc, ids: list[str]) -> str:
+    cols, by_col = columns_by_id(doc), cells_by_column(doc)
+    items = []
+    for cid in ids:
+        col = cols[cid]
+        if col.get("status") == "not recorded":
+            cmd = col.get("record_command")
+            text = "not recorded" + (f"; record with <code>{e(cmd)}</code>" if cmd else "")
+        else:
+            adv = client_advice(doc, by_col.get(cid, []))
+            text = e(adv.text() if adv.judged else col.get("client_advice") or adv.text())
+        items.append(f'<li data-column="{e(cid)}"><strong>{e(cid)}</strong>: {text}</li>')
+    return '<ul class="advice">' + "".join(items) + "</ul>"
+
+
+def _provenance(doc: Doc, ids: list[str]) -> str:
+    cols = columns_by_id(doc)
+    head = (
+        '<table class="plain provenance"><thead><tr><th>Column</th><th>Kind</th><th>Label</th>'
+        "<th>Model</th><th>Server</th><th>Seen on the wire</th><th>Recorded</th><th>How</th>"
+        "<th>Cassettes</th><th>Status</th></tr></thead><tbody>"
+    )
+    body = []
+    for cid in ids:
+        c = cols[cid]
+        p = c.get("provenance") or {}
+        seen = ((p.get("server") or {}).get("seen")) or {}
+        seen_bits = [
+            f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in seen.items() if v
+        ]
+        status = c.get("status", "")
+        if status == "not recorded" and c.get("record_command"):
+            status_html = f"not recorded — <code>{e(c['record_command'])}</code>"
+        else:
+            status_html = e(status)
+        vers = f" (suite {p['suite_version_at_record']})" if p.get("suite_version_at_record") else ""
+        body.append(
+            f'<tr data-column="{e(cid)}"><th scope="row">{e(cid)}</th><td>{e(c["kind"])}</td>'
+            f"<td>{e(c['label'])}</td><td>{e(c.get('model') or '–')}</td>"
+            f"<td>{e(server_text(c) or '–')}</td>"
+            f"<td class=\"mono\">{e('; '.join(seen_bits) or '–')}</td>"
+            f"<td>{e(p.get('recorded_at') or '–')}{e(vers)}</td><td>{e(p.get('how') or '–')}</td>"
+            f"<td><code>{e(p.get('cassette_dir') or '–')}</code></td><td>{status_html}</td></tr>"
+        )
+    return head + "".join(body) + "</tbody></table>"
+
+
+def _quirks(doc: Doc, quirks: list[str], catalogue_url: str) -> str:
+    out = []
+    for q in quirks:
+        entry = doc["quirks"].get(q) or {}
+        level = quirk_level(doc, q)
+        group = entry.get("group_title") or entry.get("group") or ""
+        ext = ""
+        if catalogue_url and entry.get("anchor"):
+            ext = f' · <a href="{e(catalogue_url + entry["anchor"])}">catalogue entry ↗</a>'
+        ref = " · reference behaviour" if entry.get("reference_behaviour") else ""
+        rows = "".join(
+            f"<dt>{label}</dt><dd>{rich(entry[key])}</dd>"
+            for key, label in (("breaks", "Breaks"), ("workaround", "Workaround"), ("sources", "Sources"))
+            if entry.get(key)
+        )
+        out.append(
+            f'<article class="quirk" id="quirk-{e(q)}"><h3><code>{e(q)}</code> '
+            f"{e(entry.get('title', ''))}<span class=\"lvl lvl-{level}\">{level}</span></h3>"
+            f'<p class="meta">group {e(group)}{ref}{ext}</p><dl>{rows}</dl></article>'
+        )
+    return "".join(out)
+
+
+def _legend() -> str:
+    items = "".join(
+        f'<span><span class="sw v-{slug(v)}">{symbol(v)}</span>{v}</span>' for v in VERDICTS
+    )
+    return (
+        f'<div class="legend" id="legend">{items}<span><span class="sw v-quirk">~ᵉ</span>'
+        "quirks the provider entry expects</span></div>"
+    )
+
+
+# ------------------------------------------------------------------------------ page
+
+
+def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
+    """One self-contained HTML page (no network) for a valid matrix document."""
+    url = catalogue_url if catalogue_url is not None else (doc.get("links") or {}).get("catalogue", "")
+    all_ids = [cid for name, _ in SECTIONS for cid in section(doc, name)]
+    referenced = set(column_quirks(doc, all_ids)) | {
+        q for c in doc["cells"] for q in c.get("expected") or []
+    }
+    quirks = sort_quirks(doc, referenced & set(doc.get("quirks") or {}))
+    body, toc = [_legend()], []
+    for name, title in SECTIONS:
+        ids = section(doc, name)
+        if not ids:
+            continue
+        n_rows = len(rows_for(doc, ids))
+        toc.append(f'<a href="#{name}">{title}</a>')
+        table = _captures(doc, ids) if name == "captures" else _grid(doc, name, ids)
+        body.append(
+            f'<section id="{name}"><h2>{title} <span class="count">{len(ids)} columns × '
+            f"{n_rows} rows</span></h2>{table}"
+            f"<h2>What your client must do</h2>{_advice(doc, ids)}</section>"
+        )
+    if all_ids:
+        toc.append('<a href="#provenance">Provenance</a>')
+        body.append(
+            f'<section id="provenance"><h2>Provenance</h2>{_provenance(doc, all_ids)}</section>'
+        )
+    if quirks:
+        toc.append('<a href="#quirks">Quirks</a>')
+        body.append(
+            f'<section id="quirks"><h2>Quirks <span class="count">{len(quirks)} referenced'
+            f"</span></h2>{_quirks(doc, quirks, url)}</section>"
+        )
+    title = doc.get("title") or "Streaming tool-call conformance"
+    meta = (
+        f"Generated {doc.get('generated') or '–'} · suite {doc['suite_version']} · mode {doc['mode']} · "
+        f"{len(doc['cells'])} cells"
+    )
+    parts = {
+        "title": e(title),
+        "suite_version": e(doc["suite_version"]),
+        "catalogue_url": e(url),
+        "meta": e(meta),
+        "toc": "".join(toc),
+        "controls": _controls(doc, quirks),
+        "body": "\n".join(body),
+        "data": _json_for_script(doc),
+        "css": _asset("report.css"),
+        "js": _asset("report.js"),
+    }
+    return _TOKEN.sub(lambda m: parts[m.group(1)], _asset("template.html"))
+
+
+__all__ = ["quirk_href", "render_html", "rich"]
