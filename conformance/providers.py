@@ -20,7 +20,8 @@ import yaml
 
 from conformance.client import RoundTripPolicy
 
-CAPABILITIES = ("parallel_calls", "tool_choice_required", "named_tool_choice", "stream_options")
+CAPABILITIES = ("parallel_calls", "tool_choice_required", "named_tool_choice", "stream_options",
+                "strict")
 
 
 class ConfigError(Exception):

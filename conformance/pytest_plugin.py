@@ -77,9 +77,6 @@ class SuiteConfig:
     def cassette_dir(self) -> Path:
         return Path(self.config.getoption("--cassette-dir"))
 
-    def uses_suite(self) -> bool:
-        return any(getattr(i, "_conformance_cell", False) for i in self._items)
-
     _items: list[Any] = []
 
 
@@ -164,11 +161,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = suite(session.config)
     if hasattr(session.config, "workerinput") or session.config.getoption("--no-matrix"):
         return
-    if not SuiteConfig._items and not (cfg.report_dir / "results").is_dir():
-        return
-    if not SuiteConfig._items:
-        return
-    render_session_matrix(cfg)
+    # Under pytest-xdist the controller collects nothing itself: the cell files decide.
+    results = cfg.report_dir / "results"
+    if SuiteConfig._items or (results.is_dir() and any(results.glob("*.json"))):
+        render_session_matrix(cfg)
 
 
 def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:

@@ -124,6 +124,8 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
     missing = [n for n in e.names if n not in names]
     if calls and missing and not forced and not_elicited is None:
         not_elicited = f"not elicited: the model did not call {', '.join(missing)}"
+    if e.schema:
+        out += _schema_findings(scenario, calls)
     if e.non_ascii and calls:
         if not any(_has_non_ascii(c.arguments) for c in calls if c.valid):
             if any("Z" in c.arguments and "rich" in c.arguments for c in calls):
@@ -132,6 +134,24 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
             elif not_elicited is None:
                 not_elicited = "not elicited: no non-ASCII text in the arguments"
     return out, not_elicited
+
+
+def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any]]:
+    """Q-STRICT-IGNORED: with `strict: true`, arguments must validate against the schema."""
+    import jsonschema
+
+    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+               for t in scenario.tools}
+    out = []
+    for c in calls:
+        if not c.valid or c.name not in schemas:
+            continue
+        err = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schemas[c.name]).iter_errors(json.loads(c.arguments)))
+        if err is not None:
+            out.append(_finding("R-ARGS-JSON", f"strict schema not enforced: {err.message}",
+                                level=SHOULD, quirk="Q-STRICT-IGNORED"))
+    return out
 
 
 def _has_non_ascii(arguments: str) -> bool:

@@ -29,6 +29,12 @@ GET_TIME = _tool("get_time", "Current local time in a time zone.",
                  {"timezone": {"type": "string", "description": "IANA time zone, e.g. Asia/Tokyo"}},
                  ["timezone"])
 PING = _tool("ping", "Check that the server is alive. Takes no arguments.")
+GET_WEATHER_STRICT = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city.", "strict": True,
+    "parameters": {"type": "object", "additionalProperties": False,
+                   "properties": {"city": {"type": "string"},
+                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city", "unit"]}}}
 WRITE_NOTE = _tool("write_note", "Save a note with a title and a long body.",
                    {"title": {"type": "string"}, "body": {"type": "string"}}, ["title", "body"])
 
@@ -42,6 +48,7 @@ class Expect:
     non_ascii: bool = False  # a string argument must keep non-ASCII text
     usage: bool = False  # a usage object must arrive
     cut: bool = False  # arguments must be cut with finish_reason "length"
+    schema: bool = False  # arguments must validate against the tool's parameters
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,19 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              "Answer both: what is the weather in Paris, and what time is it in Tokyo?",
              params={"parallel_tool_calls": False}, needs=("parallel_calls",),
              expect=Expect(min_calls=1, max_calls=1)),
+    Scenario("long-arguments", "One call with long arguments",
+             "Hundreds of argument fragments for one call: every fragment must be kept, in "
+             "order.",
+             "Save a note titled 'Poem' whose body is a poem of at least twenty lines about "
+             "the sea.", tools=(WRITE_NOTE,),
+             expect=Expect(min_calls=1, names=("write_note",), finish=("tool_calls",))),
+    Scenario("strict", "strict function schema",
+             "`strict: true`: the arguments must validate against the tool's JSON Schema "
+             "(catalogue Q-STRICT-IGNORED).",
+             "What is the weather in Paris, in celsius? Use the tool.",
+             tools=(GET_WEATHER_STRICT,), needs=("strict",),
+             expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",),
+                           schema=True)),
     Scenario("usage", "stream_options.include_usage",
              "A usage object must arrive (OpenAI: a final chunk with empty choices).",
              "What is the weather in Paris right now? Use the tool.",

@@ -128,13 +128,18 @@ def blame(doc: Doc, cell: Cell, strategy: str) -> list[str]:
     m = _EVENT.search(detail)
     if m:
         n = int(m.group(1))
-        at = {f["quirk"] for f in cell.get("findings") or [] if f.get("quirk") and f.get("event") == n}
+        at = [f["quirk"] for f in cell.get("findings") or [] if f.get("quirk") and f.get("event") == n]
         if at:
-            return sorted(at)
+            return _most_severe(doc, cell, at)
     if quirks:
-        top = max(LEVEL_RANK.get(quirk_level(doc, q, cell), 2) for q in quirks)
-        return [q for q in quirks if LEVEL_RANK.get(quirk_level(doc, q, cell), 2) == top]
+        return _most_severe(doc, cell, quirks)
     return [f"scenario {cell['row']}"]
+
+
+def _most_severe(doc: Doc, cell: Cell, quirks: list[str]) -> list[str]:
+    rank = {q: LEVEL_RANK.get(quirk_level(doc, q, cell), 2) for q in quirks}
+    top = max(rank.values())
+    return sorted(q for q, r in rank.items() if r == top)
 
 
 @dataclass
