@@ -7,7 +7,6 @@ cassettes gets `not recorded` cells that carry the command that records them.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,16 @@ from conformance.analysis import CaptureResult
 from conformance.providers import Provider
 from conformance.rules import RULES, quirk_catalogue, quirk_level
 from conformance.scenarios import SCENARIOS, Scenario
+from conformance.secrets import write_atomic
 
 FORMAT = "conformance-quirks-matrix/1"
 PROVENANCE_FILE = "provenance.json"
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write through a temporary file and rename: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Redact, write through a temporary file and rename: a crash never leaves half a
+    file, and no key reaches it (``secrets.write_atomic``)."""
+    write_atomic(path, text)
 
 
 def load_provenance(cassette_dir: Path) -> dict[str, Any]:
@@ -151,6 +149,8 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
             col_cells = []
             for s in scen:
                 c = by_key.get((p.name, s.id))
+                if c is None and p.kind == "reference-profile":
+                    continue  # a profile is judged on its one eliciting scenario only
                 if c is None:
                     c = {"column": p.name, "row": s.id, "verdict": "not recorded",
                          "reason": f"no cassette; record with: {p.record_command}",
@@ -158,7 +158,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                          "impact": {}, "tool_calls": {}, "finish_reason": None,
                          "cassette": None, "interaction": None, "trials": {}, "retries": []}
                 col_cells.append(c)
-            cdir = cassette_root / p.name
+            cdir = cassette_root / str(getattr(p, "cassette_key", p.name))
             prov = load_provenance(cdir)
             col = column_for(p, col_cells, prov, mode == "replay",
                              str(cdir) if cdir.exists() else None)

@@ -34,6 +34,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cassette-dir", default="cassettes", help="cassette root directory")
     g.addoption("--repeat", type=int, default=1, help="live trials per cell")
     g.addoption("--no-matrix", action="store_true", help="do not render the matrix")
+    g.addoption("--reference-profiles", action="store_true",
+                help="also run every reference profile (end-to-end negative controls)")
+    g.addoption("--profile-server", default=os.environ.get(
+        "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
+        help="base URL of `conformance serve` for --reference-profiles")
 
 
 class SuiteConfig:
@@ -51,9 +56,18 @@ class SuiteConfig:
             secrets.register_env(p.api_key_env for p in self._providers.values())
         return self._providers
 
+    def all_providers(self) -> dict[str, Provider]:
+        out = dict(self.providers)
+        if self.config.getoption("--reference-profiles"):
+            from conformance.profile_columns import profile_providers
+            for p in profile_providers(self.config.getoption("--profile-server"),
+                                       live=not self.replay):
+                out[p.name] = p
+        return out
+
     def selected(self) -> list[Provider]:
         try:
-            return select(self.providers, self.config.getoption("--provider"))
+            return select(self.all_providers(), self.config.getoption("--provider"))
         except ConfigError as e:
             raise pytest.UsageError(str(e)) from None
 
@@ -111,7 +125,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         m = item.get_closest_marker("conformance_scenario")
-        (keep if m is None or m.args[0] in wanted else drop).append(item)
+        prov = getattr(item, "callspec", None) and item.callspec.params.get("conformance_provider")
+        # A reference profile runs only on the scenario that makes its quirk show.
+        only = getattr(prov, "scenario", None) if getattr(prov, "profile", "") else None
+        ok = m is None or (m.args[0] in wanted and (only is None or m.args[0] == only))
+        (keep if ok else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -175,7 +193,8 @@ def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
     providers = cfg.selected()
     doc = build_matrix(cells, [p for p in providers if p.kind == "provider"],
                        scenarios=cfg.scenarios(), mode="replay" if cfg.replay else "live",
-                       cassette_root=cfg.cassette_dir)
+                       cassette_root=cfg.cassette_dir,
+                       profiles=[p for p in providers if p.kind == "reference-profile"])
     write_reports(doc, cfg.report_dir)
     return doc
 

@@ -1,0 +1,60 @@
+"""The reference profiles as columns of the suite: end-to-end negative controls.
+
+Each profile of ``conformance.server`` becomes a provider of kind ``reference-profile``
+named ``profile:<name>``, run on the one scenario that makes its quirk show, expecting
+exactly the profile's quirks. Their cassettes live under ``cassettes/_profiles/``; the
+report shows them in a section of their own, never as provider columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.providers import Provider
+from conformance.server.profiles import PROFILES, REFERENCE_QUIRKS, Profile
+
+PREFIX = "profile:"
+# The scenario that elicits what a profile needs (server/profiles.py `needs`).
+SCENARIO_FOR_NEED = {None: "usage", "parallel": "parallel", "parallel-false": "parallel-disabled",
+                     "no-params": "no-arguments", "required": "required", "named": "named"}
+# A stall is timing, not bytes: it is judged live (idle timeout), and a recording of it
+# holds no response to replay.
+LIVE_ONLY = frozenset({"stream-stalls"})
+
+
+@dataclass
+class ProfileProvider(Provider):
+    profile: str = ""
+    scenario: str = "usage"
+    tolerated: frozenset[str] = frozenset()
+
+    @property
+    def cassette_key(self) -> str:
+        return f"_profiles/{self.profile}"
+
+
+def scenario_for(profile: Profile) -> str:
+    if profile.round_trip:
+        return "round-trip"
+    if profile.fault == "stream-options-rejected":
+        return "usage"
+    return SCENARIO_FOR_NEED.get(profile.needs, "usage")
+
+
+def profile_providers(base_url: str, *, live: bool = True) -> list[ProfileProvider]:
+    out = []
+    for name, prof in PROFILES.items():
+        if name in LIVE_ONLY and not live:
+            continue
+        expected = prof.expected or prof.quirks
+        limits: dict[str, Any] = {"idle_timeout": 1.0} if name in LIVE_ONLY else {}
+        out.append(ProfileProvider(
+            name=PREFIX + name, base_url=base_url.rstrip("/"), model=name,
+            label=name, kind="reference-profile",
+            expected_quirks={q: {"reason": f"the {name} profile injects it",
+                                 "scenarios": [scenario_for(prof)]} for q in sorted(expected)},
+            record_command="nox -s profiles", limits=limits, concurrency=8,
+            profile=name, scenario=scenario_for(prof),
+            tolerated=frozenset(prof.also) | REFERENCE_QUIRKS))
+    return out
