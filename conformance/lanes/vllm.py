@@ -97,6 +97,7 @@ SERVER_ENV: Mapping[str, str] = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB (46,592 tokens): plenty for tests, modest on 24 GiB
+    "VLLM_CACHE_ROOT": str(CACHE / "vllm-cache"),  # not ~/.cache/vllm: one root for the lane
 }
 """Environment added to the server's (and the install check's) environment."""
 
