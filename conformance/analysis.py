@@ -57,7 +57,10 @@ CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
 DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_call"})
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 FUNCTION_KEYS = frozenset({"name", "arguments"})
-REFERENCE_EXTRA = frozenset({"obfuscation"})  # OpenAI's own extra field: reference behaviour
+REFERENCE_EXTRA = frozenset({"obfuscation"})
+AZURE_FILTER_KEYS = frozenset(
+    {"prompt_filter_results", "prompt_annotations"}
+)  # their own quirk  # OpenAI's own extra field: reference behaviour
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoning_details")
 TOOL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<｜DSML｜|\[Calling tool:|"
@@ -156,6 +159,18 @@ def _nonempty(v: Any) -> bool:
     return isinstance(v, str) and v != ""
 
 
+def _carries(tc: dict[str, Any]) -> bool:
+    """A tool-call delta that brings anything (an id, a name or an argument fragment)."""
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    args = fn.get("arguments")
+    return (
+        _nonempty(tc.get("id"))
+        or _nonempty(fn.get("name"))
+        or _nonempty(args)
+        or (args is not None and not isinstance(args, str))
+    )
+
+
 class _IndexState:
     """What the rules remember about one provider index of one choice."""
 
@@ -170,10 +185,13 @@ class _IndexState:
         "chunks",
         "id_missing",
         "split_suspect",
+        "deferred",
+        "ptr",
     )
 
-    def __init__(self, event: int):
+    def __init__(self, event: int, ptr: str):
         self.first_event = event
+        self.ptr = ptr  # JSON pointer of the opening delta
         self.id: str = ""
         self.name: str = ""
         self.opener_name: str = "absent"  # value | empty | absent
@@ -183,6 +201,9 @@ class _IndexState:
         self.chunks: set[int] = set()
         self.id_missing: tuple[int, str, str, str] | None = None
         self.split_suspect = False
+        # Findings about the opening delta, held back while the index may turn out to be
+        # the argument half of a call split over two indices (judged at the end).
+        self.deferred: list[tuple[str, str, dict[str, Any]]] = []
 
 
 class Analyzer:
@@ -218,7 +239,8 @@ class Analyzer:
         self.first_markup_event: int | None = None
         self.chunk_ordinal = 0
         self.error_seen = False
-        self.max_index_first: int | None = None
+        self.first_index: dict[int, tuple[int, int, str]] = {}  # key -> (index, event, ptr)
+        self.length_judged = False
 
     # ------------------------------------------------------------------ findings
     def find(
@@ -314,6 +336,7 @@ class Analyzer:
         for detector in END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
+        detected = set(self.findings)
         for w in turn.workarounds:  # the robust client's own findings, with their events
             if w.quirk in (
                 "Q-SSE-ERROR-ENVELOPE",
@@ -323,23 +346,19 @@ class Analyzer:
                 "Q-NAME-FRAGMENTED",
             ):
                 continue  # reported by their own detectors, with pointers
-            rule = {
-                "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
-                "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
-                "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
-                "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
-                "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
-                "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
-            }.get(w.quirk, w.quirk)
+            rule = WORKAROUND_RULE.get(w.quirk, w.quirk)
+            if (rule, w.quirk) in detected:
+                continue  # a detector reported it already, with its pointer
             self.find(rule, w.message, quirk=w.quirk, event=w.event)
+        check_length_and_usage(self, turn)
         calls = {
             "naive": self.naive.calls(),
             "guarded": self.guarded.calls(),
             "robust": self.robust.calls(),
         }
-        impact = self._impact(turn, calls)
         findings = [self.findings[k] for k in self.order]
         findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
+        impact = self._impact(turn, calls, findings)
         error = self._error_reason(turn)
         verdict = self._verdict(findings, turn, error)
         meta = {
@@ -365,7 +384,9 @@ class Analyzer:
             self.events,
         )
 
-    def _impact(self, turn: Turn, calls: dict[str, list[dict[str, Any]]]) -> dict[str, Impact]:
+    def _impact(
+        self, turn: Turn, calls: dict[str, list[dict[str, Any]]], findings: list[Finding]
+    ) -> dict[str, Impact]:
         want = [_call_key(c) for c in calls["robust"]]
         out: dict[str, Impact] = {}
         for name, strat in (("naive", self.naive), ("guarded", self.guarded)):
@@ -375,11 +396,20 @@ class Analyzer:
                 out[name] = Impact("wrong", _diff_calls(calls[name], calls["robust"]))
             else:
                 out[name] = Impact("ok")
-        if turn.recoverable:
+        # Quirks whose calls are not on the wire at all (no delta, text only) leave even
+        # the robust client nothing to assemble: it is not "ok" with zero calls.
+        missing = {f.quirk for f in findings if f.quirk in UNRECOVERABLE}
+        if turn.recoverable and not missing:
             out["robust"] = Impact("ok", "repaired arguments" if turn.repaired else "")
         else:
-            lost = [w.quirk for w in turn.workarounds if not w.recovered]
-            why = ", ".join(sorted(set(lost))) or "a call without a name or valid arguments"
+            lost = {w.quirk for w in turn.workarounds if not w.recovered} | missing
+            why = ", ".join(sorted(lost))
+            if not why:
+                why = (
+                    "error inside the stream"
+                    if turn.error is not None
+                    else "a call without a name or valid arguments"
+                )
             out["robust"] = Impact("unrecoverable", why)
         return out
 
@@ -407,24 +437,67 @@ class Analyzer:
         return "conforms"
 
     def _rule_status(self) -> dict[str, str]:
+        """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
+        req = self.req or {}
         has = {
             "framing": self.t.framing,
-            "http": self.t.status is not None,
+            "http": self.t.status is not None or self.t.transport_error is not None,
             "request": self.req is not None,
             "roundtrip": _is_roundtrip(self.req),
             "tool_calls": self.any_tool_delta,
-            None: True,
+            None: self.events > 0,  # chunk rules need a stream to judge
+        }
+        choice = req.get("tool_choice")
+        special = {
+            "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
+            "R-ROUNDTRIP-ACCEPTED": has["roundtrip"] and self.t.status is not None,
+            "R-USAGE": self.events > 0 and _usage_requested(req),
+            "R-LENGTH-VISIBLE": self.length_judged,
+            "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
+            "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
         }
         out = {}
         for rid, rule in RULES.items():
-            if rule.id == "R-SSE-CONTENT-TYPE":
-                ok = has["http"] and bool((self.req or {}).get("stream"))
-            elif rule.id == "R-ROUNDTRIP-ACCEPTED":
-                ok = has["roundtrip"] and has["http"]
-            else:
-                ok = has[rule.needs]
+            ok = special[rid] if rid in special else has[rule.needs]
             out[rid] = "fail" if rid in self.failed_rules else ("pass" if ok else "not applicable")
         return out
+
+
+WORKAROUND_RULE = {
+    "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
+    "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
+    "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
+    "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
+    "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
+    "Q-INDEX-INCONSISTENT-WITHIN-CALL": "R-FIRST-NAME",
+}
+MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens")
+
+
+def _usage_requested(req: dict[str, Any]) -> bool:
+    opts = req.get("stream_options")
+    return bool(req.get("stream")) and isinstance(opts, dict) and opts.get("include_usage") is True
+
+
+def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
+    """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
+    must end with finish_reason "length"): both judged only when the request asks."""
+    if a.req is None or a.events == 0 or a.error_seen:
+        return
+    if _usage_requested(a.req) and turn.usage is None:
+        a.find("R-USAGE", "stream_options.include_usage asked, no usage object arrived")
+    if any(a.req.get(k) is not None for k in MAX_TOKENS_KEYS):
+        cut = [c for c in turn.calls if c.repaired or not c.valid]
+        if cut:
+            a.length_judged = True
+            if turn.finish_reason != "length":
+                a.find(
+                    "R-LENGTH-VISIBLE",
+                    f"call {cut[0].index}'s arguments are cut but finish_reason is "
+                    f'{turn.finish_reason!r}, not "length"',
+                    quirk="Q-ARGS-TRUNCATED" if cut[0].repaired else None,
+                )
 
 
 def _is_roundtrip(req: dict[str, Any] | None) -> bool:
@@ -528,7 +601,10 @@ def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
 
 @_register(END_DETECTORS)
 def detect_done_missing(a: Analyzer) -> None:
-    """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]`."""
+    """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]` (not after an
+    error: even OpenAI sends none after Q-SSE-ERROR-ENVELOPE)."""
+    if a.error_seen:
+        return  # the stream ended with an error; no [DONE] follows one (catalogue A)
     if a.t.framing and a.events and not a.done_seen and a.t.transport_error is None:
         a.find(
             "R-SSE-DONE",
@@ -650,7 +726,7 @@ def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
             pointer="/choices",
             excerpt=chunk,
         )
-    elif "prompt_filter_results" in chunk or "prompt_annotations" in chunk:
+    elif AZURE_FILTER_KEYS & chunk.keys():
         a.find(
             "Q-AZURE-PROMPT-FILTER-CHUNK",
             "chunk with empty choices carrying prompt filter results",
@@ -685,7 +761,12 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     fp = chunk.get("system_fingerprint")
     if isinstance(fp, str) and fp and len(a.fingerprints) < 8:
         a.fingerprints.add(fp)
-    if not (isinstance(choices, list) and choices) or chunk.get("error") is not None:
+    if chunk.get("error") is not None:
+        return  # judged by detect_error_in_stream
+    for k in chunk:
+        if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
+            a.extra_fields.setdefault(k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
+    if not (isinstance(choices, list) and choices):
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
     missing = [k for k in ("id", "object", "created", "model") if chunk.get(k) in (None, "")]
     if missing:
@@ -706,9 +787,6 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
                 event=n,
                 pointer="/id",
             )
-    for k in chunk:
-        if k not in CHUNK_KEYS and k != "error":
-            a.extra_fields.setdefault(k, n)
 
 
 @_register(CHOICE_DETECTORS)
@@ -818,7 +896,7 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    if delta.get("tool_calls"):
+    if any(_carries(tc) for tc in delta.get("tool_calls") or () if isinstance(tc, dict)):
         a.find(
             "Q-FINISH-SAME-CHUNK-AS-CALL",
             "tool-call delta and finish_reason in one chunk",
@@ -904,6 +982,15 @@ def detect_tool_delta(
             pointer=ptr + "/index",
             excerpt=tc,
         )
+        if (_nonempty(name) or _nonempty(tid)) and tc.get("type") != "function":
+            a.find(
+                "R-FIRST-TYPE",
+                'an index-less call start without type "function"',
+                quirk="Q-TYPE-MISSING",
+                event=n,
+                pointer=ptr + "/type",
+                excerpt=tc,
+            )
         if _nonempty(name) and not _nonempty(tid):
             a.find(
                 "R-FIRST-ID",
@@ -956,7 +1043,7 @@ def detect_tool_delta(
                 pointer=ptr + "/index",
                 excerpt=tc,
             )
-            a.indexes[(key, idx)] = _IndexState(n)
+            a.indexes[(key, idx)] = _IndexState(n, ptr)
             a.indexes[(key, idx)].id, a.indexes[(key, idx)].name = tid, name
             a.indexes[(key, idx)].opener_name = "value"
             return
@@ -1034,19 +1121,10 @@ def detect_tool_delta(
 def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n: int) -> None:
     fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
-    st = a.indexes[(key, idx)] = _IndexState(n)
+    st = a.indexes[(key, idx)] = _IndexState(n, ptr)
     st.chunks.add(a.chunk_ordinal)
     st.id = tid if _nonempty(tid) else ""
-    if a.max_index_first is None:
-        a.max_index_first = idx
-        if idx != 0:
-            a.find(
-                "Q-INDEX-NONZERO-START",
-                f"the first tool call has index {idx}",
-                event=n,
-                pointer=ptr + "/index",
-                excerpt=tc,
-            )
+    a.first_index.setdefault(key, (idx, n, ptr + "/index"))
     if not _nonempty(tid):
         # Judged at the end: an index that opens with arguments only, next to another
         # index, and never gets a name is one call split over two indices.
@@ -1061,12 +1139,19 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             and _nonempty(args)
             and any(k == key for (k, _) in a.indexes if (k, _) != (key, idx))
         )
+    found = st.deferred if st.split_suspect else None
+
+    def find(rule: str, message: str, **kw: Any) -> None:
+        if found is None:
+            a.find(rule, message, event=n, **kw)
+        else:
+            found.append((rule, message, kw))
+
     if tc.get("type") != "function":
-        a.find(
+        find(
             "R-FIRST-TYPE",
             'the first delta of a call has no type "function"',
             quirk="Q-TYPE-MISSING",
-            event=n,
             pointer=ptr + "/type",
             excerpt=tc,
         )
@@ -1075,10 +1160,9 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
     else:
         st.opener_name = "empty" if name == "" else "absent"
     if "arguments" not in fn:
-        a.find(
+        find(
             "R-FIRST-ARGS",
             "the first delta of a call has no arguments key",
-            event=n,
             pointer=ptr + "/function",
         )
     elif not isinstance(args, str):
@@ -1094,18 +1178,16 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
         if not _nonempty(name):
             st.args_before_name = True
         if _complete_json(args) and _nonempty(name):
-            a.find(
+            find(
                 "Q-ARGS-WHOLE-IN-ONE-DELTA",
                 "id, name and complete arguments in one delta",
-                event=n,
                 pointer=ptr,
                 excerpt=tc,
             )
         else:
-            a.find(
+            find(
                 "Q-ARGS-ON-OPENING-DELTA",
                 "the opening delta carries an argument fragment",
-                event=n,
                 pointer=ptr + "/function/arguments",
                 excerpt=tc,
             )
@@ -1116,6 +1198,9 @@ def detect_names_at_end(a: Analyzer) -> None:
     """Q-NAME-EMPTY-OPENING-DELTA, Q-NAME-AFTER-ARGUMENTS, Q-ID-ABSENT,
     Q-INDEX-INCONSISTENT-WITHIN-CALL; R-FIRST-NAME, R-FIRST-ID."""
     for (_, idx), st in a.indexes.items():
+        if st.deferred and st.name:  # not a split after all: the opener findings stand
+            for rule, message, kw in st.deferred:
+                a.find(rule, message, event=st.first_event, **kw)
         if st.id_missing is not None:
             ev, ptr, exc, what = st.id_missing
             if st.split_suspect and not st.name:
@@ -1152,10 +1237,30 @@ def detect_names_at_end(a: Analyzer) -> None:
                 f"index {idx}: the name arrived after the opening delta (event {st.name_event})",
                 quirk=quirk,
                 event=st.first_event,
+                pointer=st.ptr + "/function/name",
             )
         else:
             a.find(
-                "R-FIRST-NAME", f"index {idx}: the call never received a name", event=st.first_event
+                "R-FIRST-NAME",
+                f"index {idx}: the call never received a name",
+                event=st.first_event,
+                pointer=st.ptr + "/function/name",
+            )
+
+
+@_register(END_DETECTORS)
+def detect_nonzero_start(a: Analyzer) -> None:
+    """Q-INDEX-NONZERO-START: the first call's index is not 0 and no call ever uses 0.
+
+    Judged at the end: an opener on index 2 whose arguments come on index 0 is one call
+    split over two indices (Q-INDEX-INCONSISTENT-WITHIN-CALL), not a non-zero start."""
+    for key, (idx, ev, ptr) in a.first_index.items():
+        if idx != 0 and (key, 0) not in a.indexes:
+            a.find(
+                "Q-INDEX-NONZERO-START",
+                f"the first tool call has index {idx} and no call has index 0",
+                event=ev,
+                pointer=ptr,
             )
 
 
@@ -1235,7 +1340,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
         a.find(
             "R-LENGTH-CUT", 'finish_reason "length": the calls are cut and not executable', event=ev
         )
-    elif has_calls and last not in ("tool_calls", "function_call"):
+    elif has_calls and last not in ("tool_calls", "function_call") and last in FINISH_VALUES:
         a.find(
             "R-FINISH-TOOL-CALLS", f"tool calls streamed but finish_reason is {last!r}", event=ev
         )
@@ -1331,7 +1436,10 @@ def detect_collected(a: Analyzer) -> None:
 
 @_register(END_DETECTORS)
 def detect_roundtrip(a: Analyzer) -> None:
-    """R-ROUNDTRIP-IDS, R-ROUNDTRIP-ACCEPTED; Q-RT-* from the provider's rejection text."""
+    """R-ROUNDTRIP-IDS, R-ROUNDTRIP-ACCEPTED; Q-RT-MISTRAL-TOOL-CALL-ID,
+    Q-RT-GEMINI-THOUGHT-SIGNATURE, Q-RT-FUNCTION-NAME-KEY-REQUIRED, Q-REASONING-MUST-BE-ECHOED,
+    Q-RT-CONTENT-NULL-REJECTED, Q-RT-CONTENT-EMPTY-REJECTED, Q-RT-TOOL-MESSAGE-NAME from the
+    provider's rejection text."""
     if not _is_roundtrip(a.req):
         return
     assert a.req is not None
@@ -1349,6 +1457,12 @@ def detect_roundtrip(a: Analyzer) -> None:
         quirk = None
         if "tool call id" in low and "9" in low:
             quirk = "Q-RT-MISTRAL-TOOL-CALL-ID"
+        elif "thought_signature" in low or "thought signature" in low:
+            quirk = "Q-RT-GEMINI-THOUGHT-SIGNATURE"
+        elif "missing field" in low and "name" in low:
+            quirk = "Q-RT-FUNCTION-NAME-KEY-REQUIRED"
+        elif "reasoning_content" in low:
+            quirk = "Q-REASONING-MUST-BE-ECHOED"
         elif "content" in low and ("null" in low or "<nil>" in low or "must be a string" in low):
             quirk = "Q-RT-CONTENT-NULL-REJECTED"
         elif "content" in low and ("empty" in low or "non-empty" in low):

@@ -1,14 +1,20 @@
 """Cassettes: vcrpy options (what is scrubbed, how requests match) and an atomic persister.
 
-vcrpy stores a streamed httpx response as the full body it read (the stub reads the
-stream before handing it back), undecoded; with ``decode_compressed_response`` the body
-is stored decoded so that no key can hide inside gzip. Replay returns the same bytes to
+vcrpy records a streamed httpx response by reading the whole body inside
+``Client.send``; that read goes through ``transport.LimitedTransport``, which undoes
+gzip/deflate (so no key can hide inside a compressed body, and the stored body is the
+one judged) and bounds it by the provider's limits. Replay returns the same bytes to
 ``iter_bytes()``, so a replayed cell sees what the live run saw.
+
+Before a cassette is written: the credential headers (Authorization, api-key,
+x-api-key, cookies, …) are removed from requests and responses, key-looking query
+parameters are removed from URIs, every known secret and key-shaped string is
+redacted from URIs, headers and bodies, and the serialized text gets a last redaction
+pass; then it is written through a temporary file and a rename.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +41,7 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     body = response.get("body") or {}
     s = body.get("string")
     if isinstance(s, str):
-        body["string"] = secrets.redact(s)
+        body["string"] = secrets.redact_body(s)
     elif isinstance(s, bytes):
         body["string"] = secrets.redact_bytes(s)
     headers = response.get("headers") or {}
@@ -43,7 +49,12 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
         if h.lower() in secrets.SECRET_HEADERS:
             del headers[h]
         else:
-            headers[h] = [secrets.redact(v) for v in headers[h]]
+            values = headers[h]
+            headers[h] = [secrets.redact(v) for v in values] if isinstance(values, list) \
+                else secrets.redact(str(values))
+    status = response.get("status")
+    if isinstance(status, dict) and isinstance(status.get("message"), str):
+        status["message"] = secrets.redact(status["message"])
     return response
 
 
@@ -66,12 +77,7 @@ class AtomicPersister(FilesystemPersister):
 
     @classmethod
     def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        data = secrets.redact(serialize(cassette_dict, serializer))
-        path = Path(cassette_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(data, encoding="utf-8")
-        os.replace(tmp, path)
+        secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
 
 
 def pytest_recording_configure(config: Any, vcr: Any) -> None:

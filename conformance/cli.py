@@ -27,7 +27,9 @@ def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
     for p in paths:
         try:
             for t in read_path(p):
-                results.append(analyze(t))
+                r = analyze(t)
+                r.transcript = t  # type: ignore[attr-defined]  # for the report's evidence
+                results.append(r)
         except InputError as e:
             errors.append(str(e))
         except (OSError, MemoryError, RecursionError) as e:

@@ -156,48 +156,148 @@ def _complete_json(text: str) -> bool:
     return bool(t) and t[0] in "{[" and _parses(t)
 
 
-def repair_json(text: str) -> str | None:
-    """Close what a truncated JSON value left open (seed 000 §4, string-aware).
+_WS = " \t\r\n"
+_LITERALS = ("true", "false", "null")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_NUMBER_PREFIX = re.compile(r"-?(?:0|[1-9]\d*)?(?:\.\d*)?(?:[eE][+-]?\d*)?")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
-    Returns the repaired text, or None when closing brackets cannot make it parse.
-    Never returns "{}" for a non-empty input that was not already "{}".
+
+def _string_end(text: str, i: int) -> int:
+    """Index after the string opening at ``text[i]``; -1 if cut off, -2 if not JSON."""
+    j, n = i + 1, len(text)
+    while j < n:
+        ch = text[j]
+        if ch == '"':
+            return j + 1
+        if ch == "\\":
+            esc = text[j + 1 : j + 2]
+            if esc == "u":
+                hexes = text[j + 2 : j + 6]
+                if not all(h in _HEX for h in hexes):
+                    return -2
+                if len(hexes) < 4:
+                    return -1
+                j += 6
+                continue
+            if not esc:
+                return -1
+            if esc not in '"\\/bfnrt':
+                return -2
+            j += 2
+            continue
+        if ch < " ":
+            return -2
+        j += 1
+    return -1
+
+
+def _cut_string(text: str) -> str:
+    """A cut-off string (from its opening quote) closed, minus any half escape."""
+    k = text.rfind("\\")
+    if k >= 0:
+        run = len(text[: k + 1]) - len(text[: k + 1].rstrip("\\"))  # backslashes ending at k
+        tail = text[k + 1 :]
+        if run % 2 == 1 and (tail == "" or (tail[:1] == "u" and len(tail) < 5)):
+            text = text[:k]
+    return text + '"'
+
+
+def repair_json(text: str) -> str | None:
+    """Complete a truncated JSON value (seed 000 §4, string- and token-aware).
+
+    Seed 000 closes unmatched ``{`` and ``[``; this also closes a cut string value
+    (dropping a half escape), completes a cut ``true``/``false``/``null`` and keeps the
+    valid part of a cut number. A member that never got its value (cut inside its key,
+    before its ``:`` or right after it) is dropped with its comma rather than given an
+    invented key or value, and so is a dangling ``,``. Only a prefix of a JSON value is
+    repaired: anything else (a stray closer, two documents, a bad token) returns None, and
+    so does a text that was not cut. Never returns ``"{}"`` for a text that carried a
+    complete member.
     """
     stack: list[str] = []
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
-            if not stack or stack[-1] != ch:
-                return None  # a closer that does not match: not a truncation
+    starts: list[int] = []  # per open container: where its current member starts ({ [ or ,)
+    # expect: value | key | colon | comma | end | first_key | first_value (just after { or [)
+    expect = "value"
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _WS:
+            i += 1
+            continue
+        if expect == "colon":
+            if ch != ":":
+                return None
+            expect, i = "value", i + 1
+            continue
+        closer = ("}" if stack[-1] == "{" else "]") if stack else None
+        if expect in ("comma", "end", "first_key", "first_value") and ch == closer:
             stack.pop()
-    base = text
-    if in_str:
-        if esc:
-            base = base[:-1]
-        base += '"'
-    closers = "".join(reversed(stack))
-    body = base.rstrip()
-    candidates = [body + closers]
-    if body.endswith(","):
-        candidates.append(body[:-1] + closers)
-    if body.endswith(":"):
-        candidates.append(body + " null" + closers)
-    if stack and stack[-1] == "}" and in_str:
-        candidates.append(body + ": null" + closers)  # cut inside a key
-    for cand in candidates:
-        if _parses(cand):
-            return cand
-    return None
+            starts.pop()
+            expect, i = ("comma" if stack else "end"), i + 1
+            continue
+        if expect == "comma" and ch == ",":
+            starts[-1] = i
+            expect, i = ("key" if stack[-1] == "{" else "value"), i + 1
+            continue
+        if expect in ("comma", "end"):
+            return None
+        if ch == '"':
+            end = _string_end(text, i)
+            if end == -2:
+                return None
+            is_key = expect in ("key", "first_key")
+            if end == -1:  # cut inside the string
+                if is_key:
+                    return _close(_drop_member(text, starts), stack)
+                return _close(text[:i] + _cut_string(text[i:]), stack)
+            expect, i = ("colon" if is_key else "comma" if stack else "end"), end
+            continue
+        if expect in ("key", "first_key"):
+            return None
+        if ch in "{[":
+            stack.append(ch)
+            starts.append(i)
+            expect, i = ("first_key" if ch == "{" else "first_value"), i + 1
+            continue
+        word = re.match(r"[a-z]+", text[i : i + 5])
+        if word:
+            token = word.group()
+            if i + len(token) == n:  # cut inside a literal: its only completion
+                full = next((lit for lit in _LITERALS if lit.startswith(token)), None)
+                return None if full is None else _close(text[:i] + full, stack)
+            if token not in _LITERALS:
+                return None
+            expect, i = ("comma" if stack else "end"), i + len(token)
+            continue
+        m = _NUMBER_PREFIX.match(text, i)
+        token = m.group() if m else ""
+        if not token or token[0] not in "-0123456789":
+            return None
+        if i + len(token) == n:  # cut inside a number: keep its valid part
+            whole = _NUMBER.match(token)
+            if whole:
+                return _close(text[:i] + whole.group(), stack)
+            return _close(_drop_member(text, starts), stack) if stack else None
+        if not _NUMBER.fullmatch(token):
+            return None
+        expect, i = ("comma" if stack else "end"), i + len(token)
+    if expect == "end" or not stack:
+        return None  # nothing was cut, or nothing but whitespace
+    if expect in ("colon", "value", "key"):  # a member or element without its value
+        return _close(_drop_member(text, starts), stack)
+    return _close(text.rstrip(), stack)  # after a value, or right after { or [
+
+
+def _drop_member(text: str, starts: list[int]) -> str:
+    """The text without the innermost container's unfinished member (and its comma)."""
+    at = starts[-1]
+    return text[:at] if text[at] == "," else text[: at + 1]
+
+
+def _close(body: str, stack: list[str]) -> str | None:
+    out = body + "".join("}" if c == "{" else "]" for c in reversed(stack))
+    return out if _parses(out) else None
 
 
 def _split_json_documents(text: str) -> list[str] | None:
@@ -258,6 +358,9 @@ class _Slot:
         "extras",
         "first_event",
         "ids",
+        "guessed",
+        "markup",
+        "lost",
     )
 
     def __init__(self, ordinal: int, provider_index: int | None, event: int):
@@ -273,6 +376,9 @@ class _Slot:
         self.extras: dict[str, Any] = {}
         self.first_event = event
         self.ids: set[str] = set()
+        self.guessed = False  # got a fragment that another open call could own as well
+        self.markup = False  # got control markup (Q-ARGS-CONTROL-MARKUP)
+        self.lost = False  # set at the end: its arguments cannot be attributed
 
     def text(self) -> str:
         if len(self.parts) > 1:
@@ -281,13 +387,14 @@ class _Slot:
 
 
 class _Choice:
-    __slots__ = ("slots", "by_index", "by_id", "current")
+    __slots__ = ("slots", "by_index", "by_id", "current", "shared")
 
     def __init__(self) -> None:
         self.slots: list[_Slot] = []
         self.by_index: dict[int, _Slot] = {}
         self.by_id: dict[str, _Slot] = {}
         self.current: _Slot | None = None
+        self.shared: set[int] = set()  # provider indices that more than one call used
 
     def open(self, provider_index: int | None, event: int) -> _Slot:
         slot = _Slot(len(self.slots), provider_index, event)
@@ -354,6 +461,8 @@ class ToolCallAccumulator:
         return [self._call(s, final=False) for s in self._all_slots()]
 
     def result(self) -> Turn:
+        for state in self._choices.values():
+            self._judge_attribution(state)
         calls = [self._call(s, final=True) for s in self._all_slots()]
         content = "".join(self._content) if self._content else None
         reasoning = "".join(self._reasoning) if self._reasoning else None
@@ -370,6 +479,54 @@ class ToolCallAccumulator:
     # -- internals ----------------------------------------------------------------
     def _note(self, quirk: str, event: int, message: str, recovered: bool = True) -> None:
         self._notes.setdefault((quirk, event), Workaround(quirk, event, message, recovered))
+
+    def _judge_attribution(self, state: _Choice) -> None:
+        """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
+
+        Fragments without index, id and name go to the call in progress (seed 004), and
+        fragments on an index several calls share go to the last call that opened it. When
+        such a guess leaves a call's arguments unparsable, the fragments of two calls were
+        interleaved: unattributable, as seed 004's review says. Likewise, one call's deltas
+        split over two indices (Q-INDEX-INCONSISTENT-WITHIN-CALL) leave a nameless, id-less
+        call holding arguments next to a named call holding none.
+        """
+        raw = {id(s): s.text() for s in state.slots}
+        if any(s.guessed and raw[id(s)].strip() and not _parses(raw[id(s)]) for s in state.slots):
+            for s in state.slots:
+                if s.guessed or (not raw[id(s)].strip() and s.obj is None):
+                    s.lost = True
+                    idx = s.provider_index
+                    quirk = (
+                        "Q-INDEX-ABSENT"
+                        if idx is None
+                        else "Q-INDEX-ALL-ZERO"
+                        if idx == 0
+                        else "Q-INDEX-REUSED-ACROSS-CALLS"
+                    )
+                    self._note(
+                        quirk,
+                        s.first_event,
+                        "fragments of calls that share no usable index were interleaved; "
+                        "their arguments cannot be attributed",
+                        recovered=False,
+                    )
+        orphans = [
+            s
+            for s in state.slots
+            if not s.name and not s.id and (raw[id(s)].strip() or s.obj is not None)
+        ]
+        argless = [s for s in state.slots if s.name and not raw[id(s)].strip() and s.obj is None]
+        if orphans and argless:
+            for s in orphans:
+                self._note(
+                    "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+                    s.first_event,
+                    "arguments on an index that never got an id or a name, next to a named "
+                    "call without arguments: one call split over two indices",
+                    recovered=False,
+                )
+            for s in argless:
+                s.lost = True
 
     def _all_slots(self) -> list[_Slot]:
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
@@ -443,7 +600,10 @@ class ToolCallAccumulator:
                 self._note(
                     quirk, ev, f"a new call started on occupied index {idx}; given its own slot"
                 )
+                state.shared.add(idx)
                 return state.open(idx, ev)
+            if idx in state.shared and not tid and not name:
+                slot.guessed = True  # a bare fragment on an index several calls share
             return slot
         self._note("Q-INDEX-ABSENT", ev, "tool-call delta without index; routed by id/name")
         if tid:
@@ -459,7 +619,11 @@ class ToolCallAccumulator:
             if cur is not None and (not cur.name or (cur.name == name and not self._done(cur))):
                 return cur
             return state.open(None, ev)
-        return cur if cur is not None else state.open(None, ev)
+        if cur is None:
+            return state.open(None, ev)
+        if len(state.slots) > 1:
+            cur.guessed = True  # no index, id or name: "the call in progress" is a guess
+        return cur
 
     def _done(self, slot: _Slot) -> bool:
         return slot.obj is not None or (slot.length > 0 and _complete_json(slot.text()))
@@ -498,6 +662,7 @@ class ToolCallAccumulator:
         if not a:
             return
         if CONTROL_MARKUP.search(a):
+            slot.markup = True
             self._note(
                 "Q-ARGS-CONTROL-MARKUP",
                 ev,
@@ -537,6 +702,10 @@ class ToolCallAccumulator:
         if not final:
             return call
         ev = slot.first_event
+        if slot.lost or (self._error is not None and not _parses(raw)):
+            # Unattributable, or cut by an error (catalogue: discard, do not repair).
+            call.valid = False
+            return call
         if not raw.strip():
             params = self._declared.get(slot.name)
             if params and params.get("required"):
@@ -568,18 +737,19 @@ class ToolCallAccumulator:
             )
             call.valid = False
             return call
-        repaired = repair_json(raw)
+        repaired = None if slot.markup else repair_json(raw)
         if repaired is not None:
             call.arguments, call.repaired = repaired, True
             if self._finish != "length":
                 self._note("Q-ARGS-TRUNCATED", ev, "arguments were cut; closed by JSON repair")
             return call
-        self._note(
-            "Q-ARGS-SERVER-PARSER-CORRUPTION",
-            ev,
-            "arguments are not JSON and cannot be repaired; kept as sent",
-            recovered=False,
-        )
+        if not slot.markup:  # markup explains it (Q-ARGS-CONTROL-MARKUP, noted on arrival)
+            self._note(
+                "Q-ARGS-SERVER-PARSER-CORRUPTION",
+                ev,
+                "arguments are not JSON and cannot be repaired; kept as sent",
+                recovered=False,
+            )
         call.valid = False
         return call
 

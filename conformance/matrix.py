@@ -54,33 +54,6 @@ def record_provenance(cassette_dir: Path, provider: Provider, scenario: str, whe
                  json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def client_advice(cells: list[dict[str, Any]]) -> str:
-    breaks: dict[str, set[str]] = {"naive": set(), "guarded": set(), "robust": set()}
-    for c in cells:
-        for strat, imp in (c.get("impact") or {}).items():
-            if imp.get("status") != "ok" and strat in breaks:
-                qs = [q for q in c.get("quirks", []) if quirk_level(q) != "INFO"] or \
-                     c.get("quirks", []) or [c["row"]]
-                breaks[strat].update(qs)
-    if not any(c.get("impact") for c in cells):
-        return "no recorded traffic"
-    parts = []
-    if breaks["naive"]:
-        parts.append("naive accumulation breaks on: " + ", ".join(sorted(breaks["naive"])))
-    if breaks["guarded"]:
-        parts.append("guarded breaks on: " + ", ".join(sorted(breaks["guarded"])))
-    if breaks["robust"]:
-        parts.append("even the robust accumulator cannot recover: "
-                     + ", ".join(sorted(breaks["robust"])))
-    if not parts:
-        return "a naive accumulator (seed 000 §2) works on everything recorded here"
-    if not breaks["guarded"]:
-        parts.append("use a guarded or robust accumulator")
-    elif not breaks["robust"]:
-        parts.append("use a robust accumulator (conformance.client)")
-    return "; ".join(parts)
-
-
 def _quirk_entries(cells: Iterable[dict[str, Any]], extra: Iterable[str] = ()) -> dict[str, Any]:
     cat = quirk_catalogue()
     ids = {q for c in cells for q in c.get("quirks", [])} | set(extra)
@@ -133,8 +106,17 @@ def column_for(provider: Provider, cells: list[dict[str, Any]], prov: dict[str, 
                        "seen": seen},
         },
         "expected_quirks": {q: e["reason"] for q, e in provider.expected_quirks.items()},
-        "client_advice": client_advice([c for c in cells if c["verdict"] != "not recorded"]),
+        "client_advice": "",  # filled from the finished document by _advise()
     }
+
+
+def _advise(doc: dict[str, Any]) -> dict[str, Any]:
+    """One place derives "what your client must do": conformance.report.common."""
+    from conformance.report.common import cells_by_column, client_advice
+    by_col = cells_by_column(doc)
+    for col in doc["columns"]:
+        col["client_advice"] = client_advice(doc, by_col.get(col["id"], [])).text()
+    return doc
 
 
 def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
@@ -166,7 +148,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                 dates.append(col["provenance"]["recorded_at"])
             columns.append(col)
             all_cells.extend(col_cells)
-    return {
+    return _advise({
         "format": FORMAT, "suite_version": __version__,
         # Deterministic for a replay: the newest recording, not the wall clock.
         "generated": max(dates) if dates else None,
@@ -175,13 +157,17 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
         "cells": all_cells, "quirks": _quirk_entries(all_cells), "rules": _rules(),
         "sections": {"providers": [p.name for p in providers],
                      "reference_profiles": [p.name for p in profiles], "captures": []},
-    }
+    })
 
 
 def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
-    """`conformance analyze --report`: each capture is a column of its own table."""
+    """`conformance analyze --report`: each capture is a column of its own table. A result
+    that still holds its transcript (``r.transcript``) gets the wire evidence too."""
+    from conformance.report.evidence import evidence_from_events
     columns, cells = [], []
     for r in results:
+        t = getattr(r, "transcript", None)
+        evidence = evidence_from_events(t.events(), r.to_json()["findings"]) if t else []
         d = r.to_json()
         columns.append({
             "id": r.source, "kind": "capture", "label": Path(r.source.split("#")[0]).name,
@@ -197,14 +183,12 @@ def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
         })
         cells.append({"column": r.source, "row": "capture", "verdict": r.verdict,
                       "reason": r.error, "quirks": d["quirks"], "expected": [],
-                      "findings": d["findings"], "evidence": [], "impact": d["impact"],
+                      "findings": d["findings"], "evidence": evidence, "impact": d["impact"],
                       "tool_calls": d["tool_calls"], "finish_reason": r.finish_reason,
                       "cassette": None, "interaction": None, "trials": {}, "retries": []})
-    for col in columns:
-        col["client_advice"] = client_advice([c for c in cells if c["column"] == col["id"]])
-    return {"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
+    return _advise({"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
             "title": "Field captures", "columns": columns,
             "rows": [{"id": "capture", "title": "Capture", "description": "a captured stream"}],
             "cells": cells, "quirks": _quirk_entries(cells), "rules": _rules(),
             "sections": {"providers": [], "reference_profiles": [],
-                         "captures": [c["id"] for c in columns]}}
+                         "captures": [c["id"] for c in columns]}})

@@ -16,6 +16,7 @@ reorder calls assume calls are not interleaved, which is OpenAI's own shape.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import random
@@ -381,7 +382,7 @@ def _markup(spec: CallSpec) -> str:
 
 def _content_chunks(frames: Sequence[Frame | None], text: str, rng: random.Random) -> list[Chunk]:
     """Token-sized content chunks; a ``<tool_call>`` tag is one token, as Ollama sent it."""
-    pieces = []
+    pieces: list[str] = []
     for part in re.split(r"(</?tool_call>)", text):
         pieces += (
             [part] if part.startswith("<") and part.endswith("l>") else split_fragments(part, rng)
@@ -399,13 +400,12 @@ def _set_finish(frames: Sequence[Frame | None], old: str | None, new: Any) -> No
 def _mutation(fn: Callable[[list[Frame | None], random.Random], list[Frame | None] | None]):
     """Run ``fn`` on a deep copy; it edits in place (or returns a new list)."""
 
+    @functools.wraps(fn)
     def wrapper(frames: list[Frame], rng: random.Random) -> list[Frame]:
         work: list[Frame | None] = copy.deepcopy(list(frames))
         result = fn(work, rng)
         return _compact(work if result is None else result)
 
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
     return wrapper
 
 
@@ -813,6 +813,7 @@ _LITERALS = ("true", "false", "null")
 _NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
 _NUMBER_PREFIX = re.compile(r"-?(0|[1-9]\d*)?(\.\d*)?([eE][+-]?\d*)?")
 _NUMBER_CHARS = re.compile(r"[-+.eE\d]*")
+_LITERAL_CHARS = re.compile(r"[a-z]*")
 
 
 def _scan_string(text: str, i: int) -> int | None:
@@ -840,6 +841,14 @@ def _scan_string(text: str, i: int) -> int | None:
             return -1
         j += 1
     return None
+
+
+def _token(text: str, i: int) -> str:
+    """The number or literal starting at ``text[i]`` ("" if neither)."""
+    for pattern in (_NUMBER_CHARS, _LITERAL_CHARS):
+        if (m := pattern.match(text, i)) and m.group():
+            return m.group()
+    return ""
 
 
 def is_json_prefix(text: str) -> bool:
@@ -880,7 +889,7 @@ def is_json_prefix(text: str) -> bool:
             stack.append(ch)
             expect, i, opened = ("key" if ch == "{" else "value"), i + 1, True
         else:  # a number or a literal
-            token = _NUMBER_CHARS.match(text, i).group() or re.match(r"[a-z]*", text[i:]).group()
+            token = _token(text, i)
             if not token:
                 return False
             if i + len(token) == len(text):

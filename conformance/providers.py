@@ -2,7 +2,9 @@
 
 A bad file fails fast with one line naming the file, the entry and the field. Keys are
 never in the file: an entry names the environment variable that holds its key, and the
-key is read only when a request is sent.
+key is read only when a request is sent. A key written in the file anyway (an unknown
+``api_key`` field, a credential header, ``?key=`` in ``base_url``, a key-shaped string in
+any field) is refused with that line, without echoing the value.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import jsonschema
 import yaml
 
+from conformance import secrets
 from conformance.client import RoundTripPolicy
 
 CAPABILITIES = ("parallel_calls", "tool_choice_required", "named_tool_choice", "stream_options",
@@ -26,6 +30,27 @@ CAPABILITIES = ("parallel_calls", "tool_choice_required", "named_tool_choice", "
 
 class ConfigError(Exception):
     """A configuration problem; str() is the one-line message for the user."""
+
+    def __init__(self, message: str):
+        super().__init__(secrets.one_line(message, 400))
+
+
+def public_url(url: str) -> str:
+    """The URL without its credentials: key-looking query parameters and the userinfo
+    are dropped (not masked: a report must not even hint at a key in a URL)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return secrets.redact(url)
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                       if k.lower() not in secrets.SECRET_QUERY])
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return secrets.redact(urlunsplit(parts._replace(netloc=netloc, query=query)))
+
+
+def _strip_slash(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
 
 
 @cache
@@ -55,6 +80,21 @@ class Provider:
     limits: dict[str, Any] = field(default_factory=dict)
     record_command: str = ""
     kind: str = "provider"  # provider | reference-profile
+    # The URL requests go to. ``base_url`` is its public form (credentials in the query
+    # or userinfo redacted) and is what reports show; ``endpoint`` is never printed.
+    endpoint: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.endpoint:
+            self.endpoint = self.base_url
+        self.endpoint = _strip_slash(self.endpoint)
+        secrets.register_url(self.endpoint)
+        self.base_url = public_url(self.endpoint)
+
+    def url(self, path: str) -> str:
+        """``endpoint`` + ``/path``, with the endpoint's query (``?key=…``) kept at the end."""
+        parts = urlsplit(self.endpoint)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
     def supports(self, capability: str) -> bool:
         return self.capabilities.get(capability, True)
@@ -90,53 +130,195 @@ class Provider:
         return (os.environ.get(env) if env else None) or self.server.get("version")
 
 
-def _where(path: Path, error: jsonschema.ValidationError) -> str:
-    parts = list(error.absolute_path)
+def _field_path(parts: list[Any]) -> str:
+    return ".".join(map(str, parts))
+
+
+def _where(path: Path, parts: list[Any]) -> str:
     if len(parts) >= 2 and parts[0] == "providers":
-        entry, fld = parts[1], ".".join(map(str, parts[2:])) or "(entry)"
-        return f"{path}: provider '{entry}', field '{fld}'"
-    return f"{path}: field '{'.'.join(map(str, parts)) or '(top level)'}'"
+        return f"{path}: provider '{parts[1]}', field '{_field_path(parts[2:]) or '(entry)'}'"
+    if parts:
+        return f"{path}: field '{_field_path(parts)}'"
+    return f"{path}: (top level)"
+
+
+_KEYLIKE_FIELDS = ("key", "api_key", "apikey", "api-key", "token", "secret", "password",
+                   "authorization", "bearer", "access_token")
+_JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "true/false",
+               int: "an integer", float: "a number", type(None): "null"}
+
+
+def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
+    """Where (a path) and what (one line): never the value itself, which may be a key."""
+    parts = list(err.absolute_path)
+    v, inst, schema = err.validator, err.instance, err.schema
+    if v == "additionalProperties" and isinstance(inst, dict):
+        known = set(schema.get("properties") or {})
+        extra = sorted(str(k) for k in inst if k not in known)
+        name = extra[0] if extra else "?"
+        hint = (" (keys are never written in providers.yaml: name the environment "
+                "variable that holds the key with api_key_env)"
+                if name.lower().replace("-", "_") in _KEYLIKE_FIELDS or "key" in name.lower()
+                else f" (valid: {', '.join(sorted(known))})" if known else "")
+        return parts + [name], f"unknown field '{name}'{hint}"
+    if v == "required":
+        missing = [r for r in err.validator_value if isinstance(inst, dict) and r not in inst]
+        return parts + missing[:1], "missing required field"
+    if v == "type":
+        want = err.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        got = _JSON_TYPES.get(type(inst), type(inst).__name__)
+        return parts, f"expected {want}, got {got}"
+    if v == "pattern":
+        last = parts[-1] if parts else None
+        if last == "base_url":
+            scheme = str(inst).split("://", 1)[0] if "://" in str(inst) else str(inst)[:12]
+            return parts, f"not an http(s) URL (scheme {scheme!r}); only http:// and " \
+                          "https:// endpoints are tested"
+        if last in ("api_key_env", "base_url_env"):
+            return parts, ("must be the NAME of an environment variable (A-Z, 0-9, _), "
+                           "not its value")
+        return parts, f"does not match {err.validator_value}"
+    if v == "propertyNames":
+        return parts, f"invalid name {secrets.one_line(repr(inst), 60)}"
+    if v == "enum":
+        return parts, "must be one of: " + ", ".join(map(str, err.validator_value))
+    if v == "const":
+        return parts, f"must be {err.validator_value!r}"
+    if v == "oneOf" and parts[-2:-1] == ["expected_quirks"]:
+        return parts, "must be a reason (text) or {reason: …, scenarios: […]}"
+    if v == "minProperties":
+        return parts, "is empty"
+    if v in ("minimum", "exclusiveMinimum", "maximum", "minLength"):
+        return parts, secrets.one_line(err.message, 120)
+    return parts, secrets.one_line(err.message, 120)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicated keys (a second entry would silently win)."""
+
+
+def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if isinstance(key, str | int) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicated key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def _keys_in_file(p: Path, data: dict[str, Any]) -> str | None:
+    """A credential written in the file: the one-line refusal, else None."""
+    for name, e in data["providers"].items():
+        where = f"{p}: provider '{name}'"
+        if secrets.url_secrets(e["base_url"]):
+            return (f"{where}, field 'base_url': the URL carries a credential (a key-looking "
+                    "query parameter or a password); keys are never written in providers.yaml"
+                    ": put the whole URL in an environment variable named by base_url_env")
+        for h in e.get("headers") or {}:
+            if h.lower() in secrets.SECRET_HEADERS:
+                return (f"{where}, field 'headers.{h}': credential headers are never written "
+                        "in providers.yaml: set api_key_env (and auth: bearer, api-key or "
+                        "x-api-key)")
+
+        def walk(value: Any, path: list[str]) -> str | None:
+            if isinstance(value, str):
+                return ".".join(path) if secrets.redact(value) != value else None
+            if isinstance(value, dict):
+                items: Any = value.items()
+            elif isinstance(value, list):
+                items = enumerate(value)
+            else:
+                return None
+            for k, v in items:
+                hit = walk(v, path + [str(k)])
+                if hit:
+                    return hit
+            return None
+
+        for k, v in e.items():
+            if k in ("base_url", "record_command"):
+                continue  # URL queries are checked above; commands may name variables
+            hit = walk(v, [k])
+            if hit:
+                return (f"{where}, field '{hit}': looks like an API key or credential; keys "
+                        "are never written in providers.yaml: name the environment variable "
+                        "that holds it with api_key_env")
+    return None
 
 
 def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
+    """Load and validate; raise ConfigError with one line naming file, entry and field."""
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{p}: no such file (pass --providers PATH)")
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory, not a providers file")
     try:
-        data = yaml.safe_load(p.read_text("utf-8"))
+        data = yaml.load(p.read_text("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{p}:{line} is not valid YAML ({getattr(e, 'problem', e)})") from None
+        line = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{p}:{line} not valid YAML ({secrets.one_line(problem, 120)})") \
+            from None
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not UTF-8 text") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping with a 'providers' key")
     validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         err = jsonschema.exceptions.best_match(errors) or errors[0]
-        msg = err.message
-        if err.validator == "pattern" and list(err.absolute_path)[-1:] == ["base_url"]:
-            msg = f"{err.instance!r} is not an http(s) URL"
-        raise ConfigError(f"{_where(p, err)}: {msg}")
+        parts, msg = _describe(err)
+        raise ConfigError(f"{_where(p, parts)}: {msg}")
+    refusal = _keys_in_file(p, data)
+    if refusal:
+        raise ConfigError(refusal)
     out: dict[str, Provider] = {}
     for name, e in data["providers"].items():
-        out[name] = provider_from_entry(name, e)
+        out[name] = provider_from_entry(name, e, source=p)
+    secrets.register_env(pr.api_key_env for pr in out.values())
     return out
 
 
-def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider") -> Provider:
+def _url_problem(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        return f"not a URL ({e})"
+    if parts.scheme not in ("http", "https"):
+        return f"not an http(s) URL (scheme {parts.scheme or url[:12]!r})"
+    if not parts.hostname:
+        return "no host in the URL"
+    return None
+
+
+def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
+                        source: str | Path = "providers.yaml") -> Provider:
     base = e["base_url"]
-    if e.get("base_url_env") and os.environ.get(e["base_url_env"]):
-        base = os.environ[e["base_url_env"]]
-        if not base.startswith(("http://", "https://")):
-            raise ConfigError(f"{e['base_url_env']}={base!r} is not an http(s) URL")
+    var = e.get("base_url_env")
+    if var and os.environ.get(var):
+        base = os.environ[var].strip()
+        secrets.register_url(base)
+        problem = _url_problem(base)
+        if problem:
+            raise ConfigError(f"{source}: provider '{name}', field 'base_url_env': ${var} is "
+                              f"{problem}")
+    else:
+        problem = _url_problem(base)
+        if problem:
+            raise ConfigError(f"{source}: provider '{name}', field 'base_url': {problem}")
     quirks = {}
     for q, v in (e.get("expected_quirks") or {}).items():
         quirks[q] = {"reason": v} if isinstance(v, str) else dict(v)
     return Provider(
-        name=name, base_url=base.rstrip("/"), model=e["model"], label=e.get("label", name),
+        name=name, base_url=base, model=e["model"], label=e.get("label", name),
         api_key_env=e.get("api_key_env"), auth=e.get("auth", "bearer"),
         headers=dict(e.get("headers") or {}), extra_body=dict(e.get("extra_body") or {}),
         server=dict(e.get("server") or {}), capabilities=dict(e.get("capabilities") or {}),

@@ -32,7 +32,7 @@ RULES: dict[str, Rule] = {
     r.id: r
     for r in [
         Rule("R-COMPLETE", MUST, "The exchange completes: connection, headers and the whole body "
-         "within the limits.", "catalogue Q-STREAM-STALLS; DESIGN verdict `error`"),
+         "within the limits.", "catalogue Q-STREAM-STALLS; DESIGN verdict `error`", "http"),
     Rule("R-USAGE", MUST, "`stream_options.include_usage` yields a usage object.",
          "OpenAI API reference (ChatCompletionStreamOptions)", "request"),
     Rule("R-LENGTH-VISIBLE", MUST, "Arguments cut by max_tokens end with `finish_reason: "
@@ -286,6 +286,7 @@ QUIRK_LEVEL: dict[str, str] = {
     "Q-TOOLCALLS-MISSING-IN-STREAM": MUST,
     "Q-REASONING-SAME-DELTA": SHOULD,
     "Q-REASONING-LEAK-AT-FINISH": SHOULD,
+    "Q-REASONING-MUST-BE-ECHOED": MUST,
     "Q-PARALLEL-TOOL-CALLS-IGNORED": MUST,
     "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": INFO,
     "Q-RT-MISTRAL-TOOL-CALL-ID": MUST,

@@ -24,8 +24,6 @@ from conformance.transcript import Transcript
 from conformance.transport import Limits, RetryPolicy, exchange
 
 VERDICT_RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 3}
-EVIDENCE_EVENTS = 14
-EVIDENCE_CHARS = 400
 
 
 @dataclass
@@ -69,23 +67,11 @@ def unsupported_cell(provider: Provider, scenario: Scenario) -> Cell | None:
 
 
 def _evidence(t: Transcript, findings: list[dict[str, Any]], exchange_no: int) -> list[dict]:
-    wanted = {f["event"] for f in findings if isinstance(f.get("event"), int)}
-    near = set()
-    for n in sorted(wanted)[:8]:
-        near.update((n - 1, n, n + 1))
-    out: list[dict[str, Any]] = []
-    last = None
-    for ev in t.events():
-        last = ev
-        if ev.n in near or ev.n < 2:
-            data = ev.data if len(ev.data) <= EVIDENCE_CHARS else ev.data[:EVIDENCE_CHARS] + "…"
-            out.append({"n": ev.n, "kind": ev.kind, "data": secrets.redact(data),
-                        "highlight": ev.n in wanted, "exchange": exchange_no})
-            if len(out) >= EVIDENCE_EVENTS:
-                break
-    if last is not None and all(e["n"] != last.n for e in out) and len(out) < EVIDENCE_EVENTS:
-        out.append({"n": last.n, "kind": last.kind, "data": secrets.redact(last.data[:200]),
-                    "highlight": last.n in wanted, "exchange": exchange_no})
+    from conformance.report.evidence import evidence_from_events
+    out = evidence_from_events(t.events(), findings)
+    for e in out:
+        e["exchange"] = exchange_no
+        e["data"] = secrets.redact(e["data"])
     return out
 
 
@@ -215,7 +201,7 @@ class CellRunner:
     def _trial(self, provider: Provider, scenario: Scenario, trial: int) -> tuple[Cell, int]:
         client, limits = self._client_for(provider)
         retry = RetryPolicy.from_dict(provider.retries, sleep=not self.replay)
-        url = provider.base_url + "/chat/completions"
+        url = provider.url("chat/completions")  # keeps a ?key=… query at the end
         body = build_request(scenario, provider)
         rng = random.Random(f"{provider.name}/{scenario.id}/{trial}")
         t1 = exchange(client, url, body, headers=provider.headers,

@@ -1,33 +1,66 @@
-"""Keys never reach a file: every secret the run knows is redacted from any text it writes.
+"""Keys never reach a file, a log line or an error message.
 
 Secrets are the values of the key variables named in providers.yaml (read from the
-environment only), plus anything registered by tests (canaries). Redaction is applied
-to cassettes (headers, query, bodies), results, reports, logs and error messages.
+environment only), the values of key-looking query parameters and URL passwords of the
+endpoints (``?key=…``, ``https://user:pass@host``), plus anything registered by tests
+(canaries). ``redact`` replaces every known secret, every key-shaped string
+(``sk-…``, ``Bearer …``) and every key-looking query parameter value, whether known or
+not. It is applied to cassettes (headers, query, bodies), results, reports, error
+messages and, once a secret is registered, to every log record. ``write_atomic`` is the
+one way the suite writes a file: redacted, then renamed into place, so a crash never
+leaves half a file.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
+import tempfile
+import threading
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 REDACTED = "<redacted>"
-SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "cookie", "set-cookie",
-                  "proxy-authorization", "x-goog-api-key", "openai-organization")
-SECRET_QUERY = ("key", "api_key", "api-key", "apikey", "token", "access_token", "sig",
-                "signature", "x-api-key")
+SECRET_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key",
+                  "x-goog-api-key", "cookie", "set-cookie", "x-auth-token",
+                  "x-amz-security-token", "openai-organization", "openai-project")
+SECRET_QUERY = ("key", "api_key", "api-key", "apikey", "token", "access_token", "auth",
+                "sig", "signature", "x-api-key", "code", "password", "secret")
 # Key-shaped strings, redacted even when we were not told about them.
 KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-proj-[A-Za-z0-9_-]{16,}|"
-                        r"AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|"
-                        r"Bearer\s+[A-Za-z0-9._~+/=-]{16,})")
+                        r"sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
+                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})"
+                        r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}"
+                        r"|(?<=Basic )[A-Za-z0-9+/=]{8,}")
+_SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"),
+            re.compile(KEY_SHAPES.pattern.split("|(?<=Bearer")[0])),
+           (("Bearer ",), re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")),
+           (("Basic ",), re.compile(r"(?<=Basic )[A-Za-z0-9+/=]{8,}"))]
+# ?key=VALUE / &api_key=VALUE inside any text (a URL in an error message, a log line).
+_QUERY = re.compile(r"([?&](?:" + "|".join(re.escape(q) for q in SECRET_QUERY)
+                    + r")=)([^&#\s\"'<>\\]+)", re.IGNORECASE)
+# scheme://user:password@host
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)")
+MIN_SECRET = 6  # shorter values would redact ordinary words
 
 _known: set[str] = set()
+_lock = threading.Lock()
 
 
 def register(*values: str | None) -> None:
-    for v in values:
-        if v and len(v) >= 6:
-            _known.add(v)
+    """Remember secret values; from now on they are redacted everywhere, logs included."""
+    added = False
+    with _lock:
+        for v in values:
+            if v and len(v) >= MIN_SECRET and v not in _known and v != REDACTED:
+                _known.add(v)
+                added = True
+    if added:
+        install_log_redaction()
 
 
 def register_env(names: Iterable[str | None]) -> None:
@@ -36,24 +69,246 @@ def register_env(names: Iterable[str | None]) -> None:
             register(os.environ.get(n))
 
 
+def url_secrets(url: str) -> list[str]:
+    """The secret parts of a URL: key-looking query values and a password."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+           if k.lower() in SECRET_QUERY and v]
+    if parts.password:
+        out.append(parts.password)
+    return out
+
+
+def register_url(url: str | None) -> None:
+    if url:
+        register(*url_secrets(url))
+
+
 def known() -> frozenset[str]:
     return frozenset(_known)
+
+
+def forget(*values: str) -> None:
+    """For tests: drop registered values (all of them when none are given)."""
+    with _lock:
+        if values:
+            _known.difference_update(values)
+        else:
+            _known.clear()
 
 
 def redact(text: str) -> str:
     for s in sorted(_known, key=len, reverse=True):
         if s in text:
             text = text.replace(s, REDACTED)
-    return KEY_SHAPES.sub(REDACTED, text)
+    for prefixes, shape in _SHAPES:  # a cheap substring test first: bodies can be large
+        if any(p in text for p in prefixes):
+            text = shape.sub(REDACTED, text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY.sub(r"\1" + REDACTED, text)
+    if "@" in text:
+        text = _USERINFO.sub(r"\1" + REDACTED + r"\3", text)
+    return text
 
 
 def redact_bytes(data: bytes) -> bytes:
-    if not _known and b"sk-" not in data and b"Bearer" not in data and b"AIza" not in data \
-            and b"gsk_" not in data:
-        return data
+    """Redact a body (bytes that need not be UTF-8: invalid bytes pass through
+    unchanged), including a known secret split across several SSE events."""
+    text = data.decode("utf-8", "surrogateescape")
+    out = redact(redact_split(text))
+    return data if out == text else out.encode("utf-8", "surrogateescape")
+
+
+def redact_body(text: str) -> str:
+    """``redact_bytes`` for a body that is already text."""
+    return redact(redact_split(text))
+
+
+def _fragments(value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]
+               ) -> None:
+    """Every string in a chunk, keyed by a stream path: list positions are replaced by
+    the element's own ``index`` (choices, tool calls), so that the pieces of one
+    field across events share a key."""
+    if isinstance(value, str):
+        out.append((path, value))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _fragments(v, path + (k,), out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            idx = v.get("index", i) if isinstance(v, dict) else i
+            _fragments(v, path + (("#", idx if isinstance(idx, int | str) else i),), out)
+
+
+def _set_at(value: Any, path: tuple[Any, ...], new: str, old: str) -> bool:
+    """Replace the string ``old`` found at stream path ``path`` (first match)."""
+    if not path:
+        return False
+    head, rest = path[0], path[1:]
+    if isinstance(head, tuple):  # a list position given as ("#", index)
+        if not isinstance(value, list):
+            return False
+        for i, v in enumerate(value):
+            idx = v.get("index", i) if isinstance(v, dict) else i
+            if idx == head[1] or (not isinstance(idx, int | str) and i == head[1]):
+                if not rest and v == old:
+                    value[i] = new
+                    return True
+                if rest and _set_at(v, rest, new, old):
+                    return True
+        return False
+    if not isinstance(value, dict) or head not in value:
+        return False
+    if not rest:
+        if value[head] == old:
+            value[head] = new
+            return True
+        return False
+    return _set_at(value[head], rest, new, old)
+
+
+def redact_split(text: str) -> str:
+    """Redact a known secret that a server split across the ``data:`` events of an SSE
+    stream (``"CANA"`` in one content delta, ``"RY…"`` in the next): the pieces of each
+    field are joined in event order, every occurrence of a secret in the joined text is
+    mapped back to the pieces it spans, and only those characters are replaced."""
+    secrets_ = [s for s in _known if len(s) >= MIN_SECRET]
+    if not secrets_ or "data:" not in text:
+        return text
+    lines = text.split("\n")
+    parsed: dict[int, Any] = {}
+    streams: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+    for no, line in enumerate(lines):
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if not payload.startswith(("{", "[")):
+            continue
+        try:
+            obj = json.loads(payload)
+        except (ValueError, RecursionError):
+            continue
+        parsed[no] = obj
+        found: list[tuple[tuple[Any, ...], str]] = []
+        _fragments(obj, (), found)
+        for path, value in found:
+            streams.setdefault(path, []).append((no, value))
+    edits: dict[int, list[tuple[tuple[Any, ...], str, str]]] = {}
+    for path, pieces in streams.items():
+        if len(pieces) < 2:
+            continue
+        joined = "".join(v for _, v in pieces)
+        marks = bytearray(len(joined))
+        for s in secrets_:
+            start = joined.find(s)
+            while start >= 0:
+                marks[start:start + len(s)] = b"\1" * len(s)
+                start = joined.find(s, start + 1)
+        if not any(marks):
+            continue
+        pos = 0
+        for no, value in pieces:
+            mine = marks[pos:pos + len(value)]
+            pos += len(value)
+            if not any(mine):
+                continue
+            out, i = [], 0
+            while i < len(value):
+                if mine[i]:
+                    while i < len(value) and mine[i]:
+                        i += 1
+                    out.append(REDACTED)
+                else:
+                    out.append(value[i])
+                    i += 1
+            edits.setdefault(no, []).append((path, value, "".join(out)))
+    for no, changes in edits.items():
+        obj = parsed[no]
+        for path, old, new in changes:
+            _set_at(obj, path, new, old)
+        lines[no] = "data: " + json.dumps(obj, ensure_ascii=False) + \
+            ("\r" if lines[no].endswith("\r") else "")
+    return "\n".join(lines)
+
+
+def redact_obj(value: Any) -> Any:
+    """Redact every string inside a JSON-like value (keys included)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, bytes):
+        return redact_bytes(value)
+    if isinstance(value, dict):
+        return {redact_obj(k): redact_obj(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_obj(v) for v in value)
+    return value
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """A redacted single line, at most ``limit`` characters: the shape of every reason."""
+    text = " ".join(redact(str(text)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------ logs
+
+_factory_installed = False
+
+
+def install_log_redaction() -> None:
+    """Redact every log record made from now on (all loggers: httpx, httpcore, vcr, ours).
+
+    Installed by the first ``register``; it rewrites a record's message only when it
+    holds something to redact, so ordinary records keep their arguments.
+    """
+    global _factory_installed
+    with _lock:
+        if _factory_installed:
+            return
+        _factory_installed = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to logging to report
+            return record
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            if redact(str(exc)) != str(exc):  # never print a traceback that holds a key
+                record.msg = f"{clean} ({type(exc).__name__}: {one_line(str(exc))})"
+                record.exc_info, record.exc_text = None, None
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
+# ------------------------------------------------------------------ files
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Redact, write to a temporary file next to ``path``, fsync, rename into place.
+
+    A failure at any point (a full disk, an encoding error, a crash before the rename)
+    leaves the previous file untouched and removes the temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = redact_bytes(data) if isinstance(data, bytes) else redact(data).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        return redact(data.decode("utf-8")).encode("utf-8")
-    except UnicodeDecodeError:
-        for s in _known:
-            data = data.replace(s.encode(), REDACTED.encode())
-        return data
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -3,8 +3,14 @@
 One exchange = one Transcript holding the request (without credentials), status,
 headers and the body bytes exactly as the client saw them (content-encoding undone).
 Under pytest-recording the same code runs with vcrpy patching httpx, so a replay yields
-the bytes of the recording; the limits live in the transport so they also bound
-vcrpy's read while it records.
+the bytes of the recording.
+
+The limits live in ``LimitedTransport``, under httpx and under vcrpy: vcrpy records a
+response by reading the whole body inside ``Client.send``, so a stall, an endless
+stream or a gzip bomb met while *recording* is bounded by the same limits as a live
+read, and ends as the same one-line reason. The transport classifies every failure
+itself (``TransportFault``: a one-line reason and, where the catalogue has one, a
+quirk id), because under vcrpy the failure surfaces before the caller saw any header.
 
 Every failure becomes ``Transcript.transport_error`` with a one-line reason; nothing
 raises out of ``exchange`` for an endpoint that misbehaves.
@@ -13,8 +19,11 @@ raises out of ``exchange`` for an endpoint that misbehaves.
 from __future__ import annotations
 
 import email.utils
+import http.cookiejar
 import random
+import re
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,14 +34,23 @@ from conformance import secrets
 from conformance.readers import exchange_transcript
 from conformance.transcript import Transcript
 
+LIMITS_EXTENSION = "conformance.limits"  # per-request Limits, read by LimitedTransport
+# Set by the transport on a response, never taken from a server (stripped on arrival):
+FAULT_HEADER = "x-conformance-transport-error"  # the body ended early; the one-line reason
+QUIRK_HEADER = "x-conformance-transport-quirk"  # the catalogue id that fault shows
+ENCODING_HEADER = "x-conformance-content-encoding"  # the content-encoding undone here
+INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER)
+
 
 @dataclass(frozen=True)
 class Limits:
+    """providers.yaml ``limits``: seconds, and bytes of the (decoded) body."""
+
     connect_timeout: float = 10.0
     first_byte_timeout: float = 120.0  # until the response headers arrive
     idle_timeout: float = 120.0  # between two reads of the body (a stall)
     total_timeout: float = 600.0  # the whole exchange, an endless stream included
-    max_bytes: int = 64 * 1024 * 1024
+    max_bytes: int = 64 * 1024 * 1024  # the body after content-encoding is undone
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Limits:
@@ -41,7 +59,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max: int = 2  # retries after the first attempt, for 429 and 503 only
+    """providers.yaml ``retries``: 429 and 503 only, bounded, jittered, Retry-After honoured."""
+
+    max: int = 2  # retries after the first attempt
     base_delay: float = 1.0
     max_delay: float = 30.0
     sleep: bool = True  # False on replay: the recorded waits are reported, not slept
@@ -51,90 +71,285 @@ class RetryPolicy:
         kw = {k: v for k, v in (d or {}).items() if k in ("max", "base_delay", "max_delay")}
         return cls(sleep=sleep, **kw)
 
-    def delay(self, attempt: int, retry_after: str | None, rng: random.Random) -> float:
-        wait = None
-        if retry_after:
-            try:
-                wait = float(retry_after)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(retry_after) if retry_after else None
-                if when is not None:
-                    wait = max(0.0, when.timestamp() - time.time())
-        if wait is None:  # exponential backoff with +-25% jitter
-            wait = self.base_delay * (2 ** attempt) * rng.uniform(0.75, 1.25)
+    def delay(self, attempt: int, retry_after: str | None, rng: random.Random,
+              date: str | None = None) -> float | None:
+        """Seconds to wait before retry ``attempt + 1``; None when Retry-After asks for
+        longer than ``max_delay`` (retrying sooner would only be refused again)."""
+        wait = parse_retry_after(retry_after, date)
+        if wait is not None:
+            return None if wait > self.max_delay else wait
+        # Exponential backoff with +-25% jitter, capped.
+        wait = self.base_delay * (2 ** attempt) * rng.uniform(0.75, 1.25)
         return min(max(wait, 0.0), self.max_delay)
 
 
-class LimitExceeded(Exception):
-    pass
+def parse_retry_after(value: str | None, date: str | None = None) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+
+    An HTTP-date is measured from the response's own ``Date`` header when it has one
+    (deterministic on replay), else from the clock. Garbage yields None (backoff)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    now = time.time()
+    if date:
+        try:
+            now = email.utils.parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            pass
+    try:
+        return max(0.0, when.timestamp() - now)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+class TransportFault(httpx.TransportError):
+    """A classified transport failure: ``str()`` is the one-line reason (keys redacted),
+    ``quirk`` the catalogue id it shows, if any."""
+
+    def __init__(self, reason: str, quirk: str | None = None):
+        super().__init__(secrets.one_line(reason))
+        self.reason, self.quirk = str(self), quirk
+
+
+# Kept for callers of the first version.
+LimitExceeded = TransportFault
+
+
+def _connect_reason(exc: Exception, limits: Limits) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connection not established within {limits.connect_timeout:g} s " \
+               "(limits.connect_timeout)"
+    text = str(exc)
+    low = text.lower()
+    if any(s in low for s in ("name or service not known", "nodename nor servname",
+                              "temporary failure in name resolution", "no address associated",
+                              "name does not resolve", "getaddrinfo failed",
+                              "no such host")):
+        return "the host name does not resolve"
+    if "refused" in low:
+        return "connection refused"
+    if "certificate" in low or "ssl" in low or "tls" in low:
+        return "TLS handshake failed: " + secrets.one_line(text, 140)
+    return "cannot connect: " + secrets.one_line(text, 160)
+
+
+def _detail(exc: Exception) -> str:
+    """The short part of an h11/httpcore message: 'incomplete chunked read'."""
+    text = secrets.one_line(str(exc) or type(exc).__name__, 100)
+    m = re.search(r"\(([^()]+)\)\s*$", text)
+    return m.group(1) if m else text
+
+
+class _Decoder:
+    """Incremental gzip/deflate decoding whose output is bounded before it is produced."""
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+        wbits = 16 + zlib.MAX_WBITS if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS
+        self._d = zlib.decompressobj(wbits)
+        self._first = True
+
+    def decode(self, data: bytes, room: int) -> Iterator[bytes]:
+        """Yield decoded pieces; never more than ``room + 1`` bytes in all from one call."""
+        while True:
+            try:
+                out = self._d.decompress(data, room + 1)
+            except zlib.error as e:
+                if self._first and self.encoding == "deflate":  # raw deflate, no zlib header
+                    self._d, self._first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                    continue
+                raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
+                    from None
+            self._first = False
+            if out:
+                yield out
+                room -= len(out)
+            data = self._d.unconsumed_tail
+            if not data or room < 0:
+                return
+
+    def flush(self) -> bytes:
+        try:
+            return self._d.flush()
+        except zlib.error as e:
+            raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
+                from None
 
 
 class _LimitedStream(httpx.SyncByteStream):
-    """Wraps a response stream: total bytes and total time are capped while reading."""
+    """Wraps a response stream: body bytes and total time are capped while reading, a
+    read timeout becomes a stall, and gzip/deflate are undone here (so that the cap
+    holds for the decoded size, and vcrpy records the decoded body).
 
-    def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float):
+    A fault met after the headers ends the body where it stopped and is written into
+    the response's own headers (``x-conformance-transport-error``): vcrpy reads the
+    headers only after the body, so a recording keeps the partial body and the reason,
+    and its replay ends in the same error cell with the same evidence."""
+
+    def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
+                 decoder: _Decoder | None = None):
         self._inner, self._limits, self._started = inner, limits, started
+        self._decoder = decoder
+        self.response: httpx.Response | None = None
+        self.headers_raw: list[tuple[bytes, bytes]] = []
+
+    def _check(self, seen: int) -> None:
+        lim = self._limits
+        if seen > lim.max_bytes:
+            raise TransportFault(f"stream exceeded {lim.max_bytes} bytes (limits.max_bytes)")
+        if time.monotonic() - self._started > lim.total_timeout:
+            raise TransportFault(f"stream still running after {lim.total_timeout:g} s "
+                                 "(limits.total_timeout)")
 
     def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._read()
+        except TransportFault as fault:
+            if self.response is None:
+                raise
+            # A new Headers object, not an update: vcrpy reads the body inside
+            # ``patch.dict(resp.headers, …)``, which restores the old object's contents
+            # afterwards, then records ``resp.headers``: it records this one.
+            raw = list(self.headers_raw) + [(FAULT_HEADER.encode(), fault.reason.encode())]
+            if fault.quirk:
+                raw.append((QUIRK_HEADER.encode(), fault.quirk.encode()))
+            self.response.headers = httpx.Headers(raw)
+
+    def _read(self) -> Iterator[bytes]:
         seen = 0
-        for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._limits.max_bytes:
-                raise LimitExceeded(f"stream exceeded {self._limits.max_bytes} bytes")
-            if time.monotonic() - self._started > self._limits.total_timeout:
-                raise LimitExceeded(f"stream still running after {self._limits.total_timeout:g} s")
-            yield chunk
+        lim = self._limits
+        try:
+            for chunk in self._inner:
+                pieces = [chunk] if self._decoder is None else \
+                    self._decoder.decode(chunk, lim.max_bytes - seen)
+                for piece in pieces:
+                    seen += len(piece)
+                    self._check(seen)
+                    yield piece
+                if not chunk:
+                    self._check(seen)
+            if self._decoder is not None:
+                tail = self._decoder.flush()
+                seen += len(tail)
+                self._check(seen)
+                if tail:
+                    yield tail
+        except httpx.ReadTimeout:
+            if time.monotonic() - self._started >= lim.total_timeout:
+                raise TransportFault(f"stream still running after {lim.total_timeout:g} s "
+                                     "(limits.total_timeout)") from None
+            raise TransportFault(f"stream stalled: no bytes for {lim.idle_timeout:g} s "
+                                 "(limits.idle_timeout)", "Q-STREAM-STALLS") from None
+        except httpx.RemoteProtocolError as e:
+            raise TransportFault("the server closed the connection in the middle of the "
+                                 f"response body ({_detail(e)})") from None
+        except httpx.ReadError as e:
+            raise TransportFault("the connection failed in the middle of the response body ("
+                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")") \
+                from None
 
     def close(self) -> None:
         self._inner.close()
 
 
 class LimitedTransport(httpx.HTTPTransport):
-    def __init__(self, limits: Limits, **kw: Any):
+    """httpx's transport with the suite's limits: the response headers must arrive within
+    ``first_byte_timeout``, each body read within ``idle_timeout`` (or what is left of
+    ``total_timeout``), the body may not exceed ``max_bytes`` once decoded. The limits
+    of a request come from its ``conformance.limits`` extension (one client serves
+    providers with different limits), else from the transport's own."""
+
+    def __init__(self, limits: Limits | None = None, **kw: Any):
         super().__init__(**kw)
-        self.limits = limits
+        self.limits = limits or Limits()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        limits: Limits = request.extensions.get(LIMITS_EXTENSION) or self.limits
         started = time.monotonic()
-        response = super().handle_request(request)
+        timeout = dict(request.extensions.get("timeout") or {})
+        timeout.update(connect=limits.connect_timeout, write=limits.connect_timeout,
+                       pool=limits.connect_timeout,
+                       read=min(limits.first_byte_timeout, limits.total_timeout))
+        request.extensions["timeout"] = timeout
+        try:
+            response = super().handle_request(request)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            raise TransportFault(_connect_reason(e, limits)) from None
+        except httpx.ReadTimeout:
+            raise TransportFault(f"no response headers within {timeout['read']:g} s "
+                                 "(limits.first_byte_timeout)") from None
+        except httpx.RemoteProtocolError as e:
+            raise TransportFault("the server closed the connection before a complete "
+                                 "response head (" + secrets.one_line(str(e), 100) + ")") \
+                from None
+        except (httpx.WriteError, httpx.WriteTimeout, httpx.ReadError) as e:
+            raise TransportFault("the connection failed while sending the request ("
+                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")") \
+                from None
+        # The body reads: what the server may idle between two reads. httpcore reads
+        # this dict (shared with the request it was given) when the body is first read.
+        left = limits.total_timeout - (time.monotonic() - started)
+        request.extensions["timeout"] = dict(timeout, read=max(0.001, min(limits.idle_timeout,
+                                                                          left)))
         assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _LimitedStream(response.stream, self.limits, started)
-        return response
+        encoding = (response.headers.get("content-encoding") or "").strip().lower()
+        decoder = _Decoder(encoding) if encoding in ("gzip", "x-gzip", "deflate") else None
+        drop = {h.encode() for h in INTERNAL_HEADERS}  # a server cannot forge our verdicts
+        if decoder is not None:
+            drop |= {b"content-encoding", b"content-length"}
+        raw = [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
+        if decoder is not None:
+            raw.append((ENCODING_HEADER.encode(), encoding.encode()))
+        stream = _LimitedStream(response.stream, limits, started, decoder)
+        limited = httpx.Response(response.status_code, headers=raw, stream=stream,
+                                 extensions=response.extensions, request=request)
+        stream.response, stream.headers_raw = limited, raw  # where a fault is written
+        return limited
 
 
-def make_client(limits: Limits) -> httpx.Client:
-    timeout = httpx.Timeout(connect=limits.connect_timeout, read=limits.idle_timeout,
+def _no_cookies() -> httpx.Cookies:
+    """A cookie jar that keeps nothing: no provider's cookie is ever sent back."""
+    return httpx.Cookies(http.cookiejar.CookieJar(
+        policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])))
+
+
+def make_client(limits: Limits | None = None) -> httpx.Client:
+    limits = limits or Limits()
+    timeout = httpx.Timeout(connect=limits.connect_timeout, read=limits.first_byte_timeout,
                             write=limits.connect_timeout, pool=limits.connect_timeout)
     return httpx.Client(transport=LimitedTransport(limits), timeout=timeout,
-                        follow_redirects=False, trust_env=False)
+                        follow_redirects=False, trust_env=False, cookies=_no_cookies())
 
 
-def _reason(exc: BaseException, limits: Limits, got_headers: bool) -> tuple[str, str | None]:
+def _reason(exc: BaseException) -> tuple[str, str | None]:
     """A one-line reason (keys redacted) and the catalogue quirk it shows, if any."""
-    if isinstance(exc, LimitExceeded):
-        return str(exc), None
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"connection not established within {limits.connect_timeout:g} s", None
-    if isinstance(exc, httpx.ConnectError):
-        text = str(exc)
-        if "Name or service not known" in text or "nodename nor servname" in text or \
-                "Temporary failure in name resolution" in text or "No address" in text:
-            return "the host name does not resolve", None
-        if "refused" in text.lower():
-            return "connection refused", None
-        return "cannot connect: " + secrets.redact(text)[:160], None
-    if isinstance(exc, httpx.ReadTimeout):
-        if got_headers:
-            return (f"stream stalled: no bytes for {limits.idle_timeout:g} s",
-                    "Q-STREAM-STALLS")
-        return f"no response headers within {limits.first_byte_timeout:g} s", None
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "the server closed the connection in the middle of the response", None
+    if isinstance(exc, TransportFault):
+        return exc.reason, exc.quirk
     if isinstance(exc, httpx.DecodingError):
-        return "the body could not be decoded (" + secrets.redact(str(exc))[:120] + ")", None
-    if isinstance(exc, httpx.HTTPError):
-        return f"{type(exc).__name__}: " + secrets.redact(str(exc))[:160], None
-    return f"{type(exc).__name__}: " + secrets.redact(str(exc))[:160], None
+        return "the body could not be decoded (" + secrets.one_line(str(exc), 120) + ")", None
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out: " + secrets.one_line(str(exc) or type(exc).__name__, 160), None
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the server broke the HTTP protocol (" + secrets.one_line(str(exc), 120) + ")", \
+            None
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return "not an http(s) URL: " + secrets.one_line(str(exc), 120), None
+    if type(exc).__name__ == "CannotOverwriteExistingCassetteException":
+        return ("replay: the cassette has no recorded answer for this request "
+                "(record the cell again)"), None
+    if isinstance(exc, httpx.HTTPError | OSError):
+        return f"{type(exc).__name__}: " + secrets.one_line(str(exc), 160), None
+    return f"internal error while reading the response: {type(exc).__name__}: " \
+        + secrets.one_line(str(exc), 140), None
 
 
 def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
@@ -146,14 +361,19 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
     rng = rng or random.Random(0)
     retries: list[dict[str, Any]] = []
     send_headers = {"accept": "text/event-stream" if body.get("stream") else "application/json",
+                    "accept-encoding": "gzip, deflate",
                     **(headers or {}), **(auth_headers or {})}
+    secrets.register(*(auth_headers or {}).values())
+    secrets.register(*(v.split(" ", 1)[1] for v in (auth_headers or {}).values()
+                       if v.lower().startswith(("bearer ", "basic "))))
+    secrets.register_url(url)
     request = {"method": "POST", "uri": secrets.redact(url), "body": body,
-               "headers": {k: v for k, v in (headers or {}).items()}}
+               "headers": {k: secrets.redact(v) for k, v in (headers or {}).items()}}
     attempt = 0
+    total_started = time.monotonic()
     while True:
         if on_attempt:
             on_attempt(attempt)
-        got_headers = False
         status: int | None = None
         resp_headers: dict[str, str] | None = None
         parts: list[bytes] = []
@@ -162,34 +382,46 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         started = time.monotonic()
         try:
             with client.stream("POST", url, json=body, headers=send_headers,
-                               timeout=httpx.Timeout(connect=limits.connect_timeout,
-                                                     read=limits.first_byte_timeout,
-                                                     write=limits.connect_timeout,
-                                                     pool=limits.connect_timeout)) as resp:
-                got_headers = True
+                               extensions={LIMITS_EXTENSION: limits}) as resp:
                 status = resp.status_code
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
                 for chunk in resp.iter_bytes():
                     parts.append(chunk)
-        except (httpx.HTTPError, LimitExceeded, OSError) as exc:
-            error, quirk = _reason(exc, limits, got_headers or bool(parts))
+                # Read after the body: a fault met while reading it is written here.
+                resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
+        except Exception as exc:  # noqa: BLE001 - every failure is a reason, never a raise
+            error, quirk = _reason(exc)
+        if resp_headers is not None and resp_headers.get(FAULT_HEADER):
+            error = secrets.one_line(resp_headers[FAULT_HEADER])
+            quirk = resp_headers.get(QUIRK_HEADER) or None
         raw = secrets.redact_bytes(b"".join(parts))
         elapsed = round(time.monotonic() - started, 3)
         if error is None and status in (429, 503) and attempt < retry.max:
-            wait = retry.delay(attempt, (resp_headers or {}).get("retry-after"), rng)
-            retries.append({"attempt": attempt + 1, "status": status, "waited": round(wait, 3)})
-            if retry.sleep:
-                time.sleep(wait)
-            attempt += 1
-            continue
-        # iter_bytes() already undid any content-encoding: keep that header as a fact only.
+            after = (resp_headers or {}).get("retry-after")
+            wait = retry.delay(attempt, after, rng, (resp_headers or {}).get("date"))
+            if wait is not None:
+                retries.append({"attempt": attempt + 1, "status": status,
+                                "retry_after": after, "waited": round(wait, 3),
+                                "slept": retry.sleep})
+                if retry.sleep:
+                    time.sleep(wait)
+                attempt += 1
+                continue
+            retries.append({"attempt": attempt + 1, "status": status, "retry_after": after,
+                            "waited": 0, "slept": False,
+                            "gave_up": f"Retry-After {after} exceeds retries.max_delay "
+                                       f"{retry.max_delay:g} s"})
         plain = None if resp_headers is None else {
-            k: v for k, v in resp_headers.items() if k.lower() != "content-encoding"}
+            k: v for k, v in resp_headers.items()
+            if k.lower() not in ("content-encoding", *INTERNAL_HEADERS)}
         t = exchange_transcript(source, "live", request, status, plain, raw)
-        if resp_headers is not None and "content-encoding" in resp_headers:
-            t.meta["content_encoding"] = resp_headers["content-encoding"]
+        if resp_headers is not None:
+            enc = resp_headers.get(ENCODING_HEADER) or resp_headers.get("content-encoding")
+            if enc:
+                t.meta["content_encoding"] = enc
         t.transport_error = error
-        t.meta.update({"retries": retries, "elapsed": elapsed})
+        t.meta.update({"retries": retries, "elapsed": elapsed,
+                       "total_elapsed": round(time.monotonic() - total_started, 3)})
         if quirk:
             t.meta["transport_quirk"] = quirk
         return t

@@ -246,6 +246,15 @@ def test_mutation_is_pure_deterministic_and_minimal(quirk, seed):
     render_sse(out)  # still renderable
 
 
+@pytest.mark.parametrize("quirk", sorted(TRANSFORMS))
+def test_mutation_survives_streams_without_the_target(quirk):
+    """Server profiles mutate every answer, text answers of a round trip included."""
+    text = reference_stream([], rng=random.Random(1), model="m", content="It is 21°C.")
+    empty = reference_stream([CallSpec("call_x", "f", "")], rng=random.Random(1), model="m")
+    for frames in (text, empty):
+        render_sse(TRANSFORMS[quirk](frames, random.Random(0)))
+
+
 @pytest.mark.parametrize("quirk", sorted(MUTATIONS))
 def test_mutation_docstring_cites_its_quirk(quirk):
     doc = MUTATIONS[quirk].__doc__ or ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -69,13 +70,30 @@ def write_reports(doc: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     return paths
 
 
+_HEADING = re.compile(r"^(#{1,6}) ", re.M)
+
+
+def nest_headings(markdown: str, parent_level: int) -> str:
+    """Shift the Markdown's headings so its top level sits just below `parent_level`."""
+    levels = [len(m.group(1)) for m in _HEADING.finditer(markdown)]
+    if not levels:
+        return markdown
+    shift = parent_level + 1 - min(levels)
+    return _HEADING.sub(lambda m: "#" * max(1, min(6, len(m.group(1)) + shift)) + " ", markdown)
+
+
 def update_readme(readme_path: Path, markdown: str) -> bool:
-    """Replace the text between the matrix markers; True when the file changed."""
+    """Replace the text between the matrix markers; True when the file changed.
+
+    The table's headings are nested under the README heading that holds the markers."""
     path = Path(readme_path)
     text = path.read_text("utf-8")
     start, end = text.find(START), text.find(END)
     if start < 0 or end < 0 or end < start:
         raise MatrixError(f"{path}: needs the markers {START} and {END} (in that order)")
+    above = [len(m.group(1)) for m in _HEADING.finditer(text[:start])]
+    if above:
+        markdown = nest_headings(markdown, above[-1])
     new = text[: start + len(START)] + "\n" + markdown.strip("\n") + "\n" + text[end:]
     if new == text:
         return False
@@ -137,6 +155,7 @@ __all__ = [
     "evidence_from_events",
     "load_matrix",
     "matrix_schema",
+    "nest_headings",
     "render_command",
     "render_html",
     "render_markdown",

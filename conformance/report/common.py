@@ -117,29 +117,35 @@ _QID = re.compile(r"\bQ-[A-Z0-9][A-Z0-9-]*[A-Z0-9]")
 
 
 def blame(doc: Doc, cell: Cell, strategy: str) -> list[str]:
-    """The quirks a strategy's wrong assembly is attributed to, most specific evidence first:
-    quirk ids named in the impact detail; quirks found at the event where it crashed; the
-    cell's most severe quirks; else the scenario itself."""
+    """What a strategy's wrong assembly is attributed to, most specific evidence first:
+    quirk ids named in the impact detail; the findings at the event where it crashed; else
+    the cell's most severe findings. A finding is named by its quirk, or by its rule when
+    it has none (an uncatalogued failure); with no finding at all, the scenario itself."""
     detail = str(((cell.get("impact") or {}).get(strategy) or {}).get("detail") or "")
-    quirks = list(cell.get("quirks") or [])
-    named = [q for q in _QID.findall(detail) if q in quirks or q in (doc.get("quirks") or {})]
+    known = set(cell.get("quirks") or []) | set(doc.get("quirks") or {})
+    named = [q for q in _QID.findall(detail) if q in known]
     if named:
         return sorted(set(named))
+    findings = [f for f in cell.get("findings") or [] if f.get("exchange", 0) == 0]
     m = _EVENT.search(detail)
     if m:
-        n = int(m.group(1))
-        at = [f["quirk"] for f in cell.get("findings") or [] if f.get("quirk") and f.get("event") == n]
+        at = [f for f in findings if f.get("event") == int(m.group(1))]
         if at:
-            return _most_severe(doc, cell, at)
-    if quirks:
-        return _most_severe(doc, cell, quirks)
-    return [f"scenario {cell['row']}"]
+            return _most_severe(at)
+    if findings:
+        return _most_severe(findings)
+    return sorted(cell.get("quirks") or []) or [f"scenario {cell['row']}"]
 
 
-def _most_severe(doc: Doc, cell: Cell, quirks: list[str]) -> list[str]:
-    rank = {q: LEVEL_RANK.get(quirk_level(doc, q, cell), 2) for q in quirks}
-    top = max(rank.values())
-    return sorted(q for q, r in rank.items() if r == top)
+def _most_severe(findings: list[dict[str, Any]]) -> list[str]:
+    top = max(LEVEL_RANK.get(f.get("level", "INFO"), 1) for f in findings)
+    return sorted(
+        {
+            f.get("quirk") or f["rule"]
+            for f in findings
+            if LEVEL_RANK.get(f.get("level", "INFO"), 1) == top
+        }
+    )
 
 
 @dataclass
@@ -178,11 +184,12 @@ def cells_by_column(doc: Doc) -> dict[str, list[Cell]]:
 
 
 def client_advice(doc: Doc, cells: Iterable[Cell]) -> Advice:
-    """Advice for one column from its cells (see ``cells_by_column``)."""
+    """Advice for one column from its cells (see ``cells_by_column``). Error cells are left
+    out: a transport or HTTP error says nothing about accumulation."""
     adv = Advice({s: [] for s in STRATEGIES})
     for c in cells:
         impact = c.get("impact")
-        if not impact:
+        if not impact or c.get("verdict") == "error":
             continue
         adv.judged += 1
         for s in STRATEGIES:
@@ -191,7 +198,7 @@ def client_advice(doc: Doc, cells: Iterable[Cell]) -> Advice:
                     if q not in adv.breaks[s]:
                         adv.breaks[s].append(q)
     for s in STRATEGIES:
-        adv.breaks[s].sort(key=lambda q: (q.startswith("scenario "), q))
+        adv.breaks[s].sort(key=lambda q: (not q.startswith("Q-"), q))
     return adv
 
 
@@ -201,7 +208,7 @@ def impact_summary(cells: Iterable[Cell], strategy: str) -> tuple[int, int, list
     bad: list[str] = []
     for c in cells:
         impact = c.get("impact")
-        if not impact or strategy not in impact:
+        if not impact or strategy not in impact or c.get("verdict") == "error":
             continue
         judged += 1
         if impact[strategy].get("status") == "ok":

@@ -83,14 +83,14 @@ def diff_cell(column: str, row: str, old: Cell | None, new: Cell | None) -> Cell
                 st.append(REGRESSED)
             elif s in GUARDED_STRATEGIES and b == "ok":
                 st.append(FIXED)
-            else:
-                st.append(CHANGED)
         oq, nq = set((old or {}).get("quirks") or []), set((new or {}).get("quirks") or [])
         d.new_quirks, d.gone_quirks = sorted(nq - oq), sorted(oq - nq)
         if d.new_quirks:
             st.append(NEW_QUIRK)
         if d.gone_quirks:
             st.append(GONE_QUIRK)
+        if not st and d.impact:  # e.g. only the naive strategy's outcome moved
+            st.append(CHANGED)
     elif ov != nv:
         st.append(ADDED if rn is not None else REMOVED if ro is not None else CHANGED)
     d.statuses = [s for s in STATUS_ORDER if s in st] or [UNCHANGED]
@@ -169,7 +169,10 @@ def format_markdown(diffs: list[CellDiff], notes: list[str] | None = None) -> st
     lines = [f"### Conformance matrix diff: {head}", "", _summary_text(diffs), ""]
     changed = [d for d in diffs if not d.unchanged]
     if changed:
-        lines += ["| status | column | row | verdict | quirks | client impact |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| status | column | row | verdict | quirks | client impact |",
+            "|---|---|---|---|---|---|",
+        ]
         for d in changed:
             status = ", ".join(f"**{s}**" if s == REGRESSED else s for s in d.statuses)
             verdict = (
@@ -177,7 +180,9 @@ def format_markdown(diffs: list[CellDiff], notes: list[str] | None = None) -> st
                 if d.old_verdict != d.new_verdict
                 else _v(d.new_verdict)
             )
-            quirks = " ".join([f"+`{q}`" for q in d.new_quirks] + [f"−`{q}`" for q in d.gone_quirks])
+            quirks = " ".join(
+                [f"+`{q}`" for q in d.new_quirks] + [f"−`{q}`" for q in d.gone_quirks]
+            )
             impact = "; ".join(f"{s} {a} → {b}" for s, (a, b) in d.impact.items())
             cells = [status, f"`{d.column}`", f"`{d.row}`", _md(verdict), quirks, _md(impact)]
             lines.append("| " + " | ".join(c or " " for c in cells) + " |")

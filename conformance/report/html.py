@@ -79,8 +79,77 @@ def quirk_href(doc: Doc, qid: str, catalogue_url: str) -> str:
     return catalogue_url + anchor if catalogue_url and anchor else f"#quirk-{qid}"
 
 
+MIN_PREFIX = 40  # shortest shared evidence prefix worth factoring out
+
+
+def _common_prefix(texts: list[str]) -> str:
+    if len(texts) < 2:
+        return ""
+    lo, hi = min(texts), max(texts)
+    n = 0
+    while n < len(lo) and lo[n] == hi[n]:
+        n += 1
+    return lo[:n]
+
+
+def _page_cell(cell: Cell) -> Cell:
+    """A cell as the page needs it: no analyzer meta, no single-trial counts, no empty
+    fields, strategies' calls only where they differ from the robust ones, excerpts only
+    where the wire log cannot show them, and the chunk envelope shared by the evidence
+    events factored out (`evidence_prefix`, restored by the script)."""
+    c = {
+        k: v
+        for k, v in cell.items()
+        if k != "meta" and (k == "finish_reason" or v not in (None, [], {}, ""))
+    }
+    if (c.get("trials") or {}).get("n", 1) <= 1:
+        c.pop("trials", None)
+    calls = c.get("tool_calls")
+    if calls and "robust" in calls:
+        c["tool_calls"] = {s: v for s, v in calls.items() if s == "robust" or v != calls["robust"]}
+    if c.get("impact"):
+        c["impact"] = {
+            s: {k: v for k, v in i.items() if k != "detail" or v} for s, i in c["impact"].items()
+        }
+    evidence = [
+        {k: v for k, v in e.items() if k != "highlight" or v} for e in c.get("evidence") or []
+    ]
+    shown = {(e.get("exchange", 0), e["n"]) for e in evidence if not e["data"].endswith("…")}
+    if c.get("findings"):
+        c["findings"] = [
+            {k: v for k, v in f.items() if k != "excerpt"}
+            if (f.get("exchange", 0), f.get("event")) in shown and f.get("pointer") is not None
+            else f
+            for f in c["findings"]
+        ]
+    prefix = _common_prefix([e["data"] for e in evidence if e["kind"] == "chunk"])
+    if len(prefix) >= MIN_PREFIX:
+        c["evidence_prefix"] = prefix
+        evidence = [
+            dict(e, data=e["data"][len(prefix) :]) if e["kind"] == "chunk" else e for e in evidence
+        ]
+    if evidence:
+        c["evidence"] = evidence
+    return c
+
+
+def page_data(doc: Doc) -> Doc:
+    """The compact copy of the matrix embedded in the page (the full document is the JSON
+    file next to it): catalogue prose lives once in the page's Quirks section, rules are
+    the referenced ones, cells as in ``_page_cell``."""
+    used_rules = {f["rule"] for c in doc["cells"] for f in c.get("findings") or []}
+    out = {k: v for k, v in doc.items() if k not in ("cells", "quirks", "rules")}
+    out["quirks"] = {
+        q: {k: e[k] for k in ("title", "level", "anchor", "group") if k in e}
+        for q, e in (doc.get("quirks") or {}).items()
+    }
+    out["rules"] = {r: v for r, v in (doc.get("rules") or {}).items() if r in used_rules}
+    out["cells"] = [_page_cell(c) for c in doc["cells"]]
+    return out
+
+
 def _json_for_script(doc: Doc) -> str:
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(page_data(doc), ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
@@ -89,9 +158,10 @@ def _json_for_script(doc: Doc) -> str:
 
 def _select(name: str, label: str, options: list[tuple[str, str]]) -> str:
     opts = "".join(f'<option value="{e(v)}">{e(t)}</option>' for v, t in options)
+    off = " disabled" if len(options) < 2 else ""
     return (
         f'<label for="filter-{name}">{e(label)}<select id="filter-{name}" '
-        f'data-testid="filter-{name}" name="{name}">{opts}</select></label>'
+        f'data-testid="filter-{name}" name="{name}"{off}>{opts}</select></label>'
     )
 
 
@@ -145,7 +215,8 @@ def _head(doc: Doc, ids: list[str], corner: str) -> str:
     for cid in ids:
         col = cols[cid]
         nr = ' class="nr"' if col.get("status") == "not recorded" else ""
-        sub = col.get("model") or ("not recorded" if nr else "")
+        sub = "not recorded" if nr else (col.get("model") or "")
+        sub = "" if sub == cid else sub
         sub_html = f'<span class="sub">{e(sub)}</span>' if sub else ""
         ths.append(
             f'<th scope="col"{nr} data-column="{e(cid)}" title="{e(_column_tip(col))}">'
@@ -156,23 +227,24 @@ def _head(doc: Doc, ids: list[str], corner: str) -> str:
 
 def _cell(cid: str, rid: str, cell: Cell | None, recorded: bool) -> str:
     if cell is None and recorded:
-        return f'<td class="c v-none" data-verdict="" data-column="{e(cid)}" data-row="{e(rid)}"></td>'
+        return f'<td class="c" data-verdict="" data-column="{e(cid)}" data-row="{e(rid)}"></td>'
     verdict = cell["verdict"] if cell else "not recorded"
     quirks = set((cell or {}).get("quirks") or [])
     expected = bool(quirks) and quirks <= set((cell or {}).get("expected") or [])
-    cls = f"c v-{slug(verdict)}" + (" expected" if expected else "")
-    label = f"{cid} × {rid}: {verdict}" + (" (expected quirks)" if expected else "")
+    cls = "c expected" if expected else "c"
+    label = verdict + (", expected quirks" if expected else "")
     return (
         f'<td class="{cls}" data-verdict="{e(verdict)}" data-column="{e(cid)}" '
-        f'data-row="{e(rid)}"><button type="button" aria-label="{e(label)}">'
-        f"{symbol(verdict)}</button></td>"
+        f'data-row="{e(rid)}"><button aria-label="{e(label)}">{symbol(verdict)}</button></td>'
     )
 
 
 def _grid(doc: Doc, name: str, ids: list[str]) -> str:
     cols, index, by_col = columns_by_id(doc), cell_index(doc), cells_by_column(doc)
     dense = " dense" if len(ids) > DENSE else ""
-    parts = [f'<div class="grid-wrap"><table class="grid{dense}" data-section="{name}" data-layout="grid">']
+    parts = [
+        f'<div class="grid-wrap"><table class="grid{dense}" data-section="{name}" data-layout="grid">'
+    ]
     parts.append(_head(doc, ids, "Scenario"))
     parts.append('<tbody class="scenarios">')
     for row in rows_for(doc, ids):
@@ -211,9 +283,7 @@ def _impact_rows(ids: list[str], by_col: dict[str, list[Cell]], width: int) -> s
                 f'<td class="i {"ok" if good else "bad"}" data-column="{e(cid)}" '
                 f'data-strategy="{s}" title="{e(tip)}">{"✓" if good else "✗"} {ok}/{judged}</td>'
             )
-        out.append(
-            f'<tr data-strategy="{s}"><th scope="row">{s} client</th>{"".join(tds)}</tr>'
-        )
+        out.append(f'<tr data-strategy="{s}"><th scope="row">{s} client</th>{"".join(tds)}</tr>')
     out.append("</tbody>")
     return "".join(out)
 
@@ -245,7 +315,7 @@ def _quirk_rows(doc: Doc, ids: list[str], by_col: dict[str, list[Cell]]) -> str:
         out.append(
             f'<tr class="q-{level.lower()}" data-quirk="{e(q)}"><th scope="row" title="{e(title)}">'
             f'<a href="#quirk-{e(q)}">{e(q)}</a><span class="lvl lvl-{level}">{level}</span>'
-            f"</th>{''.join(tds)}</tr>"
+            f'<span class="qt">{rich(title)}</span></th>{"".join(tds)}</tr>'
         )
     out.append("</tbody>")
     return "".join(out)
@@ -268,7 +338,7 @@ def _captures(doc: Doc, ids: list[str]) -> str:
         impact = c.get("impact") or {}
         marks = "".join(
             f'<td class="{"ok" if impact[s]["status"] == "ok" else "bad"}">'
-            f'{"✓" if impact[s]["status"] == "ok" else "✗"} {e(impact[s]["status"])}</td>'
+            f"{'✓' if impact[s]['status'] == 'ok' else '✗'} {e(impact[s]['status'])}</td>"
             if s in impact
             else "<td>–</td>"
             for s in STRATEGIES
@@ -298,7 +368,10 @@ def _advice(doc: Doc, ids: list[str]) -> str:
         else:
             adv = client_advice(doc, by_col.get(cid, []))
             text = e(adv.text() if adv.judged else col.get("client_advice") or adv.text())
-        items.append(f'<li data-column="{e(cid)}"><strong>{e(cid)}</strong>: {text}</li>')
+        name = col["label"] if col["kind"] == "capture" else cid
+        items.append(
+            f'<li data-column="{e(cid)}" title="{e(cid)}"><strong>{e(name)}</strong>: {text}</li>'
+        )
     return '<ul class="advice">' + "".join(items) + "</ul>"
 
 
@@ -322,12 +395,15 @@ def _provenance(doc: Doc, ids: list[str]) -> str:
             status_html = f"not recorded — <code>{e(c['record_command'])}</code>"
         else:
             status_html = e(status)
-        vers = f" (suite {p['suite_version_at_record']})" if p.get("suite_version_at_record") else ""
+        vers = (
+            f" (suite {p['suite_version_at_record']})" if p.get("suite_version_at_record") else ""
+        )
         body.append(
-            f'<tr data-column="{e(cid)}"><th scope="row">{e(cid)}</th><td>{e(c["kind"])}</td>'
+            f'<tr data-column="{e(cid)}"><th scope="row" title="{e(cid)}">'
+            f"{e(c['label'] if c['kind'] == 'capture' else cid)}</th><td>{e(c['kind'])}</td>"
             f"<td>{e(c['label'])}</td><td>{e(c.get('model') or '–')}</td>"
             f"<td>{e(server_text(c) or '–')}</td>"
-            f"<td class=\"mono\">{e('; '.join(seen_bits) or '–')}</td>"
+            f'<td class="mono">{e("; ".join(seen_bits) or "–")}</td>'
             f"<td>{e(p.get('recorded_at') or '–')}{e(vers)}</td><td>{e(p.get('how') or '–')}</td>"
             f"<td><code>{e(p.get('cassette_dir') or '–')}</code></td><td>{status_html}</td></tr>"
         )
@@ -346,12 +422,16 @@ def _quirks(doc: Doc, quirks: list[str], catalogue_url: str) -> str:
         ref = " · reference behaviour" if entry.get("reference_behaviour") else ""
         rows = "".join(
             f"<dt>{label}</dt><dd>{rich(entry[key])}</dd>"
-            for key, label in (("breaks", "Breaks"), ("workaround", "Workaround"), ("sources", "Sources"))
+            for key, label in (
+                ("breaks", "Breaks"),
+                ("workaround", "Workaround"),
+                ("sources", "Sources"),
+            )
             if entry.get(key)
         )
         out.append(
             f'<article class="quirk" id="quirk-{e(q)}"><h3><code>{e(q)}</code> '
-            f"{e(entry.get('title', ''))}<span class=\"lvl lvl-{level}\">{level}</span></h3>"
+            f'{rich(entry.get("title", ""))}<span class="lvl lvl-{level}">{level}</span></h3>'
             f'<p class="meta">group {e(group)}{ref}{ext}</p><dl>{rows}</dl></article>'
         )
     return "".join(out)
@@ -372,7 +452,11 @@ def _legend() -> str:
 
 def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     """One self-contained HTML page (no network) for a valid matrix document."""
-    url = catalogue_url if catalogue_url is not None else (doc.get("links") or {}).get("catalogue", "")
+    url = (
+        catalogue_url
+        if catalogue_url is not None
+        else (doc.get("links") or {}).get("catalogue", "")
+    )
     all_ids = [cid for name, _ in SECTIONS for cid in section(doc, name)]
     referenced = set(column_quirks(doc, all_ids)) | {
         q for c in doc["cells"] for q in c.get("expected") or []
@@ -422,4 +506,4 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     return _TOKEN.sub(lambda m: parts[m.group(1)], _asset("template.html"))
 
 
-__all__ = ["quirk_href", "render_html", "rich"]
+__all__ = ["page_data", "quirk_href", "render_html", "rich"]

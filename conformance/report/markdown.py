@@ -35,6 +35,18 @@ def esc(text: str) -> str:
     return _ESCAPE.sub(r"\\\1", " ".join(str(text).split()))
 
 
+def md_text(text: str) -> str:
+    """Markdown-ish prose (catalogue titles, analyzer messages): its `code` spans are kept,
+    the rest is escaped; pipes are escaped everywhere (tables)."""
+    parts = " ".join(str(text).split()).split("`")
+    if len(parts) % 2 == 0:  # unbalanced backticks: treat it all as text
+        return esc(text)
+    return "".join(
+        f"`{p.replace('|', chr(92) + '|')}`" if i % 2 else _ESCAPE.sub(r"\\\1", p)
+        for i, p in enumerate(parts)
+    )
+
+
 def code(text: str) -> str:
     """A code span that survives backticks and pipes in the text (pipes only in tables)."""
     t = " ".join(str(text).split()).replace("|", "\\|")
@@ -70,7 +82,7 @@ def _finding_text(f: dict[str, Any]) -> str:
     ptr = f" {code(f['pointer'])}" if f.get("pointer") else ""
     rule = f["rule"] + (f" → {f['quirk']}" if f.get("quirk") and f["quirk"] != f["rule"] else "")
     more = f" (×{f['count']})" if (f.get("count") or 1) > 1 else ""
-    return f"{where}{ptr} {rule} [{f['level']}]{more}: {esc(f.get('message', ''))}"
+    return f"{where}{ptr} {rule} [{f['level']}]{more}: {md_text(f.get('message', ''))}"
 
 
 def cell_note(doc: Doc, column: dict[str, Any], row: dict[str, Any], cell: Cell | None) -> str:
@@ -91,7 +103,9 @@ def cell_note(doc: Doc, column: dict[str, Any], row: dict[str, Any], cell: Cell 
     shown = top_findings(cell)
     if shown:
         rest = len(cell.get("findings") or []) - len(shown)
-        parts.append("; ".join(_finding_text(f) for f in shown) + (f"; +{rest} more" if rest else ""))
+        parts.append(
+            "; ".join(_finding_text(f) for f in shown) + (f"; +{rest} more" if rest else "")
+        )
     if cell.get("cassette"):
         at = f"#{cell['interaction']}" if cell.get("interaction") not in (None, 0) else ""
         parts.append("cassette " + code(cell["cassette"] + at))
@@ -150,7 +164,7 @@ def _quirk_row(
         k_n = f" {counts[0]}/{counts[1]}" if counts else ""
         cells.append("\\~" + k_n + "".join(refs[:MAX_REFS]) + tail)
     title = quirk_title(doc, qid)
-    name = f"{code(qid)} {esc(title)}" if title else code(qid)
+    name = f"{code(qid)} {md_text(title)}" if title else code(qid)
     level = quirk_level(doc, qid)
     return f"| {name} *{level}* | " + " | ".join(cells) + " |"
 
@@ -166,7 +180,8 @@ def _advice_lines(doc: Doc, ids: list[str]) -> list[str]:
         else:
             adv = client_advice(doc, by_col.get(cid, []))
             text = esc(adv.text()) if adv.judged else esc(col.get("client_advice") or adv.text())
-        out.append(f"- **{esc(cid)}**: {text}")
+        name = col["label"] if col["kind"] == "capture" else cid
+        out.append(f"- **{esc(name)}**: {text}")
     return out
 
 
@@ -209,7 +224,9 @@ def _captures(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
         ]
         quirks = ", ".join(code(q) for q in c.get("quirks") or []) or "–"
         name = code(col["label"] if col.get("label") else col["id"])
-        out.append(f"| {name} | {sym(c['verdict'])}{label} | {quirks} | " + " | ".join(marks) + " |")
+        out.append(
+            f"| {name} | {sym(c['verdict'])}{label} | {quirks} | " + " | ".join(marks) + " |"
+        )
     return out
 
 
@@ -251,4 +268,4 @@ def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-__all__ = ["SYMBOL", "cell_note", "code", "esc", "render_markdown"]
+__all__ = ["SYMBOL", "cell_note", "code", "esc", "md_text", "render_markdown"]

@@ -11,7 +11,12 @@
   var DEVIATING = { quirk: 1, fails: 1, error: 1 };
   var STRATEGIES = ["naive", "guarded", "robust"];
   var cells = new Map(), cols = new Map(), rows = new Map();
-  doc.cells.forEach(function (c) { cells.set(c.column + "\u0000" + c.row, c); });
+  doc.cells.forEach(function (c) {
+    if (c.evidence_prefix) {  /* the page factors the shared chunk envelope out */
+      c.evidence.forEach(function (e) { if (e.kind === "chunk") e.data = c.evidence_prefix + e.data; });
+    }
+    cells.set(c.column + "\u0000" + c.row, c);
+  });
   doc.columns.forEach(function (c) { cols.set(c.id, c); });
   doc.rows.forEach(function (r) { rows.set(r.id, r); });
   var panel = document.getElementById("evidence");
@@ -36,6 +41,10 @@
     el.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
   }
   function code(text) { return h("code", null, text); }
+  /* Prose with `code` spans (rule statements, messages), built as nodes, never as HTML. */
+  function prose(text) {
+    return String(text).split("`").map(function (part, i) { return i % 2 ? code(part) : part; });
+  }
   function slug(v) { return v.replace(/ /g, "-"); }
   function quirkHref(q) {
     var entry = doc.quirks[q];
@@ -128,9 +137,9 @@
     var rule = doc.rules[f.rule];
     var kids = [code(f.rule)];
     if (rule) {
-      kids.push(h("div", { class: "stmt" }, rule.statement + " \u2014 " + rule.source));
+      kids.push(h("div", { class: "stmt" }, prose(rule.statement + " \u2014 " + rule.source)));
     } else if (doc.quirks[f.rule]) {
-      kids = [quirkLink(f.rule), h("div", { class: "stmt" }, doc.quirks[f.rule].title)];
+      kids = [quirkLink(f.rule), h("div", { class: "stmt" }, prose(doc.quirks[f.rule].title))];
     }
     if (f.quirk && f.quirk !== f.rule) kids.push(h("div", null, "\u2192 ", quirkLink(f.quirk)));
     return h("td", null, kids);
@@ -144,7 +153,7 @@
       h("tbody", null, fs.map(function (f) {
         var where = [f.event === null || f.event === undefined ? "stream" : "event " + f.event];
         if (f.pointer) where.push(h("div", null, code(f.pointer)));
-        var what = [f.message];
+        var what = [prose(f.message)];
         if (f.count > 1) what.push(" (\u00d7" + f.count + ")");
         if (f.excerpt) what.push(h("div", null, code(f.excerpt)));
         return h("tr", { "data-rule": f.rule }, h("td", null, levelTag(f.level)), ruleCell(f),
@@ -179,7 +188,7 @@
         var has = f.pointer !== null && f.pointer !== undefined;
         var v = has ? resolvePointer(e.data, f.pointer) : undefined;
         return h("div", { class: "ptr" }, "\u21b3 ", has ? code(f.pointer || "(whole payload)") : "",
-          v === undefined ? "" : [" = ", code(JSON.stringify(v))], " " + f.rule + ": " + f.message);
+          v === undefined ? "" : [" = ", code(JSON.stringify(v))], " " + f.rule + ": ", prose(f.message));
       });
       items.push(h("li", { class: hl ? "ev hl" : "ev", "data-n": e.n, "data-exchange": x,
         "data-highlight": hl ? "true" : null },
@@ -256,7 +265,7 @@
       (c.quirks || []).length ? [h("h3", null, "Quirks"), h("ul", { class: "quirks" },
         c.quirks.map(function (q) {
           var entry = doc.quirks[q] || {};
-          return h("li", { "data-quirk": q }, quirkLink(q), " ", entry.title || "",
+          return h("li", { "data-quirk": q }, quirkLink(q), " ", prose(entry.title || ""),
             entry.level ? levelTag(entry.level) : null,
             expected.indexOf(q) >= 0 ? " (expected by the provider entry)" : null);
         }))] : null,
@@ -267,17 +276,22 @@
       h("h3", null, "Recording"), recording(c, col)
     ]);
     panel.hidden = false;
+    document.body.classList.add("panel-open");
     panel.dataset.column = cid;
     panel.dataset.row = rid;
     if (active) active.classList.remove("active");
     active = td || null;
-    if (active) active.classList.add("active");
+    if (active) {
+      active.classList.add("active");
+      active.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
     panel.focus({ preventScroll: true });
     var hash = "#cell=" + encodeURIComponent(cid) + "/" + encodeURIComponent(rid);
     if (location.hash !== hash) history.replaceState(null, "", hash);
   }
   function closePanel() {
     panel.hidden = true;
+    document.body.classList.remove("panel-open");
     if (active) { active.classList.remove("active"); active.querySelector("button").focus(); }
     active = null;
     if (location.hash.indexOf("#cell=") === 0) history.replaceState(null, "", location.pathname + location.search);

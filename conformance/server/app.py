@@ -131,13 +131,13 @@ async def chat_completions(request: Request) -> Response:
         return JSONResponse(openai_error(400, f"Invalid request: {error}").body, 400)
     profile = _profile_for(request, body.get("model"))
     if profile is None:
-        error = openai_error(
+        missing = openai_error(
             404,
             f"The model `{body.get('model')}` does not exist. GET /v1/models lists the profiles.",
             param="model",
             code="model_not_found",
         )
-        return JSONResponse(error.body, 404)
+        return JSONResponse(missing.body, 404)
     reply = respond(profile, body, interleave=_knob(request, "interleave") in ("1", "true"))
     headers = {"x-conformance-profile": profile.name}
     if reply.seed is not None:

@@ -201,10 +201,10 @@ _DESCRIPTIONS = {
 
 
 def _single(quirk: str, name: str | None = None, description: str | None = None) -> Profile:
-    doc = _DESCRIPTIONS.get(quirk) or (MUTATIONS[quirk].__doc__ or "").strip()
+    doc = (MUTATIONS[quirk].__doc__ or "").strip().split(": ", 1)[-1]  # without the id
     return Profile(
         name=name or profile_name(quirk),
-        description=description or doc.split(": ", 1)[-1],
+        description=description or _DESCRIPTIONS.get(quirk) or doc,
         mutations=(quirk,),
         quirks=frozenset({quirk}),
         expected=frozenset() if quirk in _INVISIBLE else frozenset({quirk}),

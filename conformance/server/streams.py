@@ -125,7 +125,7 @@ def check_history(messages: list[dict[str, Any]]) -> None:
 
 def round_trip_answer(messages: list[dict[str, Any]]) -> str:
     """A short answer built from the trailing tool results."""
-    names: dict[str, str] = {}
+    names: dict[Any, str] = {}
     for message in messages:
         for tc in message.get("tool_calls") or []:
             names[tc.get("id")] = (tc.get("function") or {}).get("name", "tool")
@@ -256,7 +256,7 @@ def _functions(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _chosen(body: dict[str, Any], functions: list[dict[str, Any]]) -> str | None:
     """``None`` for a text answer, else the tool_choice mode or the named function."""
-    choice = body.get("tool_choice", "auto" if functions else "none")
+    choice = body.get("tool_choice") or ("auto" if functions else "none")
     if choice == "none" or not functions and choice == "auto":
         return None
     if not functions:
@@ -276,7 +276,7 @@ def _chosen(body: dict[str, Any], functions: list[dict[str, Any]]) -> str | None
             "in the 'tools' parameter.",
             param="tool_choice",
         )
-    return "named:" + name
+    return f"named:{name}"
 
 
 def _ranked(functions: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
@@ -299,7 +299,9 @@ def _count_calls(functions: list[dict[str, Any]], text: str, parallel: bool) -> 
 
 def _budget(body: dict[str, Any]) -> int | None:
     """The character budget from ``max_completion_tokens``/``max_tokens`` (4 chars a token)."""
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    limit = next(
+        (body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None), None
+    )
     if limit is None:
         return None
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -308,7 +310,8 @@ def _budget(body: dict[str, Any]) -> int | None:
 
 
 def _cut_calls(calls: list[CallSpec], budget: int) -> tuple[list[CallSpec], bool]:
-    kept, left = [], budget
+    kept: list[CallSpec] = []
+    left = budget
     for call in calls:
         if left <= 0:
             return kept, True

@@ -1,0 +1,303 @@
+"""Hostile endpoints: every transport fault ends as a one-line reason, never a traceback.
+
+Two levels, both against a real server on 127.0.0.1 (``conformance.faults``):
+- unit: ``transport.exchange`` + ``analysis.analyze`` per fault (fast);
+- end to end: the real pytest suite in a subprocess, several fault providers side by side
+  in one providers.yaml, recorded (vcrpy reads the body inside ``send``: the limits must
+  bound that read too), then replayed with the server gone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.analysis import CaptureResult, analyze
+from conformance.faults import (
+    UNRESOLVABLE,
+    FaultServer,
+    closed_port,
+    fault_server,
+    providers_yaml,
+    run_suite,
+)
+from conformance.providers import Provider
+from conformance.scenarios import SCENARIOS, build_request
+from conformance.transcript import Transcript
+from conformance.transport import Limits, RetryPolicy, exchange, make_client
+
+FAST = Limits(connect_timeout=2, first_byte_timeout=0.5, idle_timeout=0.5, total_timeout=5,
+              max_bytes=32 * 1024 * 1024)
+NO_RETRY = RetryPolicy(max=0)
+BODY = build_request(SCENARIOS["single"], Provider("fault", "http://127.0.0.1:1/v1",
+                                                   "reference"))
+
+
+@pytest.fixture(scope="module")
+def fs() -> Iterator[FaultServer]:
+    with fault_server(max_wait=20) as server:
+        yield server
+
+
+def run(url: str, limits: Limits = FAST) -> tuple[Transcript, CaptureResult, float]:
+    started = time.monotonic()
+    with make_client(limits) as client:
+        t = exchange(client, url + "/chat/completions", BODY, limits=limits, retry=NO_RETRY)
+    r = analyze(t)
+    return t, r, time.monotonic() - started
+
+
+def assert_one_line(reason: str | None) -> None:
+    assert reason, "a fault must come with a reason"
+    assert "\n" not in reason and "\r" not in reason and len(reason) <= 200, reason
+    assert "Traceback" not in reason
+
+
+def rules(r: CaptureResult) -> set[str]:
+    return {f.rule for f in r.findings}
+
+
+# ------------------------------------------------------------------ unit level: errors
+
+ERRORS: list[tuple[str, Any, dict[str, Any], str]] = [
+    # (fault, arg, limits overrides, the reason: a regular expression)
+    ("no-headers", None, {}, r"no response headers within 0\.5 s \(limits\.first_byte_timeout\)"),
+    ("stall", None, {}, r"stream stalled: no bytes for 0\.5 s \(limits\.idle_timeout\)"),
+    ("disconnect-mid-event", None, {},
+     r"the server closed the connection in the middle of the response body "
+     r"\(incomplete chunked read\)"),
+    ("status", 400, {}, r"HTTP 400: simulated HTTP 400"),
+    ("status", 401, {}, r"HTTP 401: simulated HTTP 401"),
+    ("status", 404, {}, r"HTTP 404: simulated HTTP 404"),
+    ("status", 429, {}, r"HTTP 429: simulated HTTP 429"),
+    ("status", 500, {}, r"HTTP 500: simulated HTTP 500"),
+    ("status", 503, {}, r"HTTP 503: simulated HTTP 503"),
+    ("json-error-200", None, {}, r".*The model is overloaded, try again later"),
+    ("html-200", None, {}, r"stream requested; got text/html that is neither SSE nor JSON: "
+                           r"<!DOCTYPE html>.*"),
+    ("error-event", None, {}, r"error inside the stream: upstream model crashed mid-generation"),
+    ("endless", None, {"total_timeout": 1.0},
+     r"stream still running after 1 s \(limits\.total_timeout\)"),
+    ("endless", None, {"max_bytes": 1_000_000},
+     r"stream exceeded 1000000 bytes \(limits\.max_bytes\)"),
+    ("big-event", 10, {"max_bytes": 5_000_000},
+     r"stream exceeded 5000000 bytes \(limits\.max_bytes\)"),
+    ("gzip-bomb", 200, {"max_bytes": 4_000_000},
+     r"stream exceeded 4000000 bytes \(limits\.max_bytes\)"),
+]
+
+
+@pytest.mark.parametrize("fault,arg,over,reason", ERRORS,
+                         ids=[f"{f}-{a or ''}-{'-'.join(o)}".strip("-") for f, a, o, _ in ERRORS])
+def test_fault_is_an_error_with_one_line(fs: FaultServer, fault: str, arg: Any,
+                                         over: dict[str, Any], reason: str) -> None:
+    limits = Limits(**{**FAST.__dict__, **over})
+    t, r, took = run(fs.base_url(fault, arg), limits)
+    assert r.verdict == "error", (r.verdict, r.error)
+    assert_one_line(r.error)
+    assert re.fullmatch(reason, r.error or ""), r.error
+    assert took < limits.total_timeout + 3, f"{fault} took {took:.1f} s"
+
+
+def test_connection_refused() -> None:
+    t, r, took = run(f"http://127.0.0.1:{closed_port()}/v1")
+    assert (r.verdict, r.error, t.status) == ("error", "connection refused", None)
+    assert "R-COMPLETE" in rules(r) and took < 2
+
+
+def test_name_that_does_not_resolve() -> None:
+    t, r, took = run(UNRESOLVABLE)
+    assert (r.verdict, r.error, t.status) == ("error", "the host name does not resolve", None)
+    assert took < FAST.connect_timeout + 2
+
+
+def test_stall_shows_its_quirk_and_keeps_what_arrived(fs: FaultServer) -> None:
+    t, r, _ = run(fs.base_url("stall"))
+    assert "Q-STREAM-STALLS" in r.quirks
+    assert t.status == 200 and t.raw and t.raw.startswith(b"data:"), t.raw
+    assert t.meta["transport_quirk"] == "Q-STREAM-STALLS"
+
+
+def test_first_byte_and_idle_limits_are_separate(fs: FaultServer) -> None:
+    """The first-byte budget is not the idle budget: a long first-byte timeout must not
+    let a mid-stream stall run longer than idle_timeout."""
+    limits = Limits(first_byte_timeout=10, idle_timeout=0.3, total_timeout=20)
+    _, r, took = run(fs.base_url("stall"), limits)
+    assert r.error == "stream stalled: no bytes for 0.3 s (limits.idle_timeout)"
+    assert took < 3
+
+
+# ------------------------------------------------------------------ unit: still judgeable
+
+def test_close_mid_event_is_a_finding_not_an_error(fs: FaultServer) -> None:
+    t, r, _ = run(fs.base_url("close-mid-event"))
+    assert t.transport_error is None and r.verdict == "fails"
+    msgs = [f.message for f in r.findings if f.rule == "R-SSE-WELL-FORMED"]
+    assert msgs and msgs[0].startswith("stream ended inside an event"), msgs
+
+
+def reference_calls(fs: FaultServer) -> list[dict[str, Any]]:
+    _, r, _ = run(fs.base_url("ok"))
+    assert r.tool_calls["robust"]
+    return r.tool_calls["robust"]
+
+
+def test_invalid_utf8_is_a_finding_and_the_calls_survive(fs: FaultServer) -> None:
+    _, r, _ = run(fs.base_url("bad-utf8"))
+    assert r.verdict == "fails" and r.error is None
+    assert any("invalid UTF-8" in f.message for f in r.findings)
+    assert r.tool_calls["robust"] == reference_calls(fs)
+
+
+def test_ten_megabyte_event_is_judged(fs: FaultServer) -> None:
+    t, r, took = run(fs.base_url("big-event", 10))
+    assert t.transport_error is None and r.verdict != "error"
+    assert len(t.raw or b"") > 10 * 1024 * 1024
+    assert r.tool_calls["robust"] == reference_calls(fs)
+    assert took < 20
+
+
+def test_gzip_sse_is_decoded_and_conforms(fs: FaultServer) -> None:
+    t, r, _ = run(fs.base_url("gzip"))
+    assert (r.verdict, t.meta.get("content_encoding")) == ("conforms", "gzip")
+    assert t.raw and t.raw.startswith(b"data:")
+
+
+def test_healthy_reference_conforms(fs: FaultServer) -> None:
+    _, r, _ = run(fs.base_url("ok"))
+    assert r.verdict == "conforms", [f.to_json() for f in r.findings]
+
+
+def test_a_server_cannot_forge_the_transport_verdict(fs: FaultServer) -> None:
+    t, r, _ = run(fs.base_url("ok", query="forge=1"))
+    assert t.transport_error is None and r.verdict == "conforms"
+
+
+def test_limits_come_from_providers_yaml(tmp_path: Path) -> None:
+    from conformance.providers import load_providers
+    (tmp_path / "providers.yaml").write_text(providers_yaml({"p": {
+        "base_url": "http://127.0.0.1:1/v1", "model": "m",
+        "limits": {"total_timeout": 2.5, "max_bytes": 1234, "idle_timeout": 0.7}}}))
+    p = load_providers(tmp_path / "providers.yaml")["p"]
+    lim = Limits.from_dict(p.limits)
+    assert (lim.total_timeout, lim.max_bytes, lim.idle_timeout) == (2.5, 1234, 0.7)
+
+
+# ------------------------------------------------------------------ end to end
+
+LIM = {"connect_timeout": 2, "first_byte_timeout": 1, "idle_timeout": 1, "total_timeout": 1.5,
+       "max_bytes": 8_000_000}
+NO_RETRIES = {"max": 0}
+
+
+def _entries(fs: FaultServer) -> dict[str, dict[str, Any]]:
+    def e(url: str, **kw: Any) -> dict[str, Any]:
+        return {"base_url": url, "model": "reference", "limits": LIM, "retries": NO_RETRIES,
+                **kw}
+
+    return {
+        "healthy": e(fs.base_url("ok")),
+        "gzip": e(fs.base_url("gzip")),
+        "refused": e(f"http://127.0.0.1:{closed_port()}/v1"),
+        "dns": e(UNRESOLVABLE),
+        "no-headers": e(fs.base_url("no-headers")),
+        "stall": e(fs.base_url("stall")),
+        "cut": e(fs.base_url("disconnect-mid-event")),
+        "endless": e(fs.base_url("endless", 5)),
+        "flood": e(fs.base_url("endless"), limits={**LIM, "total_timeout": 30,
+                                                    "max_bytes": 500_000}),
+        "http-500": e(fs.base_url("status", 500)),
+        "http-429": e(fs.base_url("status", 429),
+                      retries={"max": 2, "base_delay": 0.01, "max_delay": 0.2}),
+        "html": e(fs.base_url("html-200")),
+        "json-error": e(fs.base_url("json-error-200")),
+        "error-event": e(fs.base_url("error-event")),
+        "bad-utf8": e(fs.base_url("bad-utf8")),
+    }
+
+
+EXPECTED = {  # provider -> (verdict, reason regex or None)
+    "healthy": ("conforms", None),
+    "gzip": ("conforms", None),
+    "refused": ("error", r"connection refused"),
+    "dns": ("error", r"the host name does not resolve"),
+    "no-headers": ("error", r"no response headers within 1 s \(limits\.first_byte_timeout\)"),
+    "stall": ("error", r"stream stalled: no bytes for 1 s \(limits\.idle_timeout\)"),
+    "cut": ("error", r"the server closed the connection in the middle of the response body "
+                     r"\(incomplete chunked read\)"),
+    "endless": ("error", r"stream still running after 1\.5 s \(limits\.total_timeout\)"),
+    "flood": ("error", r"stream exceeded 500000 bytes \(limits\.max_bytes\)"),
+    "http-500": ("error", r"HTTP 500: simulated HTTP 500"),
+    "http-429": ("error", r"HTTP 429: simulated HTTP 429"),
+    "html": ("error", r"stream requested; got text/html that is neither SSE nor JSON: .*"),
+    "json-error": ("error", r".*The model is overloaded, try again later"),
+    "error-event": ("error", r"error inside the stream: upstream model crashed mid-generation"),
+    "bad-utf8": ("fails", None),
+}
+PRE_HEADER = {"refused", "dns", "no-headers"}  # nothing arrives: nothing to record
+
+
+def _cells(report_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    out = {}
+    for p in (report_dir / "results").glob("*.json"):
+        c = json.loads(p.read_text())
+        out[(c["column"], c["row"])] = c
+    return out
+
+
+def _check(cells: dict[tuple[str, str], dict[str, Any]], providers: set[str]) -> None:
+    for (prov, row), c in sorted(cells.items()):
+        verdict, reason = EXPECTED[prov]
+        assert c["verdict"] == verdict, (prov, row, c["verdict"], c["reason"])
+        if reason is not None:
+            assert_one_line(c["reason"])
+            assert re.fullmatch(reason, c["reason"]), (prov, row, c["reason"])
+    assert {p for p, _ in cells} == providers
+
+
+def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
+    scen = ["--scenario", "single", "--scenario", "round-trip"]
+    with fault_server(max_wait=20) as fs:
+        (tmp_path / "providers.yaml").write_text(providers_yaml(_entries(fs)))
+        started = time.monotonic()
+        rec = run_suite(tmp_path, "--record-mode=all", "-vv", *scen)
+        took = time.monotonic() - started
+    out = rec.stdout + rec.stderr
+    assert "Traceback" not in out, out[-4000:]
+    assert rec.returncode == 1, out[-4000:]  # the fault cells fail; the run went on
+    for row in ("single", "round_trip"):
+        assert f"test_{row}[healthy] PASSED" in out and f"test_{row}[gzip] PASSED" in out
+    cells = _cells(tmp_path / "reports")
+    _check(cells, set(EXPECTED))
+    assert len(cells) == 2 * len(EXPECTED)
+    # the retries of the 429 provider are in its cell
+    assert [r["status"] for r in cells[("http-429", "single")]["retries"]] == [429]
+    matrix = json.loads((tmp_path / "reports" / "quirks-matrix.json").read_text())
+    assert {c["id"] for c in matrix["columns"]} == set(EXPECTED)
+    assert {(c["column"], c["row"]): c["verdict"] for c in matrix["cells"]}[
+        ("stall", "single")] == "error"
+    # every failure line pytest printed for a cell is a one-line reason
+    for line in out.splitlines():
+        if line.startswith("error: "):
+            assert_one_line(line)
+    assert took < 120
+
+    # Replay with the server gone: faults met while recording replay as the same cells,
+    # at once (no timeout is waited again); the pre-header faults were never recorded.
+    started = time.monotonic()
+    rep = run_suite(tmp_path, "--record-mode=none", "-rs", *scen)
+    took = time.monotonic() - started
+    out = rep.stdout + rep.stderr
+    assert "Traceback" not in out, out[-4000:]
+    replayed = _cells(tmp_path / "reports")
+    _check(replayed, set(EXPECTED) - PRE_HEADER)
+    for key, c in replayed.items():
+        assert (c["verdict"], c["reason"]) == (cells[key]["verdict"], cells[key]["reason"]), key
+    assert out.count("not recorded: record with") >= 1
+    assert took < 30

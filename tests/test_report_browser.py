@@ -1,0 +1,145 @@
+"""The HTML report in a real browser (Debian's chromium driven by Playwright), from file://.
+
+Skips with a visible reason when /usr/bin/chromium is absent, unless
+CONFORMANCE_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.report import render_html
+
+CHROMIUM = Path(os.environ.get("CONFORMANCE_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CONFORMANCE_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"CONFORMANCE_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} not found (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page_for(browser: Any, tmp_path: Path) -> Iterator[Any]:
+    """Open a matrix doc's HTML from file://; collects console errors and network requests."""
+    pages: list[Any] = []
+
+    def open_doc(doc: dict[str, Any], name: str = "report.html") -> Any:
+        path = tmp_path / name
+        path.write_text(render_html(doc), encoding="utf-8")
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.errors, page.requests, page.failed = [], [], []
+        page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.on("request", lambda r: page.requests.append(r.url))
+        page.on("requestfailed", lambda r: page.failed.append(r.url))
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        pages.append(page)
+        return page
+
+    yield open_doc
+    for p in pages:
+        p.close()
+
+
+def _visible_cells(page: Any) -> list[str]:
+    return page.eval_on_selector_all(
+        "table[data-section='providers'] td.c",
+        "tds => tds.filter(td => td.offsetParent !== null && !td.classList.contains('nomatch'))"
+        ".map(td => td.dataset.column + '/' + td.dataset.row + '=' + td.dataset.verdict)",
+    )
+
+
+def test_report_in_a_real_browser(page_for: Any) -> None:
+    from test_report import demo_doc
+
+    page = page_for(demo_doc())
+    assert page.title() == "Streaming tool-call conformance"
+    all_cells = _visible_cells(page)
+    assert len(all_cells) == 12 and "dashscope/single=quirk" in all_cells
+
+    page.select_option("[data-testid=filter-verdict]", "quirk")
+    quirky = _visible_cells(page)
+    assert quirky and len(quirky) < len(all_cells)
+    assert all(c.endswith("=quirk") for c in quirky)
+    assert page.locator("th[data-column='openai']").is_hidden()  # no quirk there
+    page.select_option("[data-testid=filter-verdict]", "")
+    page.select_option("[data-testid=filter-provider]", "llamacpp")
+    assert {c.split("/")[0] for c in _visible_cells(page)} == {"llamacpp"}
+    page.select_option("[data-testid=filter-provider]", "")
+    page.select_option("[data-testid=filter-quirk]", "Q-INDEX-ALL-ZERO")
+    assert _visible_cells(page) == ["dashscope/parallel=quirk"]
+    page.select_option("[data-testid=filter-scenario]", "single")
+    assert _visible_cells(page) == []
+    page.click("[data-testid=filter-reset]")
+    page.wait_for_function("document.querySelectorAll('td.c.nomatch').length === 0")
+    assert len(_visible_cells(page)) == len(all_cells)
+
+    evidence = page.locator("#evidence")
+    assert evidence.is_hidden()
+    page.click("td.c[data-column='dashscope'][data-row='single'] button")
+    assert evidence.is_visible()
+    text = evidence.inner_text()
+    assert "/choices/0/delta/tool_calls/0/id" in text
+    assert "R-CONT-ID-ABSENT" in text and "Continuation deltas carry no id" in text
+    hot = evidence.locator("ol.wire li.hl[data-n='1']")
+    assert hot.is_visible() and '"id":""' in hot.inner_text()
+    assert hot.locator("code.data").inner_text().startswith('{"id":"chatcmpl-1","object"')
+    assert 'tool_calls/0/id = ""' in hot.inner_text().replace("\n", " ")
+    assert evidence.locator("tr[data-strategy='naive'] td.bad").is_visible()
+    assert "call_abc123XYZ789" in evidence.locator("table.calls").first.inner_text()
+    link = evidence.locator("ul.quirks a").first
+    assert link.get_attribute("href") == "#quirk-Q-EMPTY-STRING-OVERWRITE"
+    assert "#cell=dashscope/single" in page.url
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=False)
+
+    page.keyboard.press("Escape")
+    assert evidence.is_hidden()
+    assert page.errors == []
+    assert page.failed == []
+    assert all(u.startswith(("file://", "data:")) for u in page.requests), page.requests
+
+
+def test_deep_link_opens_the_cell(page_for: Any) -> None:
+    from test_report import demo_doc
+
+    page = page_for(demo_doc())
+    page.goto(page.url + "#cell=llamacpp/truncated")
+    page.reload()
+    evidence = page.locator("#evidence")
+    assert evidence.is_visible()
+    assert "upstream overloaded" in evidence.inner_text()
+    assert page.errors == []

@@ -1,0 +1,295 @@
+"""Keys never reach a file, a log line, an error message or pytest's output.
+
+The proof is a canary run: the real suite in a subprocess records and replays against a
+server that echoes the caller's key back on every path it can (response headers, a
+cookie, an SSE comment, a content delta, an extra chunk field, tool-call arguments split
+across two fragments, an error body quoting the key and the URL), with the key sent as a
+Bearer token, an ``api-key`` header, an ``x-api-key`` header and a ``?key=`` query
+parameter; live logging at DEBUG level and ``--showlocals`` are on. Then every byte under
+the temporary directory and everything printed is searched for the canaries.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance import secrets
+from conformance.faults import FaultServer, fault_server, providers_yaml, run_suite
+from conformance.providers import ConfigError, Provider, provider_from_entry
+
+CANARY_BEARER = "CANARYbearer7f3a9c01d2"
+CANARY_APIKEY = "CANARYapikey55e1b7c4aa"
+CANARY_XAPIKEY = "CANARYxapikey9d0c2e6f1b"
+CANARY_QUERY = "CANARYquery3b8d4f2a6c"
+CANARY_QUERY2 = "CANARYquerytwo4e7a1c9b"
+CANARIES = (CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY, CANARY_QUERY2)
+
+
+@pytest.fixture(autouse=True)
+def _forget_canaries() -> Iterator[None]:
+    yield
+    secrets.forget(*CANARIES, "CANARYunit0123456", "CANARYlog0123456")
+
+
+def _leaks(root: Path, texts: dict[str, str]) -> list[str]:
+    found = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            for c in CANARIES:
+                if c.encode() in data or c.encode() in _maybe_gunzip(data):
+                    found.append(f"{p.relative_to(root)}: {c}")
+    for name, text in texts.items():
+        for c in CANARIES:
+            if c in text:
+                found.append(f"<{name}>: {c}")
+    return found
+
+
+def _maybe_gunzip(data: bytes) -> bytes:
+    try:
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else b""
+    except OSError:
+        return b""
+
+
+def _entries(fs: FaultServer) -> dict[str, dict[str, Any]]:
+    lim = {"first_byte_timeout": 5, "idle_timeout": 5, "total_timeout": 10}
+
+    def e(fault: str, env: str = "CANARY_BEARER", auth: str = "bearer", **kw: Any) -> dict:
+        return {"base_url": fs.base_url(fault), "model": "reference", "api_key_env": env,
+                "auth": auth, "limits": lim, "retries": {"max": 0}, **kw}
+
+    return {
+        "echo-bearer": e("echo"),
+        "echo-apikey": e("echo", "CANARY_APIKEY", "api-key"),
+        "echo-xapikey": e("echo", "CANARY_XAPIKEY", "x-api-key"),
+        "echo-gzip": e("echo", base_url_env="CANARY_GZIP_URL"),
+        "error-bearer": e("echo-401"),
+        "error-apikey": e("echo-401", "CANARY_APIKEY", "api-key"),
+        # The key in the query: the URL comes from the environment (base_url_env), as
+        # providers.yaml refuses a key in a URL written in the file.
+        "query-echo": e("echo", base_url_env="CANARY_QUERY_URL", api_key_env=None),
+        "query-error": e("echo-401", base_url_env="CANARY_QUERY2_URL", api_key_env=None),
+    }
+
+
+def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
+    with fault_server() as fs:
+        (tmp_path / "providers.yaml").write_text(providers_yaml(_entries(fs)))
+        env = {"CANARY_BEARER": CANARY_BEARER, "CANARY_APIKEY": CANARY_APIKEY,
+               "CANARY_XAPIKEY": CANARY_XAPIKEY,
+               "CANARY_GZIP_URL": fs.base_url("echo", query="gzip=1"),
+               "CANARY_QUERY_URL": fs.base_url("echo", query=f"key={CANARY_QUERY}"),
+               "CANARY_QUERY2_URL": fs.base_url("echo-401", query=f"api_key={CANARY_QUERY2}")}
+        loud = ["-vv", "-l", "--tb=long", "-rA", "-o", "log_cli=true",
+                "-o", "log_cli_level=DEBUG", "--log-level=DEBUG",
+                "--scenario", "single", "--scenario", "round-trip"]
+        rec = run_suite(tmp_path, "--record-mode=all", *loud, env=env)
+        seen_keys = {h.headers.get("authorization", "").removeprefix("Bearer ")
+                     for h in fs.hits} | {h.headers.get("api-key") for h in fs.hits} | \
+            {h.headers.get("x-api-key") for h in fs.hits} | {h.query.get("key") for h in fs.hits}
+    # the keys did travel (the test would prove nothing otherwise)
+    assert {CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY} <= seen_keys
+    out = rec.stdout + rec.stderr
+    assert "Traceback" not in out, out[-3000:]
+    assert "HTTP Request: POST" in out, "live DEBUG logging must be on for this proof"
+    cells = [json.loads(p.read_text()) for p in (tmp_path / "reports/results").glob("*.json")]
+    assert len(cells) == 16
+    echoed = [c for c in cells if c["column"].startswith(("echo", "query-echo"))
+              and c["row"] == "single"]
+    assert all(c["verdict"] == "quirk" for c in echoed), [(c["column"], c["verdict"],
+                                                          c["reason"]) for c in echoed]
+    # the key split across two argument fragments was redacted piece by piece
+    assert all(any(tc["arguments"] == '{"city": "<redacted><redacted>"}'
+                   for tc in c["tool_calls"]["robust"]) for c in echoed), \
+        [c["tool_calls"]["robust"] for c in echoed]
+    errors = [c for c in cells if c["column"].endswith("error") or
+              c["column"].startswith("error")]
+    assert errors and all(c["verdict"] == "error" and "<redacted>" in c["reason"]
+                          for c in errors)
+
+    # replay (no server, keys still set so that they are known to the redactor)
+    rep = run_suite(tmp_path, "--record-mode=none", *loud, env=env)
+    assert "Traceback" not in rep.stdout + rep.stderr
+    assert "replay: the cassette has no recorded answer" not in rep.stdout
+    leaks = _leaks(tmp_path, {"record stdout": rec.stdout, "record stderr": rec.stderr,
+                              "replay stdout": rep.stdout, "replay stderr": rep.stderr})
+    assert not leaks, leaks
+
+    # cassettes hold no credential header and no key-looking query parameter at all
+    for p in (tmp_path / "cassettes").rglob("*.yaml"):
+        doc = yaml.safe_load(p.read_text())
+        for it in doc["interactions"]:
+            for part in (it["request"], it["response"]):
+                names = {h.lower() for h in part.get("headers") or {}}
+                assert not names & set(secrets.SECRET_HEADERS), (p, names)
+            assert "key=" not in it["request"]["uri"], it["request"]["uri"]
+    matrix = json.loads((tmp_path / "reports/quirks-matrix.json").read_text())
+    assert all("key" not in (c.get("base_url") or "") for c in matrix["columns"])
+
+
+def test_replay_without_keys_set_also_stays_clean(tmp_path: Path) -> None:
+    """A replay in CI has no key variables at all: nothing to leak, nothing breaks."""
+    with fault_server() as fs:
+        entries = {"echo": {"base_url": fs.base_url("echo"), "model": "reference",
+                            "api_key_env": "CANARY_BEARER"}}
+        (tmp_path / "providers.yaml").write_text(providers_yaml(entries))
+        rec = run_suite(tmp_path, "--record-mode=all", "--scenario", "single",
+                        env={"CANARY_BEARER": CANARY_BEARER})
+        assert "Traceback" not in rec.stdout + rec.stderr
+    rep = run_suite(tmp_path, "--scenario", "single", env={})
+    assert "Traceback" not in rep.stdout + rep.stderr
+    assert "1 failed" in rep.stdout or "1 passed" in rep.stdout, rep.stdout[-2000:]
+    assert not _leaks(tmp_path, {"stdout": rep.stdout + rec.stdout,
+                                 "stderr": rep.stderr + rec.stderr})
+
+
+# ------------------------------------------------------------------ units
+
+def test_redact_known_shaped_query_and_userinfo() -> None:
+    secrets.register("CANARYunit0123456")
+    text = ("k=CANARYunit0123456 sk-abcdefghijklmnopqrstuv Bearer abc.def-ghi_123 "
+            "http://h/v1?x=1&key=zzz9&api_key=yyy8#f https://user:pa55word@h/ AIza" + "A" * 35)
+    out = secrets.redact(text)
+    for gone in ("CANARYunit0123456", "sk-abc", "abc.def-ghi_123", "zzz9", "yyy8", "pa55word",
+                 "AIzaAAA"):
+        assert gone not in out, out
+    assert "x=1" in out and "user:" in out
+
+
+def test_redaction_keeps_json_valid() -> None:
+    secrets.register("CANARYunit0123456")
+    doc = {"a": "CANARYunit0123456", "u": 'https://h/?token=abc\\"d', "b": "Bearer xyzxyzxyz"}
+    out = secrets.redact(json.dumps(doc))
+    assert json.loads(out)["a"] == "<redacted>"
+
+
+def test_redact_bytes_keeps_invalid_utf8() -> None:
+    secrets.register("CANARYunit0123456")
+    raw = b"\xff\xfe data: CANARYunit0123456 \xc3("
+    assert secrets.redact_bytes(raw) == b"\xff\xfe data: <redacted> \xc3("
+    assert secrets.redact_bytes(b"\xff plain") == b"\xff plain"
+
+
+def test_provider_never_shows_its_endpoint_credentials() -> None:
+    p = Provider("p", f"https://h.example/v1?key={CANARY_QUERY}&api-version=2", "m")
+    assert p.base_url == "https://h.example/v1?api-version=2"
+    assert CANARY_QUERY not in repr(p) and CANARY_QUERY not in str(p.__dict__.get("base_url"))
+    assert p.url("chat/completions") == (f"https://h.example/v1/chat/completions?key="
+                                         f"{CANARY_QUERY}&api-version=2")
+    assert CANARY_QUERY in secrets.known()
+
+
+def test_config_error_never_echoes_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BAD_URL", f"ftp://h/v1?key={CANARY_QUERY}")
+    with pytest.raises(ConfigError) as e:
+        provider_from_entry("p", {"base_url": "http://x/v1", "base_url_env": "BAD_URL",
+                                  "model": "m"})
+    assert CANARY_QUERY not in str(e.value) and "BAD_URL" in str(e.value)
+
+
+def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    secrets.register("CANARYlog0123456")
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("httpx").info("HTTP Request: POST %s", "http://h/?key=CANARYlog0123456")
+        logging.getLogger("conformance.x").debug("token %s", "CANARYlog0123456")
+        try:
+            raise ValueError("bad key CANARYlog0123456")
+        except ValueError:
+            logging.getLogger("vcr").exception("failed")
+    assert "CANARYlog0123456" not in caplog.text, caplog.text
+    assert caplog.text.count("<redacted>") >= 3
+
+
+def test_exchange_reasons_and_request_record_hold_no_key() -> None:
+    from conformance.faults import closed_port
+    from conformance.transport import exchange, make_client
+
+    url = f"http://127.0.0.1:{closed_port()}/v1/chat/completions?key={CANARY_QUERY}"
+    with make_client() as client:
+        t = exchange(client, url, {"stream": True},
+                     auth_headers={"Authorization": f"Bearer {CANARY_BEARER}"})
+    dump = json.dumps({"req": t.request, "err": t.transport_error, "meta": t.meta})
+    assert t.transport_error == "connection refused"
+    assert CANARY_QUERY not in dump and CANARY_BEARER not in dump
+
+
+# ------------------------------------------------------------------ atomic writes
+
+def _no_tmp(d: Path) -> None:
+    assert sorted(p.name for p in d.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("where", ["write", "fsync", "replace"])
+def test_write_atomic_failure_leaves_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              where: str) -> None:
+    target = tmp_path / "quirks-matrix.json"
+    target.write_text("OLD\n")
+
+    def boom(*a: Any, **k: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    if where == "write":  # the failure happens in the middle of the data
+        text = "x" * 100_000 + "\ud800"  # a lone surrogate: not encodable
+        with pytest.raises(UnicodeEncodeError):
+            secrets.write_atomic(target, text)
+    else:
+        monkeypatch.setattr(os, where, boom)
+        with pytest.raises(OSError):
+            secrets.write_atomic(target, "NEW\n" * 10_000)
+        monkeypatch.undo()
+    assert target.read_text() == "OLD\n"
+    _no_tmp(tmp_path)
+    secrets.write_atomic(target, "NEW\n")
+    assert target.read_text() == "NEW\n"
+    _no_tmp(tmp_path)
+
+
+def test_results_and_cassettes_use_the_atomic_writer(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from vcr.serializers import yamlserializer
+
+    from conformance.cassettes import AtomicPersister
+    from conformance.matrix import atomic_write
+    from conformance.pytest_plugin import write_cell
+
+    cell = tmp_path / "results" / "p__single.json"
+    write_cell(tmp_path, {"column": "p", "row": "single", "verdict": "conforms"})
+    cassette = tmp_path / "cassettes" / "p" / "single.yaml"
+    AtomicPersister.save_cassette(cassette, {"requests": [], "responses": []}, yamlserializer)
+    old = {p: p.read_bytes() for p in (cell, cassette)}
+
+    def crash(*a: Any, **k: Any) -> None:
+        raise KeyboardInterrupt  # a crash, not an error: the cleanup must still run
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        write_cell(tmp_path, {"column": "p", "row": "single", "verdict": "fails"})
+    with pytest.raises(KeyboardInterrupt):
+        AtomicPersister.save_cassette(cassette, {"requests": [], "responses": []},
+                                      yamlserializer)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(tmp_path / "quirks-matrix.json", "{}")
+    monkeypatch.undo()
+    assert {p: p.read_bytes() for p in (cell, cassette)} == old
+    for d in (cell.parent, cassette.parent, tmp_path):
+        _no_tmp(d)
+    assert not (tmp_path / "quirks-matrix.json").exists()
+
+
+def test_the_atomic_writer_redacts(tmp_path: Path) -> None:
+    secrets.register("CANARYunit0123456")
+    secrets.write_atomic(tmp_path / "f.txt", "a CANARYunit0123456 b")
+    secrets.write_atomic(tmp_path / "g.bin", b"\xff CANARYunit0123456")
+    assert (tmp_path / "f.txt").read_text() == "a <redacted> b"
+    assert (tmp_path / "g.bin").read_bytes() == b"\xff <redacted>"
