@@ -60,8 +60,7 @@ class SuiteConfig:
         out = dict(self.providers)
         if self.config.getoption("--reference-profiles"):
             from conformance.profile_columns import profile_providers
-            for p in profile_providers(self.config.getoption("--profile-server"),
-                                       live=not self.replay):
+            for p in profile_providers(self.config.getoption("--profile-server")):
                 out[p.name] = p
         return out
 

@@ -18,7 +18,7 @@ from conformance import secrets
 from conformance.analysis import CaptureResult, analyze
 from conformance.client import RoundTripPolicy, tool_result_messages
 from conformance.providers import Provider
-from conformance.rules import INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
+from conformance.rules import IMPLIES, INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
 from conformance.scenarios import Scenario, build_request, tool_result_for
 from conformance.transcript import Transcript
 from conformance.transport import Limits, RetryPolicy, exchange
@@ -232,7 +232,10 @@ class CellRunner:
         quirks = sorted({f["quirk"] for f in findings if f.get("quirk")})
         judged = {f["quirk"] for f in findings
                   if f.get("quirk") and LEVEL_RANK[f["level"]] >= LEVEL_RANK[SHOULD]}
-        expected = sorted(q for q in judged if provider.expects(q, scenario.id))
+        # A finer expected quirk also expects the coarser ids it implies (rules.IMPLIES).
+        implied = {c for q in judged if provider.expects(q, scenario.id)
+                   for c in IMPLIES.get(q, ())}
+        expected = sorted(q for q in judged if provider.expects(q, scenario.id) or q in implied)
         unexpected = sorted(judged - set(expected))
         missing = sorted(q for q, e in provider.expected_quirks.items()
                          if e.get("scenarios") and scenario.id in e["scenarios"]
@@ -272,20 +275,67 @@ class CellRunner:
             got = [c.id for c in r1.turn.calls]
             if sent != got or [m["tool_call_id"] for m in results] != got:
                 findings.append(_finding("R-ROUNDTRIP-IDS", "ids changed on the way back"))
-        t2 = exchange(client, url, rt_body, headers=provider.headers,
-                      auth_headers=provider.auth_headers(), limits=limits, retry=retry,
-                      source=f"{provider.name}/{scenario.id}#roundtrip", rng=rng)
+        send = self._sender(provider, client, url, limits, retry, rng)
+        t2 = send(rt_body, "#roundtrip")
         r2 = analyze(t2)
         rt = [dict(f.to_json(), exchange=1) for f in r2.findings
               if f.rule.startswith("R-ROUNDTRIP") or f.rule in ("R-COMPLETE",)
               or (f.quirk or "").startswith("Q-RT-")]
+        retries = list(t2.meta.get("retries", []))
+        if t2.status in (400, 422) and not any(f.get("quirk") for f in rt):
+            # A generic rejection: find the catalogued constraint (group J) by retrying with
+            # each variant a provider may demand; the one accepted names the quirk.
+            quirk, probes = self._probe_roundtrip(send, rt_body, messages, r1, policy)
+            for f in rt:
+                if f["rule"] == "R-ROUNDTRIP-ACCEPTED" and quirk:
+                    f["quirk"], f["level"] = quirk, quirk_level(quirk)
+                    f["message"] += f"; accepted when {probes}"
         findings += rt
         error = None
         if t2.transport_error or (t2.status is not None and t2.status >= 500):
             error = r2.error
         elif t2.status == 200 and r2.turn and r2.turn.error is not None:
             error = r2.error
-        return findings, error, _evidence(t2, rt, 1), list(t2.meta.get("retries", []))
+        return findings, error, _evidence(t2, rt, 1), retries
+
+    def _sender(self, provider: Provider, client: httpx.Client, url: str, limits: Limits,
+                retry: RetryPolicy, rng: random.Random) -> Any:
+        def send(body: dict[str, Any], tag: str) -> Transcript:
+            return exchange(client, url, body, headers=provider.headers,
+                            auth_headers=provider.auth_headers(), limits=limits, retry=retry,
+                            source=f"{provider.name}{tag}", rng=rng)
+        return send
+
+    def _probe_roundtrip(self, send: Any, body: dict[str, Any], history: list[dict[str, Any]],
+                         r1: CaptureResult, policy: RoundTripPolicy) -> tuple[str | None, str]:
+        assert r1.turn is not None
+        turn = r1.turn
+        variants: list[tuple[str, str, RoundTripPolicy]] = []
+        if not turn.content:
+            other = "empty" if policy.content != "empty" else "null"
+            quirk = ("Q-RT-CONTENT-NULL-REJECTED" if policy.content == "null"
+                     else "Q-RT-CONTENT-EMPTY-REJECTED")
+            variants.append((quirk, f"content is {other}", RoundTripPolicy(
+                content=other, tool_message_name=policy.tool_message_name,
+                id_format=policy.id_format)))
+        variants.append(("Q-RT-TOOL-MESSAGE-NAME",
+                         "tool messages " + ("omit" if policy.tool_message_name else "carry")
+                         + " `name`", RoundTripPolicy(
+                             content=policy.content,
+                             tool_message_name=not policy.tool_message_name,
+                             id_format=policy.id_format)))
+        if policy.id_format != "mistral9":
+            variants.append(("Q-RT-MISTRAL-TOOL-CALL-ID", "ids are 9 alphanumerics",
+                             RoundTripPolicy(content=policy.content,
+                                             tool_message_name=policy.tool_message_name,
+                                             id_format="mistral9")))
+        for quirk, what, variant in variants:
+            msgs = history + [turn.message(variant)] + tool_result_messages(
+                [(c, tool_result_for(c.name, c.arguments)) for c in turn.calls], variant)
+            t = send(dict(body, messages=msgs), f"#probe:{quirk}")
+            if t.status == 200 and not t.transport_error:
+                return quirk, what
+        return None, ""
 
 
 def _cell_verdict(r1: CaptureResult, findings: list[dict[str, Any]]) -> str:
