@@ -14,7 +14,7 @@ from conformance.cassettes import vcr_options
 from conformance.matrix import record_provenance
 from conformance.providers import Provider
 from conformance.pytest_plugin import now_iso, provider_slot, suite, write_cell
-from conformance.runner import Cell, CellRunner
+from conformance.runner import Cell, CellRunner, unsupported_cell
 from conformance.scenarios import Scenario
 
 
@@ -80,6 +80,10 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
 
     def run(provider: Provider, scenario: Scenario) -> Cell:
         cassette = cfg.cassette_dir / cassette_key(provider) / f"{scenario.id}.yaml"
+        unsupported = unsupported_cell(provider, scenario)
+        if unsupported is not None:  # declared, not observed: no traffic needed
+            write_cell(cfg.report_dir, unsupported.to_json())
+            judge(unsupported)
         if cfg.replay and not cassette.exists():
             pytest.skip(f"not recorded: record with `{provider.record_command}`")
         if not cfg.replay and provider.missing_key_reason():
@@ -93,7 +97,9 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
         write_cell(cfg.report_dir, cell.to_json())
         if not cfg.replay:
             record_provenance(cfg.cassette_dir / cassette_key(provider), provider, scenario.id,
-                              now_iso(), repeat, cell.meta)
+                              now_iso(), repeat,
+                              {k: cell.meta.get(k) for k in ("model", "system_fingerprint",
+                                                             "server")})
         judge(cell, getattr(provider, "tolerated", frozenset()))
         return cell
 
