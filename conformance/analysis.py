@@ -66,7 +66,7 @@ TOOL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<｜DSML｜|\[Calling tool:|"
     r"<\|tool_calls_section_begin\|>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
 )
-OPENAI_ID = re.compile(r"call_[A-Za-z0-9]{8,}")
+OPENAI_ID = re.compile(r"call_[A-Za-z0-9]{24}")  # OpenAI: call_ + 24 base-62 characters
 
 
 @dataclass
@@ -159,6 +159,10 @@ def _nonempty(v: Any) -> bool:
     return isinstance(v, str) and v != ""
 
 
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
 def _carries(tc: dict[str, Any]) -> bool:
     """A tool-call delta that brings anything (an id, a name or an argument fragment)."""
     fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
@@ -182,7 +186,6 @@ class _IndexState:
         "args_before_name",
         "name_event",
         "deltas",
-        "chunks",
         "id_missing",
         "split_suspect",
         "deferred",
@@ -198,7 +201,6 @@ class _IndexState:
         self.args_before_name = False
         self.name_event: int | None = None
         self.deltas = 0
-        self.chunks: set[int] = set()
         self.id_missing: tuple[int, str, str, str] | None = None
         self.split_suspect = False
         # Findings about the opening delta, held back while the index may turn out to be
@@ -226,13 +228,15 @@ class Analyzer:
         self.chunk_id: str | None = None
         self.model: str | None = None
         self.fingerprints: set[str] = set()
-        self.usage_events: list[int] = []
-        self.finishes: list[tuple[int, str]] = []
+        self.usage_chunks = 0
+        self.finishes: dict[str, int] = {}  # finish value -> first event (bounded)
+        self.last_finish: tuple[int, str] | None = None
         self.finish_reported_at: int | None = None
         self.indexes: dict[tuple[int, int], _IndexState] = {}
         self.indexless: list[tuple[int, int, dict[str, Any]]] = []  # (event, chunk ordinal, tc)
         self.any_tool_delta = False
-        self.empty_delta_chunks: list[int] = []
+        self.empty_deltas = 0
+        self.first_empty_delta: int | None = None
         self.extra_fields: dict[str, int] = {}
         self.reasoning_seen = False
         self.content: list[str] = []
@@ -257,6 +261,8 @@ class Analyzer:
         if rule.startswith("Q-") and quirk is None:
             quirk = rule
         lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
+        if "\n" in message or "\r" in message:
+            message = _one_line(message)  # the CLI summary and the cell reason are lines
         key = (rule, quirk)
         f = self.findings.get(key)
         if f is None:
@@ -415,7 +421,7 @@ class Analyzer:
 
     def _error_reason(self, turn: Turn) -> str | None:
         if self.t.transport_error:
-            return self.t.transport_error
+            return _one_line(self.t.transport_error)
         if self.t.status is not None and self.t.status != 200:
             return f"HTTP {self.t.status}: {_body_message(self.t.raw)}"
         if turn.error is not None:
@@ -528,11 +534,16 @@ def _diff_calls(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
     return "calls differ"
 
 
+def _one_line(text: str) -> str:
+    """Server text quoted in a message or a reason: one line (whitespace runs collapsed)."""
+    return " ".join(text.split())
+
+
 def _error_text(err: Any) -> str:
     if isinstance(err, dict):
         msg = err.get("message") or err.get("msg") or json.dumps(err)[:120]
-        return str(msg)[:200]
-    return str(err)[:200]
+        return _one_line(str(msg))[:200]
+    return _one_line(str(err))[:200]
 
 
 def _body_message(raw: bytes | None) -> str:
@@ -547,7 +558,7 @@ def _body_message(raw: bytes | None) -> str:
     if isinstance(data, dict) and "error" in data:
         return _error_text(data["error"])
     if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return data["message"][:200]
+        return _one_line(data["message"])[:200]
     return _excerpt(data, 120)
 
 
@@ -735,7 +746,7 @@ def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
             excerpt=chunk,
         )
     else:
-        a.empty_delta_chunks.append(n)
+        _empty_delta(a, n)
 
 
 @_register(CHUNK_DETECTORS)
@@ -743,7 +754,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT, Q-EXTRA-FIELDS."""
     choices = chunk.get("choices")
     if isinstance(chunk.get("usage"), dict):
-        a.usage_events.append(n)
+        a.usage_chunks += 1
         if isinstance(choices, list) and choices:
             a.find(
                 "Q-USAGE-PLACEMENT",
@@ -752,7 +763,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
                 pointer="/usage",
                 excerpt=chunk.get("usage"),
             )
-        elif len(a.usage_events) > 1:
+        elif a.usage_chunks > 1:
             a.find(
                 "Q-USAGE-PLACEMENT", "usage sent in more than one chunk", event=n, pointer="/usage"
             )
@@ -828,7 +839,7 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     for k in delta:
         if k not in DELTA_KEYS and k not in REASONING_FIELDS:
             a.extra_fields.setdefault("delta." + k, n)
-    for tc in delta.get("tool_calls") or ():
+    for tc in _list(delta.get("tool_calls")):
         if isinstance(tc, dict):
             for k in tc:
                 if k not in TOOL_CALL_KEYS:
@@ -843,7 +854,13 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     carries = [k for k, v in delta.items() if k != "role" and v not in (None, "", [], {})]
     if not carries and choice.get("finish_reason") in (None, "") and "finishReason" not in choice:
         if not (delta.get("role") and a.chunk_ordinal == 0):
-            a.empty_delta_chunks.append(n)
+            _empty_delta(a, n)
+
+
+def _empty_delta(a: Analyzer, n: int) -> None:
+    a.empty_deltas += 1
+    if a.first_empty_delta is None:
+        a.first_empty_delta = n
 
 
 @_register(CHOICE_DETECTORS)
@@ -852,11 +869,11 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     Q-FINISH-REPEATED, Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL."""
     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
     carries_output = bool(delta.get("tool_calls")) or _nonempty(delta.get("content"))
-    if a.finishes and carries_output and a.finish_reported_at is None:
+    if a.last_finish and carries_output and a.finish_reported_at is None:
         a.finish_reported_at = n
         a.find(
             "Q-FINISH-ON-NONFINAL-CHUNK",
-            f"output after finish_reason {a.finishes[-1][1]!r} (event {a.finishes[-1][0]})",
+            f"output after finish_reason {a.last_finish[1]!r} (event {a.last_finish[0]})",
             event=n,
             pointer=ptr,
         )
@@ -889,21 +906,22 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    if any(v == fr for _, v in a.finishes):
+    if str(fr) in a.finishes:
         a.find(
             "Q-FINISH-REPEATED",
             f"finish_reason {fr!r} sent again",
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    if any(_carries(tc) for tc in delta.get("tool_calls") or () if isinstance(tc, dict)):
+    if any(_carries(tc) for tc in _list(delta.get("tool_calls")) if isinstance(tc, dict)):
         a.find(
             "Q-FINISH-SAME-CHUNK-AS-CALL",
             "tool-call delta and finish_reason in one chunk",
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    a.finishes.append((n, str(fr)))
+    a.finishes.setdefault(str(fr), n)
+    a.last_finish = (n, str(fr))
 
 
 @_register(CHOICE_DETECTORS)
@@ -966,7 +984,7 @@ def detect_tool_delta(
             pointer=ptr + "/id",
             excerpt=tid,
         )
-    if siblings >= 2:
+    if siblings >= 2 and ptr.endswith("/tool_calls/0"):  # once per delta, not per call
         a.find(
             "Q-ARGS-WHOLE-IN-ONE-DELTA",
             f"{siblings} tool calls in one delta",
@@ -1010,7 +1028,6 @@ def detect_tool_delta(
         return
     # A continuation delta on an index already opened.
     st.deltas += 1
-    st.chunks.add(a.chunk_ordinal)
     has_name = _nonempty(name)
     if "id" in tc and tid is not None:
         if tid == "":
@@ -1122,7 +1139,6 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
     fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
     st = a.indexes[(key, idx)] = _IndexState(n, ptr)
-    st.chunks.add(a.chunk_ordinal)
     st.id = tid if _nonempty(tid) else ""
     a.first_index.setdefault(key, (idx, n, ptr + "/index"))
     if not _nonempty(tid):
@@ -1311,7 +1327,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
         return
     if not a.t.framing and a.events == 0:
         return  # nothing streamed: judged by detect_http_level
-    if not a.finishes:
+    if a.last_finish is None:
         a.find(
             "R-FINISH-PRESENT",
             "no finish_reason in the whole stream",
@@ -1319,7 +1335,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
             event=a.events - 1 if a.events else None,
         )
         return
-    ev, last = a.finishes[-1]
+    ev, last = a.last_finish
     has_calls = a.any_tool_delta and bool(a.robust.turn().calls)
     if has_calls and last == "stop":
         tc = (a.req or {}).get("tool_choice")
@@ -1426,11 +1442,11 @@ def detect_collected(a: Analyzer) -> None:
             event=ev,
             level=INFO,
         )
-    if len(a.empty_delta_chunks) >= 2:
+    if a.empty_deltas >= 2:
         a.find(
             "Q-EMPTY-DELTA-CHUNKS",
-            f"{len(a.empty_delta_chunks)} chunks carry nothing",
-            event=a.empty_delta_chunks[0],
+            f"{a.empty_deltas} chunks carry nothing",
+            event=a.first_empty_delta,
         )
 
 

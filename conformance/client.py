@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 FINAL_NOT_EXECUTABLE = frozenset({"length", "content_filter", "error"})
+MAX_NOTES_PER_QUIRK = 3
 REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_text")
 
 
@@ -215,6 +216,12 @@ def repair_json(text: str) -> str | None:
     so does a text that was not cut. Never returns ``"{}"`` for a text that carried a
     complete member.
     """
+    repaired = _repair(text)
+    return None if repaired is None or _parses(text) else repaired
+
+
+def _repair(text: str) -> str | None:
+    """repair_json without the final check that the text was not whole already."""
     stack: list[str] = []
     starts: list[int] = []  # per open container: where its current member starts ({ [ or ,)
     # expect: value | key | colon | comma | end | first_key | first_value (just after { or [)
@@ -331,7 +338,9 @@ def _kfold(text: str) -> str | None:
 
 def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for t in tools or ():
+    if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
+        tools = ()  # a request's `tools` that is not a list declares nothing
+    for t in tools:
         if isinstance(t, dict):
             fn = t.get("function") if isinstance(t.get("function"), dict) else t
             name = fn.get("name") if isinstance(fn, dict) else None
@@ -423,6 +432,7 @@ class ToolCallAccumulator:
         self._usage: dict[str, Any] | None = None
         self._error: Any = None
         self._notes: dict[tuple[str, int], Workaround] = {}
+        self._noted: dict[str, int] = {}
         self._events = 0
 
     # -- public -------------------------------------------------------------------
@@ -430,7 +440,10 @@ class ToolCallAccumulator:
         """Apply one chunk. Anything that is not a chunk object is ignored."""
         ev = self._events if event is None else event
         self._events += 1
-        chunk = to_raw_chunk(chunk)
+        try:
+            chunk = to_raw_chunk(chunk)
+        except (ValueError, RecursionError):  # text that is not JSON: not a chunk
+            return
         if not isinstance(chunk, dict):
             return
         if "error" in chunk and chunk["error"] is not None:
@@ -478,7 +491,14 @@ class ToolCallAccumulator:
 
     # -- internals ----------------------------------------------------------------
     def _note(self, quirk: str, event: int, message: str, recovered: bool = True) -> None:
-        self._notes.setdefault((quirk, event), Workaround(quirk, event, message, recovered))
+        # Bounded: the first few events of a quirk are evidence enough (a 100 MB stream of
+        # index-less deltas must not keep one note per delta); losses are always kept.
+        seen = self._noted.get(quirk, 0)
+        if recovered and seen >= MAX_NOTES_PER_QUIRK:
+            return
+        if (quirk, event) not in self._notes:
+            self._noted[quirk] = seen + 1
+            self._notes[(quirk, event)] = Workaround(quirk, event, message, recovered)
 
     def _judge_attribution(self, state: _Choice) -> None:
         """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
@@ -503,7 +523,7 @@ class ToolCallAccumulator:
                         if idx == 0
                         else "Q-INDEX-REUSED-ACROSS-CALLS"
                     )
-                    self._note(
+                    self._notes[(quirk, s.first_event)] = Workaround(  # replaces a hopeful note
                         quirk,
                         s.first_event,
                         "fragments of calls that share no usable index were interleaved; "

@@ -20,7 +20,7 @@ Faults are chosen by path, ``/f/<fault>[/<arg>]/v1/chat/completions``:
                             the whole body gzip-encoded)
 ``echo-401``                401 whose JSON error message quotes the key and the URL
 ``status/<code>``           that status with an OpenAI-style JSON error (429 and 503
-                            carry ``Retry-After: 1``)
+                            carry ``Retry-After: 1``; ``?after=none`` omits it)
 ``flaky/<code>``            the first request of each body gets ``<code>`` with
                             ``Retry-After`` (``?after=1``; ``?after=date`` sends an
                             HTTP-date), the second the reference answer
@@ -126,10 +126,25 @@ def reference_answer(body: dict[str, Any]) -> tuple[int, str, bytes]:
         render_frame(f) for f in reply.frames if not type(f).__name__ == "Stall")
 
 
-def _content_chunk(text: str, **extra: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0,
-            "model": "fault", **extra,
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+def _envelope(events: list[bytes] | None) -> dict[str, Any]:
+    """The envelope of the stream's first chunk (id, created, model, …), so that an
+    inserted chunk differs from its neighbours only where the fault says so."""
+    env = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0,
+           "model": "fault"}
+    if events:
+        try:
+            first = json.loads(events[0].split(b"data:", 1)[1])
+            env = {k: v for k, v in first.items() if k not in ("choices", "usage")}
+        except (IndexError, ValueError, AttributeError):
+            pass
+    return env
+
+
+def _content_chunk(text: str, events: list[bytes] | None = None, **extra: Any
+                   ) -> dict[str, Any]:
+    return {**_envelope(events), **extra,
+            "choices": [{"index": 0, "delta": {"content": text}, "logprobs": None,
+                         "finish_reason": None}]}
 
 
 class FaultServer:
@@ -307,10 +322,10 @@ async def f_echo(ctx: _Ctx) -> None:
     echo = [
         f": key={key} url={ctx.hit.path}?{'&'.join(f'{k}={v}' for k, v in ctx.hit.query.items())}"
         "\n\n".encode(),
-        _chunk(_content_chunk(f"your key is {key}", x_echo=key)),
+        _chunk(_content_chunk(f"your key is {key}", events, x_echo=key)),
         # The key split across two fragments: only the assembled text holds it whole.
-        _chunk(_content_chunk(f"split {key[:half]}")),
-        _chunk(_content_chunk(f"{key[half:]} end")),
+        _chunk(_content_chunk(f"split {key[:half]}", events)),
+        _chunk(_content_chunk(f"{key[half:]} end", events)),
     ]
     events = _with_echo_call(events, key)
     extra = {"x-echo-key": key, "set-cookie": f"session={key}; Path=/"}
@@ -343,11 +358,11 @@ def _with_echo_call(events: list[bytes], key: str) -> list[bytes]:
     n, half = max(indices) + 1, max(1, len(key) // 2)
 
     def delta(tc: dict[str, Any]) -> bytes:
-        return _chunk({"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0,
-                       "model": "fault", "choices": [{"index": 0, "delta": {"tool_calls": [tc]},
-                                                      "finish_reason": None}]})
+        return _chunk({**_envelope(events), "choices": [{
+            "index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None,
+            "finish_reason": None}]})
 
-    call = [delta({"index": n, "id": "call_echo0123456789", "type": "function",
+    call = [delta({"index": n, "id": "call_echo0123456789abcdefgh", "type": "function",
                    "function": {"name": "get_weather", "arguments": ""}}),
             delta({"index": n, "function": {"arguments": '{"city": "' + key[:half]}}),
             delta({"index": n, "function": {"arguments": key[half:] + '"}'}})]
@@ -364,7 +379,8 @@ async def f_echo_401(ctx: _Ctx) -> None:
 
 async def f_status(ctx: _Ctx) -> None:
     code = int(ctx.hit.arg or 500)
-    extra = {"retry-after": ctx.hit.query.get("after", "1")} if code in (429, 503) else None
+    after = ctx.hit.query.get("after", "1")  # ?after=none: no Retry-After header
+    extra = {"retry-after": after} if code in (429, 503) and after != "none" else None
     await _json(ctx, code, _error_body(code, f"simulated HTTP {code}",
                                        "server_error" if code >= 500 else
                                        "invalid_request_error"), extra)
@@ -447,7 +463,7 @@ async def f_big_event(ctx: _Ctx) -> None:
     mb = float(ctx.hit.arg or 10)
     status, ctype, data = reference_answer(ctx.request_body())
     events = _events(data)
-    big = _chunk(_content_chunk("x" * int(mb * 1024 * 1024)))
+    big = _chunk(_content_chunk("x" * int(mb * 1024 * 1024), events))
     await _head(ctx, 200, "text/event-stream; charset=utf-8", chunked=True)
     await _send_chunk(ctx, events[0])
     for i in range(0, len(big), 1 << 16):
@@ -460,7 +476,8 @@ async def f_big_event(ctx: _Ctx) -> None:
 async def f_bad_utf8(ctx: _Ctx) -> None:
     status, ctype, data = reference_answer(ctx.request_body())
     events = _events(data)
-    bad = _chunk(_content_chunk("before-MARK-after")).replace(b"MARK", b"\xff\xfe\xc3(")
+    bad = _chunk(_content_chunk("before-MARK-after", events)).replace(b"MARK",
+                                                                      b"\xff\xfe\xc3(")
     await _stream(ctx, events[:1] + [bad] + events[1:])
 
 

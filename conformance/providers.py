@@ -281,8 +281,8 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
     if refusal:
         raise ConfigError(refusal)
     out: dict[str, Provider] = {}
-    for name, e in data["providers"].items():
-        out[name] = provider_from_entry(name, e, source=p)
+    for name, entry in data["providers"].items():
+        out[name] = provider_from_entry(name, entry, source=p)
     secrets.register_env(pr.api_key_env for pr in out.values())
     return out
 

@@ -181,7 +181,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # Under pytest-xdist the controller collects nothing itself: the cell files decide.
     results = cfg.report_dir / "results"
     if SuiteConfig._items or (results.is_dir() and any(results.glob("*.json"))):
-        render_session_matrix(cfg)
+        try:
+            render_session_matrix(cfg)
+        except Exception as e:  # never lose the run's output to a traceback here
+            session.config.get_terminal_writer().line(
+                f"conformance: matrix not written: {secrets.redact(str(e)).splitlines()[0]}",
+                red=True)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
 def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:

@@ -50,6 +50,8 @@ class Cell:
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items()}
+        if d["reason"]:  # a cell's reason is one line, whatever a server put in its error
+            d["reason"] = " ".join(str(d["reason"]).split())
         d["column"], d["row"] = d.pop("provider"), d.pop("scenario")
         return json.loads(secrets.redact(json.dumps(d, ensure_ascii=False)))
 

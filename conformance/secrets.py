@@ -48,7 +48,13 @@ _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)")
 MIN_SECRET = 6  # shorter values would redact ordinary words
 
 _known: set[str] = set()
+_by_length: tuple[str, ...] = ()  # _known, longest first: read without the lock
 _lock = threading.Lock()
+
+
+def _refresh() -> None:
+    global _by_length
+    _by_length = tuple(sorted(_known, key=len, reverse=True))
 
 
 def register(*values: str | None) -> None:
@@ -59,6 +65,8 @@ def register(*values: str | None) -> None:
             if v and len(v) >= MIN_SECRET and v not in _known and v != REDACTED:
                 _known.add(v)
                 added = True
+        if added:
+            _refresh()
     if added:
         install_log_redaction()
 
@@ -98,10 +106,11 @@ def forget(*values: str) -> None:
             _known.difference_update(values)
         else:
             _known.clear()
+        _refresh()
 
 
 def redact(text: str) -> str:
-    for s in sorted(_known, key=len, reverse=True):
+    for s in _by_length:
         if s in text:
             text = text.replace(s, REDACTED)
     for prefixes, shape in _SHAPES:  # a cheap substring test first: bodies can be large
@@ -170,18 +179,22 @@ def _set_at(value: Any, path: tuple[Any, ...], new: str, old: str) -> bool:
     return _set_at(value[head], rest, new, old)
 
 
+_LINES = re.compile(r"(\r\n|\r|\n)")  # the SSE line terminators
+
+
 def redact_split(text: str) -> str:
     """Redact a known secret that a server split across the ``data:`` events of an SSE
     stream (``"CANA"`` in one content delta, ``"RY…"`` in the next): the pieces of each
     field are joined in event order, every occurrence of a secret in the joined text is
     mapped back to the pieces it spans, and only those characters are replaced."""
-    secrets_ = [s for s in _known if len(s) >= MIN_SECRET]
+    secrets_ = _by_length
     if not secrets_ or "data:" not in text:
         return text
-    lines = text.split("\n")
+    lines = _LINES.split(text)  # lines at even positions, their terminators in between
     parsed: dict[int, Any] = {}
     streams: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
-    for no, line in enumerate(lines):
+    for no in range(0, len(lines), 2):
+        line = lines[no]
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()
@@ -229,9 +242,8 @@ def redact_split(text: str) -> str:
         obj = parsed[no]
         for path, old, new in changes:
             _set_at(obj, path, new, old)
-        lines[no] = "data: " + json.dumps(obj, ensure_ascii=False) + \
-            ("\r" if lines[no].endswith("\r") else "")
-    return "\n".join(lines)
+        lines[no] = "data: " + json.dumps(obj, ensure_ascii=False)
+    return "".join(lines)
 
 
 def redact_obj(value: Any) -> Any:

@@ -17,6 +17,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
+SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
 
 
 class SSEParser:
@@ -60,12 +61,19 @@ class SSEParser:
             out.append(self._fault("invalid UTF-8 in the stream (decoded with U+FFFD)"))
         # An event with data but no blank line after it is discarded by the SSE spec.
         pending = self._events._data
-        if pending:
+        if self._oversized:
+            out.append(
+                self._fault(
+                    f"stream ended inside an event larger than {MAX_EVENT_BYTES} bytes",
+                    self._event_line,
+                )
+            )
+        elif pending:
             line = self._event_line
             out.append(
                 self._fault(
                     "stream ended inside an event (no blank line after it): "
-                    + "\n".join(pending)[:120],
+                    + "\\n".join(pending)[:120],  # one line: the newlines shown as \\n
                     line,
                 )
             )
@@ -80,30 +88,40 @@ class SSEParser:
         out: list[Event] = []
         for line in lines:
             self._line_no += 1
+            if self._line_no == 1 and line.startswith("\ufeff"):
+                line = line[1:]  # a byte order mark is not part of the first field
             if line.startswith(":"):
                 out.append(Event(self._n, COMMENT, self._line_no, line[1:].strip()))
                 self._n += 1
                 continue
-            if line and self._event_line is None:
-                self._event_line = self._line_no
+            if line and line.partition(":")[0] not in SSE_FIELDS:
+                # The SSE spec ignores unknown fields; a stream of them (NDJSON served as
+                # text/event-stream, a bare JSON line) carries no events at all: a fault.
+                out.append(self._fault("not an SSE field: " + line[:120], self._line_no))
+                continue
             if line:
+                if self._event_line is None:
+                    self._event_line = self._line_no
+                if self._oversized:
+                    continue  # the rest of an event already dropped
                 self._event_size += len(line)
                 if self._event_size > MAX_EVENT_BYTES:
                     # Drop the payload rather than hold it; the event becomes a fault.
                     self._events._data = []
                     self._oversized = True
                     continue
-            sse = self._events.decode(line)
-            if sse is None:
+                self._events.decode(line)
                 continue
+            # A blank line ends the event (if any).
             start = self._event_line or self._line_no
-            self._event_line, self._event_size = None, 0
-            if self._oversized:
-                self._oversized = False
+            oversized = self._oversized
+            self._event_line, self._event_size, self._oversized = None, 0, False
+            sse = self._events.decode(line)
+            if oversized:
                 out.append(self._fault(f"one event larger than {MAX_EVENT_BYTES} bytes", start))
-                continue
-            out.append(payload_event(self._n, sse.data, start, sse.event or None))
-            self._n += 1
+            elif sse is not None:
+                out.append(payload_event(self._n, sse.data, start, sse.event or None))
+                self._n += 1
         return out
 
 

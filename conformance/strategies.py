@@ -50,7 +50,9 @@ class NaiveAccumulator:
             idx = tc.get("index", 0) if self.guard else tc["index"]
             if not self.guard and not isinstance(idx, int):
                 raise TypeError(f"tool-call index is {idx!r}, not an integer")
-            entry = self.acc.setdefault(idx, {"id": "", "type": "", "name": "", "arguments": ""})
+            entry = self.acc.get(idx)
+            if entry is None:
+                entry = self.acc[idx] = {"id": "", "type": "", "name": "", "arguments": []}
             fn = tc.get("function") or {}
             for key, value in (
                 ("id", tc.get("id")),
@@ -61,7 +63,11 @@ class NaiveAccumulator:
                     entry[key] = value
             args = fn.get("arguments")
             if args is not None and (args or not self.guard):
-                entry["arguments"] += args  # a non-string here raises TypeError: a crash
+                if not isinstance(args, str):  # what `str += args` raises: a crash
+                    raise TypeError(
+                        f'can only concatenate str (not "{type(args).__name__}") to str'
+                    )
+                entry["arguments"].append(args)  # joined at the end (no quadratic `+=`)
 
     def calls(self) -> list[dict[str, Any]]:
         keys = sorted(
@@ -73,7 +79,7 @@ class NaiveAccumulator:
                 "id": v["id"],
                 "type": v["type"] or "function",
                 "name": v["name"],
-                "arguments": v["arguments"],
+                "arguments": "".join(v["arguments"]),
             }
             for k, v in ((k, self.acc[k]) for k in keys)
         ]
@@ -90,7 +96,8 @@ class RobustStrategy:
         self._turn: Turn | None = None
 
     def feed(self, chunk: Any, event: int) -> None:
-        self.acc.feed(chunk, event=event)
+        if isinstance(chunk, dict):  # a parsed payload; a JSON string is no chunk (not re-parsed)
+            self.acc.feed(chunk, event=event)
 
     def turn(self) -> Turn:
         if self._turn is None:

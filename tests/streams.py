@@ -120,7 +120,7 @@ data: [DONE]
 SSE_KEEPALIVE_AS_DATA = """\
 data: : keepalive
 
-data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xai/grok-4.6","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
+data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xai/grok-4.6","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
 
 data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xai/grok-4.6","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a\\":"}}]},"finish_reason":null}]}
 
@@ -145,7 +145,7 @@ data: {"id":"chatcmpl-5c50","object":"chat.completion.chunk","created":1,"model"
 
 # Q-SSE-ERROR-ENVELOPE, verbatim coder:stream_error.txtar (no [DONE] follows the error).
 SSE_ERROR_ENVELOPE = """\
-data: {"id":"chatcmpl-BwoiP","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"write","arguments":""}}]},"logprobs":null,"finish_reason":null}],"usage":null}
+data: {"id":"chatcmpl-BwoiP","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"write","arguments":""}}]},"logprobs":null,"finish_reason":null}],"usage":null}
 
 data: {"id":"chatcmpl-BwoiP","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"text\\": \\""}}]},"logprobs":null,"finish_reason":null}],"usage":null}
 
@@ -156,7 +156,7 @@ data: {"error": {"message": "The server had an error while processing your reque
 # Q-SSE-ERROR-IN-CHUNK, reconstructed from diegosouzapw/OmniRoute#8210 and OpenRouter's docs:
 # a chunk-shaped object with `choices: []` and an `error`, mid-call.
 SSE_ERROR_IN_CHUNK = """\
-data: {"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
+data: {"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
 
 data: {"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a\\":"}}]},"finish_reason":null}]}
 
@@ -182,7 +182,7 @@ BODY_STREAM_OPTIONS_REJECTED = (
 # `application/json` completion.
 BODY_STREAM_DOWNGRADED = (
     '{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
-    '"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_0123456789ab",'
+    '"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_0123456789abQRSTUVWXYZab",'
     '"type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},'
     '"finish_reason":"tool_calls"}]}'
 )
@@ -192,7 +192,7 @@ BODY_STREAM_DOWNGRADED = (
 # Q-USAGE-PLACEMENT, verbatim fantasy:TestOpenAICompatibleCommon/groq-kimi-k2: usage on the
 # finish chunk and again in a `choices: []` chunk (x_groq dropped).
 USAGE_PLACEMENT = """\
-{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"moonshotai/kimi-k2","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_5b7e0a1c2d","type":"function","function":{"name":"add","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":0}]},"logprobs":null,"finish_reason":null}]}
+{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"moonshotai/kimi-k2","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_5b7e0a1c2dQRSTUVWXYZabcd","type":"function","function":{"name":"add","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":0}]},"logprobs":null,"finish_reason":null}]}
 {"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"moonshotai/kimi-k2","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":200,"completion_tokens":59,"total_tokens":259}}
 {"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"moonshotai/kimi-k2","choices":[],"usage":{"prompt_tokens":200,"completion_tokens":59,"total_tokens":259}}
 """
@@ -210,7 +210,7 @@ AZURE_PROMPT_FILTER_CHUNK = """\
 # only finish_reason and index (the verbatim one also has content_filter_* annotations,
 # which are Q-EXTRA-FIELDS; left out here to isolate the missing delta).
 AZURE_CHOICE_WITHOUT_DELTA = """\
-{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
+{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":null}],"usage":null}
 {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -218,13 +218,13 @@ AZURE_CHOICE_WITHOUT_DELTA = """\
 # Q-ENVELOPE-FIELDS-MISSING, verbatim vercel/ai#4031 (Cloudflare: no choices[].index, no
 # finish_reason key); the tool call and finish chunk added in the same shape.
 ENVELOPE_FIELDS_MISSING = """\
-{"id":"id-1733737971956","object":"chat.completion.chunk","created":1733737971,"model":"@cf/meta/llama-3.1-8b-instruct-fast","choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]}}]}
+{"id":"id-1733737971956","object":"chat.completion.chunk","created":1733737971,"model":"@cf/meta/llama-3.1-8b-instruct-fast","choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]}}]}
 {"id":"id-1733737971956","object":"chat.completion.chunk","created":1733737971,"model":"@cf/meta/llama-3.1-8b-instruct-fast","choices":[{"delta":{},"finish_reason":"tool_calls"}]}
 """
 
 # Q-CHUNK-ID-UNSTABLE, adapted from microsoft/foundry-local#144 (`chat.id.N` per chunk).
 CHUNK_ID_UNSTABLE = """\
-{"id":"chat.id.4114","object":"chat.completion.chunk","created":1,"model":"phi-4","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
+{"id":"chat.id.4114","object":"chat.completion.chunk","created":1,"model":"phi-4","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
 {"id":"chat.id.4115","object":"chat.completion.chunk","created":1,"model":"phi-4","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"chat.id.4116","object":"chat.completion.chunk","created":1,"model":"phi-4","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -232,7 +232,7 @@ CHUNK_ID_UNSTABLE = """\
 # Q-EXTRA-FIELDS, verbatim fantasy:TestVercelCommon/gpt-5 finish chunk (delta.provider_metadata,
 # top-level generationId), trimmed.
 EXTRA_FIELDS = """\
-{"id":"gen_01KKHTQPSHJ5CM7TAQZYWNAQTV","object":"chat.completion.chunk","created":1773346216,"model":"openai/gpt-5","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
+{"id":"gen_01KKHTQPSHJ5CM7TAQZYWNAQTV","object":"chat.completion.chunk","created":1773346216,"model":"openai/gpt-5","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"gen_01KKHTQPSHJ5CM7TAQZYWNAQTV","object":"chat.completion.chunk","created":1773346216,"model":"openai/gpt-5","choices":[{"index":0,"delta":{"provider_metadata":{"openai":{"responseId":"resp_0ba3","serviceTier":"default"}}},"finish_reason":"tool_calls"}],"system_fingerprint":"fp_m0dg9o8dnf","service_tier":"default","generationId":"gen_01KKHTQPSHJ5CM7TAQZYWNAQTV"}
 """
 
@@ -240,7 +240,7 @@ EXTRA_FIELDS = """\
 # a content delta); plain content here so that no tool markup is involved.
 TOOLCALLS_EMPTY_ARRAY = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Checking.","tool_calls":[]},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
@@ -250,7 +250,7 @@ EMPTY_DELTA_CHUNKS = """\
 {"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}
 {"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{},"finish_reason":null}]}
 {"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{},"finish_reason":null}]}
-{"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
+{"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":""}}]},"finish_reason":null}]}
 {"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"28dfbfa4","object":"chat.completion.chunk","created":1,"model":"grok-4-fast-reasoning","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -260,7 +260,7 @@ EMPTY_DELTA_CHUNKS = """\
 # Q-INDEX-ABSENT (seed 004, Ollama before v0.4.7: ollama/ollama#7881), reconstructed: the
 # OpenAI shape with no `index` on any tool-call delta.
 INDEX_ABSENT = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{\\"city\\": "}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama3.1","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -285,7 +285,7 @@ INDEX_ABSENT_PARALLEL_SPLIT = """\
 # and finish_reason keys added, usage dropped; `arguments: ""` is all the call gets).
 INDEX_NONZERO_START = """\
 {"id":"msg_vrtx_01Fi","object":"chat.completion.chunk","created":1769199774,"model":"claude-haiku-4.5","choices":[{"index":0,"delta":{"content":"oder workspaces:","role":"assistant"},"finish_reason":null}]}
-{"id":"msg_vrtx_01Fi","object":"chat.completion.chunk","created":1769199774,"model":"claude-haiku-4.5","choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"function":{"name":"bmcp_coder_coder_list_workspaces"},"id":"call_DbFqUgk6aAtJ4n","index":1,"type":"function"}]},"finish_reason":null}]}
+{"id":"msg_vrtx_01Fi","object":"chat.completion.chunk","created":1769199774,"model":"claude-haiku-4.5","choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"function":{"name":"bmcp_coder_coder_list_workspaces"},"id":"call_DbFqUgk6aAtJ4nQRSTUVWXYZ","index":1,"type":"function"}]},"finish_reason":null}]}
 {"id":"msg_vrtx_01Fi","object":"chat.completion.chunk","created":1769199774,"model":"claude-haiku-4.5","choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"function":{"arguments":"{}"},"index":1}]},"finish_reason":null}]}
 {"id":"msg_vrtx_01Fi","object":"chat.completion.chunk","created":1769199774,"model":"claude-haiku-4.5","choices":[{"finish_reason":"tool_calls","index":0,"delta":{"content":null}}]}
 """
@@ -293,17 +293,17 @@ INDEX_NONZERO_START = """\
 # Q-INDEX-ALL-ZERO (seed 004, ollama/ollama#15457), transcribed from the variant-a wire of
 # Q-INDEX-REUSED-ACROSS-CALLS (ai-dynamo/dynamo#4723): two calls, both on index 0.
 INDEX_ALL_ZERO = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_9439f8318d70","type":"function","function":{"name":"add_numbers","arguments":"{\\"b\\":2,\\"a\\":2}"}}]},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_84eb6907b8e3","type":"function","function":{"name":"get_weather","arguments":"{\\"unit\\":\\"celsius\\",\\"location\\":\\"Tokyo\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_9439f8318d70QRSTUVWXYZab","type":"function","function":{"name":"add_numbers","arguments":"{\\"b\\":2,\\"a\\":2}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_84eb6907b8e3QRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":"{\\"unit\\":\\"celsius\\",\\"location\\":\\"Tokyo\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
 # Q-INDEX-REUSED-ACROSS-CALLS variant a, on index 1 (a relay that numbers from 1 and then
 # stays there): a new id and a name on an occupied non-zero index.
 INDEX_REUSED_NEW_ID = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_aaaaaaaaaaaa","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_bbbbbbbbbbbb","type":"function","function":{"name":"add","arguments":"{\\"a\\":1}"}}]},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_cccccccccccc","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_aaaaaaaaaaaaQRSTUVWXYZab","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_bbbbbbbbbbbbQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":1}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_ccccccccccccQRSTUVWXYZab","type":"function","function":{"name":"add","arguments":"{\\"a\\":2}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
@@ -319,7 +319,7 @@ INDEX_REUSED_NO_ID = """\
 # Q-INDEX-INCONSISTENT-WITHIN-CALL, reconstructed in the catalogue from
 # danny-avila/LibreChat#13987 / #14416: id/name on index 2, the arguments on index 1.
 INDEX_INCONSISTENT_WITHIN_CALL = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_tooluse0123","type":"function","function":{"name":"get_time","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_tooluse0123QRSTUVWXYZabc","type":"function","function":{"name":"get_time","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\\"timezone\\":\\"Europe/Madrid\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -337,7 +337,7 @@ ID_ABSENT = """\
 # Q-EMPTY-STRING-OVERWRITE, seed 000 §5 (alibaba compatible-mode): the real id and name
 # first, then `id: ""` and `name: ""` on every continuation.
 EMPTY_STRING_OVERWRITE = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3.8-max-preview","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_eee11723464a","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3.8-max-preview","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_eee11723464aQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3.8-max-preview","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"","function":{"name":"","arguments":"{\\"city\\":"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3.8-max-preview","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"","function":{"name":"","arguments":"\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3.8-max-preview","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -346,8 +346,8 @@ EMPTY_STRING_OVERWRITE = """\
 # Q-ID-REPEATED, verbatim sigoden/aichat#580 (LocalAI; trimmed, finish_reason "" replaced by
 # null to isolate the id): the same id on every delta.
 ID_REPEATED = """\
-{"created":1718031283,"object":"chat.completion.chunk","id":"f5f63d03","model":"llama3-8b-inst","choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_f5f63d039bd7","type":"function","function":{"name":"get_current_weather","arguments":""}}]}}]}
-{"created":1718031283,"object":"chat.completion.chunk","id":"f5f63d03","model":"llama3-8b-inst","choices":[{"index":0,"finish_reason":null,"delta":{"tool_calls":[{"index":0,"id":"call_f5f63d039bd7","function":{"arguments":"{\\"location\\":\\"Paris\\"}"}}]}}]}
+{"created":1718031283,"object":"chat.completion.chunk","id":"f5f63d03","model":"llama3-8b-inst","choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_f5f63d039bd7QRSTUVWXYZab","type":"function","function":{"name":"get_current_weather","arguments":""}}]}}]}
+{"created":1718031283,"object":"chat.completion.chunk","id":"f5f63d03","model":"llama3-8b-inst","choices":[{"index":0,"finish_reason":null,"delta":{"tool_calls":[{"index":0,"id":"call_f5f63d039bd7QRSTUVWXYZab","function":{"arguments":"{\\"location\\":\\"Paris\\"}"}}]}}]}
 {"created":1718031283,"object":"chat.completion.chunk","id":"f5f63d03","model":"llama3-8b-inst","choices":[{"index":0,"finish_reason":"tool_calls","delta":{}}]}
 """
 
@@ -372,7 +372,7 @@ ID_FORMAT = """\
 
 # Q-TYPE-MISSING, reconstructed in the catalogue from vllm-project/vllm#16340.
 TYPE_MISSING = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen2.5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","function":{"name":"get_current_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen2.5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","function":{"name":"get_current_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen2.5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen2.5","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -380,7 +380,7 @@ TYPE_MISSING = """\
 # Q-NAME-REPEATED, reconstructed in the catalogue from ggml-org/llama.cpp#13774 (the
 # misplaced `function.id` replaced by a tool-call `id` to isolate the name).
 NAME_REPEATED = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"final_result","arguments":"{\\""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"final_result","arguments":"{\\""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"final_result","arguments":"answer"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"final_result","arguments":"\\": 42}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -389,15 +389,15 @@ NAME_REPEATED = """\
 # Q-NAME-EMPTY-OPENING-DELTA, verbatim jjang-ai/vmlx#244: opener `name: ""`, the real name on
 # the next delta (which repeats the id: Q-ID-REPEATED too, as recorded).
 NAME_EMPTY_OPENING_DELTA = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"MiniMax-M2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x0123456789","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"MiniMax-M2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x0123456789","function":{"name":"bash","arguments":"{\\"cmd\\":\\"ls\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"MiniMax-M2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x0123456789QRSTUVWXYZabc","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"MiniMax-M2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x0123456789QRSTUVWXYZabc","function":{"name":"bash","arguments":"{\\"cmd\\":\\"ls\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"MiniMax-M2","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
 # Q-NAME-AFTER-ARGUMENTS, reconstructed in the catalogue from vercel/ai#14722 (the `type`
 # added on the opener to isolate the name).
 NAME_AFTER_ARGUMENTS = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1230123456","type":"function","function":{"arguments":"{\\"command\\": "}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1230123456QRSTUVWXYZabcd","type":"function","function":{"arguments":"{\\"command\\": "}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"bash","arguments":"\\"ls -la\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -405,7 +405,7 @@ NAME_AFTER_ARGUMENTS = """\
 # Q-NAME-FRAGMENTED, reconstructed in the catalogue (openai/openai-agents-python#326):
 # `get_` then `weather`.
 NAME_FRAGMENTED = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1abcdefgh","type":"function","function":{"name":"get_","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1abcdefghQRSTUVWXYZabcde","type":"function","function":{"name":"get_","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"weather"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -416,15 +416,15 @@ NAME_FRAGMENTED = """\
 # Q-ARGS-WHOLE-IN-ONE-DELTA, verbatim fantasy:TestOpenAICompatibleCommon/groq-kimi-k2 (ids in
 # OpenAI's shape to isolate the quirk from Q-ID-FORMAT).
 ARGS_WHOLE_IN_ONE_DELTA = """\
-{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_add0123456","type":"function","function":{"name":"add","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":0}]},"logprobs":null,"finish_reason":null}]}
-{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_mul0123456","type":"function","function":{"name":"multiply","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":1}]},"logprobs":null,"finish_reason":null}]}
+{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_add0123456QRSTUVWXYZabcd","type":"function","function":{"name":"add","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":0}]},"logprobs":null,"finish_reason":null}]}
+{"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_mul0123456QRSTUVWXYZabcd","type":"function","function":{"name":"multiply","arguments":"{\\"a\\":2,\\"b\\":3}"},"index":1}]},"logprobs":null,"finish_reason":null}]}
 {"id":"chatcmpl-a74a","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}
 """
 
 # Q-ARGS-ON-OPENING-DELTA, verbatim fantasy:TestOpenAICompatibleCommon/llama-cpp-gpt-oss/
 # tool_streaming.yaml (id in OpenAI's shape).
 ARGS_ON_OPENING_DELTA = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-oss-20b","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_g2KOIWzn722h","type":"function","function":{"name":"weather","arguments":"{\\""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-oss-20b","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_g2KOIWzn722hQRSTUVWXYZab","type":"function","function":{"name":"weather","arguments":"{\\""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-oss-20b","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"location"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-oss-20b","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\":\\"Florence\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-oss-20b","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -432,7 +432,7 @@ ARGS_ON_OPENING_DELTA = """\
 
 # Q-ARGS-CUMULATIVE, reconstructed in the catalogue from NousResearch/hermes-agent#35718.
 ARGS_CUMULATIVE = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-chat","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"read","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-chat","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"read","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-chat","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"path\\":"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-chat","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"path\\":\\"notes.txt\\""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"deepseek-chat","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"path\\":\\"notes.txt\\"}"}}]},"finish_reason":null}]}
@@ -442,7 +442,7 @@ ARGS_CUMULATIVE = """\
 # Q-ARGS-DUPLICATED-ON-FLUSH, reconstructed in the catalogue (vllm-project/vllm#51697, xlam):
 # the end-of-stream flush re-sends the whole arguments.
 ARGS_DUPLICATED_ON_FLUSH = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"xlam","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"xlam","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xlam","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": \\"Seattle\\", "}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xlam","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"state\\": \\"WA\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"xlam","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": \\"Seattle\\", \\"state\\": \\"WA\\"}"}}]},"finish_reason":null}]}
@@ -453,7 +453,7 @@ ARGS_DUPLICATED_ON_FLUSH = """\
 # #31501: the opener with `arguments: ""`, then the finish. Judged against the request's
 # tool schema (get_weather requires `city`), see TOOLS_WEATHER.
 ARGS_LOST_MULTITOKEN_DELTA = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.5","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 TOOLS_WEATHER = [
@@ -473,7 +473,7 @@ TOOLS_WEATHER = [
 # Q-ARGS-ABSENT-NO-PARAMS, verbatim coder:streaming_injected_tool_nonzero_index.txtar pattern
 # at index 0: the name delta, then `arguments: ""`, then the finish.
 ARGS_ABSENT_NO_PARAMS = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"list_workspaces","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"list_workspaces","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -481,7 +481,7 @@ ARGS_ABSENT_NO_PARAMS = """\
 # Q-ARGS-SERVER-PARSER-CORRUPTION, reconstructed from vllm-project/vllm#21360 (the `[{"` of
 # an array-of-objects argument dropped): valid JSON text in, invalid fragments out.
 ARGS_SERVER_PARSER_CORRUPTION = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"add_items","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"add_items","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"items\\": "}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"name\\": \\"a\\"}]}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -490,14 +490,14 @@ ARGS_SERVER_PARSER_CORRUPTION = """\
 # Q-ARGS-JSON-OBJECT, verbatim huggingface/text-generation-inference#2136 tool call (as a
 # streamed delta; `description: null` dropped).
 ARGS_JSON_OBJECT = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"tgi","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"retrieve_payment_status","arguments":{"transaction_id":"T1001"}}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"tgi","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"retrieve_payment_status","arguments":{"transaction_id":"T1001"}}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"tgi","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
 # Q-ARGS-CONTROL-MARKUP, reconstructed in the catalogue from raullenchai/Rapid-MLX#579:
 # `[ARGS]` emitted as an argument fragment.
 ARGS_CONTROL_MARKUP = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"devstral-small-2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"read_file","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"devstral-small-2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"read_file","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"devstral-small-2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"[ARGS]"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"devstral-small-2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"file_path\\": \\"a.txt\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"devstral-small-2","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
@@ -506,7 +506,7 @@ ARGS_CONTROL_MARKUP = """\
 # Q-ARGS-TRUNCATED (seed 000 §4; catalogue L.2, Qwen/DashScope): the arguments stop short,
 # the finish still says tool_calls.
 ARGS_TRUNCATED = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen-plus","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen-plus","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen-plus","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": \\"Par"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen-plus","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -521,7 +521,7 @@ ARGS_CUT_BY_LENGTH = ARGS_TRUNCATED.replace(
 # Q-FINISH-STOP-WITH-TOOLCALLS, reconstructed in the catalogue from googleapis/python-genai#2868
 # (the call given an index and an envelope to isolate the finish).
 FINISH_STOP_WITH_TOOLCALLS = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.5-flash","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.5-flash","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.5-flash","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"location\\":\\"Sydney\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.5-flash","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
 """
@@ -539,7 +539,7 @@ FINISH_TOOLCALLS_WITHOUT_DELTAS = """\
 # Q-FINISH-EMPTY-STRING, verbatim sgl-project/sglang#3387 chunk (role null and matched_stop
 # left out to isolate the finish): `finish_reason: ""` on non-final chunks.
 FINISH_EMPTY_STRING = """\
-{"id":"pvTMmBwCgREi3g-CaZkn1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":""}],"usage":null}
+{"id":"pvTMmBwCgREi3g-CaZkn1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":""}],"usage":null}
 {"id":"pvTMmBwCgREi3g-CaZkn1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"logprobs":null,"finish_reason":""}],"usage":null}
 {"id":"pvTMmBwCgREi3g-CaZkn1","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}],"usage":null}
 """
@@ -548,19 +548,19 @@ FINISH_EMPTY_STRING = """\
 # the tool call after it.
 FINISH_ON_NONFINAL_CHUNK = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"I need the weather."},"finish_reason":"stop"}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
 # Q-FINISH-CAMELCASE (jakobdylanc/llmcord#84): `finish_reason` null and `finishReason` set.
 FINISH_CAMELCASE = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.0-flash","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.0-flash","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemini-2.0-flash","choices":[{"index":0,"delta":{},"finish_reason":null,"finishReason":"tool_calls"}]}
 """
 
 # Q-FINISH-NEVER-SENT (anomalyco/opencode#43882): the stream ends without any finish_reason.
 FINISH_NEVER_SENT = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"muse-spark-1.2","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"muse-spark-1.2","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"muse-spark-1.2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 """
 
@@ -574,7 +574,7 @@ FINISH_REPEATED = """\
 
 # Q-FINISH-SAME-CHUNK-AS-CALL, reconstructed in the catalogue (BerriAI/litellm#27638).
 FINISH_SAME_CHUNK_AS_CALL = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}
 """
 
@@ -601,7 +601,7 @@ TOOLCALL_AS_TEXT = """\
 # left out to isolate it), then the parsed call in the final chunk as mlx-vlm sent it.
 TOOLCALL_DUPLICATED_IN_CONTENT = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemma","choices":[{"index":0,"delta":{"role":"assistant","content":"<|tool_call>call:web_search{query:weather}"},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemma","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"web_search","arguments":"{\\"query\\":\\"weather\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemma","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"web_search","arguments":"{\\"query\\":\\"weather\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gemma","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
@@ -616,7 +616,7 @@ TOOLCALLS_MISSING_IN_STREAM = """\
 
 # Q-REASONING-SAME-DELTA, reconstructed in the catalogue from symfony/ai#1856.
 REASONING_SAME_DELTA = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.6","choices":[{"index":0,"delta":{"reasoning_content":"Need the weather.","tool_calls":[{"index":0,"id":"call_1abcdefgh","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.6","choices":[{"index":0,"delta":{"reasoning_content":"Need the weather.","tool_calls":[{"index":0,"id":"call_1abcdefghQRSTUVWXYZabcde","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.6","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"glm-4.6","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
@@ -625,7 +625,7 @@ REASONING_SAME_DELTA = """\
 # text as content on the tool_calls finish chunk.
 REASONING_LEAK_AT_FINISH = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"The user wants the weather."},"finish_reason":null}]}
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"content":" so I call it."},"finish_reason":"tool_calls"}]}
 """
 
@@ -634,7 +634,7 @@ REASONING_LEAK_AT_FINISH = """\
 # Q-OPENAI-MULTI-TOOL-USE-WRAPPER, reconstructed in the catalogue
 # (craft-ai-agents/craft-agents-oss#449).
 OPENAI_MULTI_TOOL_USE_WRAPPER = """\
-{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789ab","type":"function","function":{"name":"multi_tool_use.parallel","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"multi_tool_use.parallel","arguments":""}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-5","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"tool_uses\\":[{\\"recipient_name\\":\\"functions.add\\",\\"parameters\\":{}}]}"}}]},"finish_reason":null}]}
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-5","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """

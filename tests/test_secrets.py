@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance import secrets
 from conformance.faults import FaultServer, fault_server, providers_yaml, run_suite
@@ -293,3 +295,38 @@ def test_the_atomic_writer_redacts(tmp_path: Path) -> None:
     secrets.write_atomic(tmp_path / "g.bin", b"\xff CANARYunit0123456")
     assert (tmp_path / "f.txt").read_text() == "a <redacted> b"
     assert (tmp_path / "g.bin").read_bytes() == b"\xff <redacted>"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 22), max_size=5), st.sampled_from(["content", "arguments"]),
+       st.text(max_size=5), st.booleans())
+def test_a_key_split_across_events_is_redacted(cuts: list[int], field: str, around: str,
+                                               cr: bool) -> None:
+    """Wherever a server cuts the key between events, neither the body nor what a client
+    assembles from it holds the key."""
+    from conformance.analysis import analyze_bytes
+
+    key = "CANARYunit0123456"
+    secrets.register(key)
+    text = f"{around}{key}{around}"
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    nl = "\r" if cr else "\n"  # CR alone is an SSE line terminator too
+
+    def delta(piece: str) -> dict[str, Any]:
+        if field == "content":
+            return {"content": piece}
+        return {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+
+    events = [{"choices": [{"index": 0, "delta": {"tool_calls": [{
+        "index": 0, "id": "call_1", "type": "function",
+        "function": {"name": "f", "arguments": ""}}]}}]}] if field == "arguments" else []
+    events += [{"choices": [{"index": 0, "delta": delta(p)}]} for p in pieces]
+    raw = "".join(f"data: {json.dumps(e)}{nl}{nl}" for e in events).encode()
+    out = secrets.redact_bytes(raw)
+    assert key.encode() not in out
+    r = analyze_bytes(out)
+    assert key not in json.dumps(r.to_json())
+    joined = "".join(json.loads(line[5:])["choices"][0]["delta"].get("content") or ""
+                     for line in out.decode().split(nl) if line.startswith("data:"))
+    assert key not in joined

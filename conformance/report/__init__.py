@@ -17,7 +17,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,17 +34,10 @@ START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and os.replace (no torn files)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """One writer for every file the suite writes: redact, temporary file, fsync, rename
+    (``conformance.secrets.write_atomic``)."""
+    from conformance.secrets import write_atomic
+    write_atomic(path, text)
 
 
 def _umask() -> int:
