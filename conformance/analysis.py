@@ -352,6 +352,8 @@ class Analyzer:
                 "Q-NAME-FRAGMENTED",
             ):
                 continue  # reported by their own detectors, with pointers
+            if w.quirk == "Q-ARGS-TRUNCATED" and self.t.transport_error:
+                continue  # the transport cut the stream: a consequence, not the server's quirk
             rule = WORKAROUND_RULE.get(w.quirk, w.quirk)
             if (rule, w.quirk) in detected:
                 continue  # a detector reported it already, with its pointer
@@ -489,7 +491,7 @@ def _usage_requested(req: dict[str, Any]) -> bool:
 def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
     must end with finish_reason "length"): both judged only when the request asks."""
-    if a.req is None or a.events == 0 or a.error_seen:
+    if a.req is None or a.events == 0 or a.error_seen or a.t.transport_error:
         return
     if _usage_requested(a.req) and turn.usage is None:
         a.find("R-USAGE", "stream_options.include_usage asked, no usage object arrived")
@@ -642,7 +644,7 @@ def detect_http_level(a: Analyzer) -> None:
             and ("tools" in low and "stream" in low or "unsupported param: tools" in low)
         ):
             quirk = "Q-STREAM-TOOLS-UNSUPPORTED"
-        elif t.status == 400 and "stream_options" in low:
+        elif t.status == 400 and ("stream_options" in low or "include_usage" in low):
             quirk = "Q-STREAM-OPTIONS-REJECTED"
         a.find("R-HTTP-OK", f"HTTP {t.status}: {msg}", quirk=quirk)
         return
@@ -1373,6 +1375,8 @@ def detect_finish_at_end(a: Analyzer) -> None:
 def detect_calls_outside_tool_calls(a: Analyzer) -> None:
     """Q-TOOLCALL-AS-TEXT, Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM."""
     calls = a.robust.turn().calls
+    if (a.req or {}).get("tool_choice") == "none" and not calls:
+        return  # no call was wanted: whatever the model wrote is just text
     if a.first_markup_event is not None:
         if calls:
             a.find(

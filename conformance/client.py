@@ -341,12 +341,13 @@ def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
         tools = ()  # a request's `tools` that is not a list declares nothing
     for t in tools:
-        if isinstance(t, dict):
-            fn = t.get("function") if isinstance(t.get("function"), dict) else t
-            name = fn.get("name") if isinstance(fn, dict) else None
-            if isinstance(name, str):
-                params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
-                out[name] = params
+        if not isinstance(t, dict):
+            continue
+        inner = t.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else t
+        name, params = fn.get("name"), fn.get("parameters")
+        if isinstance(name, str):
+            out[name] = params if isinstance(params, dict) else {}
     return out
 
 
@@ -697,8 +698,12 @@ class ToolCallAccumulator:
                 slot.parts.append(a)
                 slot.length += len(a)
             return
-        if slot.length >= 2 and len(a) > slot.length and a.startswith(slot.text()):
-            slot.cumulative = True  # each delta re-sends everything so far
+        # Each delta re-sends everything so far. A one-character buffer latches only when it
+        # is "{": a fragment starting "{" after "{" can never continue a JSON object.
+        if len(a) > slot.length and (slot.length >= 2 or (slot.length == 1
+                                                          and slot.text() == "{")) \
+                and a.startswith(slot.text()):
+            slot.cumulative = True
             slot.parts, slot.length = [a], len(a)
             self._note("Q-ARGS-CUMULATIVE", ev, "arguments re-sent in full on each delta")
             return

@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.client import RoundTripPolicy
 from conformance.providers import Provider
-from conformance.server.profiles import PROFILES, REFERENCE_QUIRKS, Profile
+from conformance.server.profiles import PROFILES, Profile
 
 PREFIX = "profile:"
 # The scenario that elicits what a profile needs (server/profiles.py `needs`).
@@ -35,7 +35,6 @@ NOT_TRIPPED = frozenset({"rt-function-name-key"})
 class ProfileProvider(Provider):
     profile: str = ""
     scenario: str = "usage"
-    tolerated: frozenset[str] = frozenset()
 
     @property
     def cassette_key(self) -> str:
@@ -62,6 +61,5 @@ def profile_providers(base_url: str) -> list[ProfileProvider]:
                                  "scenarios": [scenario_for(prof)]} for q in sorted(expected)},
             record_command="nox -s profiles", limits=limits, concurrency=8,
             roundtrip=RoundTripPolicy.from_provider({"roundtrip": ROUNDTRIP.get(name, {})}),
-            profile=name, scenario=scenario_for(prof),
-            tolerated=frozenset(prof.also) | REFERENCE_QUIRKS))
+            profile=name, scenario=scenario_for(prof)))
     return out

@@ -215,8 +215,22 @@ def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
             f"{source}#{i}", "cassette", request, status, _flat_headers(resp.get("headers")), body
         )
         t.meta.update(it.get("conformance") or {})
+        _recorded_fault(t)
         out.append(t)
     return out
+
+
+def _recorded_fault(t: Transcript) -> None:
+    """A fault the suite met while recording (a stall, a cut body) is kept in the
+    cassette as response headers; a reader of the cassette sees the same error."""
+    from conformance.transport import FAULT_HEADER, QUIRK_HEADER
+
+    reason = header(t.headers, FAULT_HEADER)
+    if reason:
+        t.transport_error = reason
+        quirk = header(t.headers, QUIRK_HEADER)
+        if quirk:
+            t.meta["transport_quirk"] = quirk
 
 
 def read_cassette_file(path: Path) -> list[Transcript]:

@@ -3,8 +3,8 @@
 A profile is data: a name (what clients send as ``model``), a description, the transforms it
 applies to the reference stream (keys of ``conformance.mutations.TRANSFORMS``), the catalogue
 ids it exhibits (``quirks``), the subset an analysis of its stream bytes must report
-(``expected``; a stall or a round-trip rejection is not in the bytes), ids an analysis may
-report besides, as consequences (``also``), and request-side behaviour: round-trip rejections
+(``expected``; a stall or a round-trip rejection is not in the bytes; nothing else above
+INFO may be reported), and request-side behaviour: round-trip rejections
 (catalogue group J), request faults, and ``parallel_tool_calls`` handling.
 """
 
@@ -103,7 +103,6 @@ class Profile:
     mutations: tuple[str, ...] = ()
     quirks: frozenset[str] = frozenset()
     expected: frozenset[str] = frozenset()
-    also: frozenset[str] = frozenset()
     round_trip: tuple[str, ...] = ()
     # Request-level behaviour instead of a stream shape:
     # "tools-unsupported" | "downgraded" | "stream-options-rejected".
@@ -142,50 +141,6 @@ _NEEDS = {
     "Q-TOOLCALL-AS-TEXT": "required",
 }
 
-# Consequences an analyzer may report besides the injected quirk (never instead of it).
-_ALSO = {
-    "Q-SSE-ERROR-ENVELOPE": {"Q-SSE-DONE-MISSING", "Q-FINISH-NEVER-SENT", "Q-ARGS-TRUNCATED"},
-    "Q-SSE-ERROR-IN-CHUNK": {"Q-FINISH-NEVER-SENT", "Q-ARGS-TRUNCATED", "Q-USAGE-EMPTY-CHOICES"},
-    "Q-AZURE-PROMPT-FILTER-CHUNK": {
-        "Q-USAGE-EMPTY-CHOICES",
-        "Q-ENVELOPE-FIELDS-MISSING",
-        "Q-CHUNK-ID-UNSTABLE",
-        "Q-EXTRA-FIELDS",
-    },
-    "Q-AZURE-CHOICE-WITHOUT-DELTA": {"Q-EXTRA-FIELDS", "Q-ENVELOPE-FIELDS-MISSING"},
-    "Q-INDEX-ABSENT-WHOLE-CALL": {"Q-INDEX-ABSENT", "Q-ARGS-WHOLE-IN-ONE-DELTA"},
-    "Q-INDEX-ABSENT-PARALLEL-SPLIT": {
-        "Q-INDEX-ABSENT",
-        "Q-INDEX-ABSENT-WHOLE-CALL",
-        "Q-ARGS-WHOLE-IN-ONE-DELTA",
-    },
-    "Q-INDEX-ALL-ZERO": {"Q-INDEX-REUSED-ACROSS-CALLS"},
-    "Q-INDEX-REUSED-ACROSS-CALLS": {"Q-INDEX-ALL-ZERO", "Q-ARGS-TRUNCATED"},
-    "Q-INDEX-INCONSISTENT-WITHIN-CALL": {
-        "Q-INDEX-NONZERO-START",
-        "Q-TYPE-MISSING",
-        "Q-ARGS-ON-OPENING-DELTA",
-        "Q-ARGS-LOST-MULTITOKEN-DELTA",
-        "Q-ID-ABSENT",
-        "Q-ARGS-ABSENT-NO-PARAMS",
-        "Q-ARGS-TRUNCATED",
-    },
-    "Q-NAME-EMPTY-OPENING-DELTA": {"Q-EMPTY-STRING-OVERWRITE"},
-    "Q-ARGS-WHOLE-IN-ONE-DELTA": {"Q-ARGS-ON-OPENING-DELTA"},
-    "Q-ARGS-CUMULATIVE": {"Q-ARGS-TRUNCATED", "Q-ARGS-DUPLICATED-ON-FLUSH"},
-    "Q-ARGS-DUPLICATED-ON-FLUSH": {"Q-ARGS-TRUNCATED", "Q-ARGS-CUMULATIVE"},
-    "Q-ARGS-LOST-MULTITOKEN-DELTA": {"Q-ARGS-ABSENT-NO-PARAMS"},
-    "Q-ARGS-SERVER-PARSER-CORRUPTION": {"Q-ARGS-TRUNCATED"},
-    "Q-ARGS-JSON-OBJECT": {"Q-ARGS-WHOLE-IN-ONE-DELTA", "Q-ARGS-ON-OPENING-DELTA"},
-    "Q-ARGS-CONTROL-MARKUP": {"Q-ARGS-TRUNCATED", "Q-ARGS-SERVER-PARSER-CORRUPTION"},
-    "Q-FINISH-ON-NONFINAL-CHUNK": {"Q-FINISH-REPEATED"},
-    "Q-FINISH-CAMELCASE": {"Q-FINISH-NEVER-SENT", "Q-EXTRA-FIELDS"},
-    "Q-FINISH-STOP-NAMED-TOOLCHOICE": {"Q-FINISH-STOP-WITH-TOOLCALLS"},
-    "Q-TOOLCALL-AS-TEXT": {"Q-TOOLCALLS-MISSING-IN-STREAM"},
-    "Q-REASONING-SAME-DELTA": {"Q-EXTRA-FIELDS"},
-    "Q-REASONING-LEAK-AT-FINISH": {"Q-EXTRA-FIELDS"},
-}
-
 # Reference behaviour that the catalogue lists as OpenAI's own quirk: an analysis may report
 # it for any profile whose stream has the usage chunk (include_usage).
 REFERENCE_QUIRKS = frozenset({"Q-USAGE-EMPTY-CHOICES"})
@@ -208,7 +163,6 @@ def _single(quirk: str, name: str | None = None, description: str | None = None)
         mutations=(quirk,),
         quirks=frozenset({quirk}),
         expected=frozenset() if quirk in _INVISIBLE else frozenset({quirk}),
-        also=frozenset(_ALSO.get(quirk, ())),
         when="named" if quirk == "Q-FINISH-STOP-NAMED-TOOLCHOICE" else None,
         needs=_NEEDS.get(quirk),
     )
@@ -265,7 +219,6 @@ def _build() -> dict[str, Profile]:
             mutations=("sse-error-event",),
             quirks=frozenset({"Q-SSE-ERROR-ENVELOPE"}),
             expected=frozenset({"Q-SSE-ERROR-ENVELOPE"}),
-            also=frozenset(_ALSO["Q-SSE-ERROR-ENVELOPE"]),
         ),
         # Request faults: the stream never starts or is not a stream.
         Profile(
