@@ -1,4 +1,4 @@
-"""nox sessions: tests, matrix, live, lint, diff, llamacpp, vllm, profiles, bench.
+"""nox sessions: tests, matrix, live, lint, diff, llamacpp, vllm, profiles, bench, clean.
 
 Replay is the default everywhere and never touches the network; `live` records.
 """
@@ -42,8 +42,8 @@ def matrix(session: nox.Session) -> None:
     _install(session, "test")
     # Exit 1 means some provider deviates: that is the table's content, not a failure.
     session.run("pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                "--record-mode=none", "--report-dir", "reports", *session.posargs,
-                success_codes=[0, 1])
+                "--record-mode=none", "--report-dir", "reports", "--reference-profiles",
+                *session.posargs, success_codes=[0, 1])
     _render_readme(session)
     session.log("wrote reports/quirks-matrix.{json,md,html} and the README table")
 
@@ -64,7 +64,8 @@ def diff(session: nox.Session) -> None:
     _install(session)
     out = tempfile.mkdtemp(prefix="conformance-diff-")
     session.run("pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                "--record-mode=none", "--report-dir", out, success_codes=[0, 1])
+                "--record-mode=none", "--report-dir", out, "--reference-profiles",
+                success_codes=[0, 1])
     session.run("conformance", "report", "--diff", "reports/quirks-matrix.json",
                 f"{out}/quirks-matrix.json", *session.posargs)
 
@@ -117,3 +118,15 @@ def bench(session: nox.Session) -> None:
 def clean(session: nox.Session) -> None:
     for p in ("reports/results", ".pytest_cache"):
         shutil.rmtree(p, ignore_errors=True)
+
+
+@nox.session
+def profiles(session: nox.Session) -> None:
+    """Record every reference profile (cassettes/_profiles) from a local `conformance serve`."""
+    _install(session)
+    session.run("python", "-m", "conformance.server.record", "--",
+                "python", "-m", "pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
+                "--reference-profiles", "--provider", "profile:*", "--record-mode=all",
+                "--report-dir", tempfile.mkdtemp(prefix="conformance-profiles-"),
+                *session.posargs, success_codes=[0, 1])
+    session.notify("matrix")

@@ -9,6 +9,7 @@ any field) is refused with that line, without echoing the value.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from dataclasses import dataclass, field
@@ -330,9 +331,16 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
 
 
 def select(providers: dict[str, Provider], names: list[str] | None) -> list[Provider]:
+    """The named providers, in file order; a name may be a glob (``'profile:*'``)."""
     if not names:
         return list(providers.values())
-    unknown = [n for n in names if n not in providers]
-    if unknown:
-        raise ConfigError(f"unknown provider {unknown[0]!r}; valid: {', '.join(providers)}")
-    return [providers[n] for n in names]
+    chosen: set[str] = set()
+    for n in names:
+        hits = fnmatch.filter(providers, n)
+        if not hits:
+            valid = ", ".join(providers)
+            if len(valid) > 300:
+                valid = valid[:300] + "…"
+            raise ConfigError(f"unknown provider {n!r}; valid: {valid}")
+        chosen.update(hits)
+    return [p for name, p in providers.items() if name in chosen]
