@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.client import Turn, _complete_json
+from conformance.client import Turn, _complete_json, completion_as_chunk
 from conformance.rules import (
     INFO,
     LEVEL_RANK,
@@ -675,7 +675,7 @@ def detect_http_level(a: Analyzer) -> None:
             excerpt=body,
         )
         # The catalogue's workaround: read the completion as if it had been streamed.
-        a.robust.feed(_completion_as_chunk(body), 0)
+        a.robust.feed(completion_as_chunk(body), 0)
     elif isinstance(body, dict) and "error" in body:
         a.robust.feed({"error": body["error"]}, 0)
         a.find(
@@ -685,21 +685,6 @@ def detect_http_level(a: Analyzer) -> None:
         )
     else:
         a.find("R-SSE-CONTENT-TYPE", f"stream requested; got {ctype}", excerpt=body)
-
-
-def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
-    choices = []
-    for c in body.get("choices") or []:
-        msg = dict(c.get("message") or {})
-        tcs = msg.get("tool_calls")
-        if isinstance(tcs, list):
-            msg["tool_calls"] = [
-                dict(tc, index=i) for i, tc in enumerate(tcs) if isinstance(tc, dict)
-            ]
-        choices.append(
-            {"index": c.get("index", 0), "delta": msg, "finish_reason": c.get("finish_reason")}
-        )
-    return {"choices": choices, "usage": body.get("usage")}
 
 
 # ---- group A/B: chunk envelope

@@ -31,6 +31,7 @@ __all__ = [
     "RoundTripPolicy",
     "to_raw_chunk",
     "accumulate",
+    "completion_as_chunk",
     "tool_result_messages",
     "assistant_message",
     "repair_json",
@@ -427,6 +428,7 @@ class ToolCallAccumulator:
         self._declared = _declared_tools(tools)
         self._per_choice = n > 1
         self._choices: dict[int, _Choice] = {}
+        self._choice0 = self._choices[0] = _Choice()  # with n=1 every choice is choice 0
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._finish: str | None = None
@@ -441,12 +443,13 @@ class ToolCallAccumulator:
         """Apply one chunk. Anything that is not a chunk object is ignored."""
         ev = self._events if event is None else event
         self._events += 1
-        try:
-            chunk = to_raw_chunk(chunk)
-        except (ValueError, RecursionError):  # text that is not JSON: not a chunk
-            return
-        if not isinstance(chunk, dict):
-            return
+        if type(chunk) is not dict:
+            try:
+                chunk = to_raw_chunk(chunk)
+            except (ValueError, RecursionError):  # text that is not JSON: not a chunk
+                return
+            if not isinstance(chunk, dict):
+                return
         if "error" in chunk and chunk["error"] is not None:
             self._error = chunk["error"]
             self._note(
@@ -455,14 +458,63 @@ class ToolCallAccumulator:
                 "error reported inside the stream",
             )
         usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._usage = usage  # last non-null usage wins; never summed
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             return
-        for choice in choices:
-            if isinstance(choice, dict):
-                self._apply_choice(choice, ev)
+        for choice in choices:  # one loop, no call per choice: this is the hot path
+            if not isinstance(choice, dict):
+                continue
+            if self._per_choice:
+                ci = choice.get("index")
+                key = ci if isinstance(ci, int) else 0
+                state = self._choices.get(key)
+                if state is None:
+                    state = self._choices[key] = _Choice()
+            else:
+                state = self._choice0
+            delta = choice.get("delta")
+            if isinstance(delta, dict):  # apply the delta before this choice's finish_reason
+                tcs = delta.get("tool_calls")
+                if tcs is None or len(delta) > 1:
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
+                        self._content.append(content)
+                    for k in REASONING_KEYS:
+                        r = delta.get(k)
+                        if isinstance(r, str) and r:
+                            self._reasoning.append(r)
+                            break
+                if isinstance(tcs, list):
+                    by_index, shared = state.by_index, state.shared
+                    for tc in tcs:
+                        # Fast path, the shape of nearly every delta of a conforming
+                        # stream: {"index": i, "function": {"arguments": "<fragment>"}} on
+                        # an open index no other call shares, not cumulative, no markup, no
+                        # latch to consider. It does what the general path does for that
+                        # shape; everything else goes there.
+                        if type(tc) is dict and len(tc) == 2:
+                            fn, idx = tc.get("function"), tc.get("index")
+                            if type(fn) is dict and len(fn) == 1 and type(idx) is int:
+                                a, slot = fn.get("arguments"), by_index.get(idx)
+                                if (slot is not None and type(a) is str
+                                        and 0 < len(a) <= slot.length
+                                        and not slot.cumulative and idx not in shared
+                                        and "<" not in a and "[" not in a):
+                                    state.current = slot
+                                    slot.parts.append(a)
+                                    slot.length += len(a)
+                                    continue
+                        if isinstance(tc, dict):
+                            self._apply_tool_delta(state, tc, ev)
+            fr = choice.get("finish_reason")
+            if fr is None and "finishReason" not in choice:
+                continue
+            if not (isinstance(fr, str) and fr):
+                fr = choice.get("finishReason")
+            if isinstance(fr, str) and fr:
+                self._finish = fr  # the last non-null, non-empty value
 
     def feed_many(self, chunks: Iterable[Any]) -> ToolCallAccumulator:
         for c in chunks:
@@ -551,33 +603,6 @@ class ToolCallAccumulator:
 
     def _all_slots(self) -> list[_Slot]:
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
-
-    def _apply_choice(self, choice: dict[str, Any], ev: int) -> None:
-        ci = choice.get("index")
-        key = ci if (self._per_choice and isinstance(ci, int)) else 0
-        state = self._choices.get(key)
-        if state is None:
-            state = self._choices[key] = _Choice()
-        delta = choice.get("delta")
-        if isinstance(delta, dict):  # apply the delta before this choice's finish_reason
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                self._content.append(content)
-            for k in REASONING_KEYS:
-                r = delta.get(k)
-                if isinstance(r, str) and r:
-                    self._reasoning.append(r)
-                    break
-            tcs = delta.get("tool_calls")
-            if isinstance(tcs, list):
-                for tc in tcs:
-                    if isinstance(tc, dict):
-                        self._apply_tool_delta(state, tc, ev)
-        fr = choice.get("finish_reason")
-        if not (isinstance(fr, str) and fr):
-            fr = choice.get("finishReason")
-        if isinstance(fr, str) and fr:
-            self._finish = fr  # the last non-null, non-empty value
 
     def _apply_tool_delta(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
         fn = tc.get("function")
@@ -777,6 +802,23 @@ class ToolCallAccumulator:
             )
         call.valid = False
         return call
+
+
+def completion_as_chunk(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A non-streamed completion as one chunk (catalogue Q-STREAM-DOWNGRADED: some servers
+    answer ``stream: true`` with ``application/json``; feed this to the accumulator)."""
+    choices = []
+    for c in body.get("choices") or []:
+        if not isinstance(c, dict):
+            continue
+        msg = dict(c.get("message") or {})
+        tcs = msg.get("tool_calls")
+        if isinstance(tcs, list):
+            msg["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(tcs)
+                                 if isinstance(tc, dict)]
+        choices.append({"index": c.get("index", 0), "delta": msg,
+                        "finish_reason": c.get("finish_reason")})
+    return {"choices": choices, "usage": body.get("usage")}
 
 
 def accumulate(chunks: Iterable[Any], *, tools: Iterable[Any] | None = None, n: int = 1) -> Turn:

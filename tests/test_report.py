@@ -403,7 +403,9 @@ def test_markdown_quirk_rows_and_client_lines(doc: dict[str, Any]) -> None:
     assert "use a robust accumulator (conformance.client)" in dash
     assert "even the robust accumulator cannot recover: R-FIRST-NAME" in dash  # uncatalogued
     assert "- **mistral**: not recorded; record with `nox -s live -- --provider mistral`" in md
-    assert "### Reference profiles" in md and "| scenario | **reference** |" in md
+    assert "### Reference profiles (end-to-end negative controls)" in md
+    # one row per profile: what it injects next to what the analysis reported
+    assert "| profile | scenario | verdict | injects (expected) | analysis reports | match |" in md
     assert "### Captures" in md and "`Field.jsonl`" in md
     assert "### Legend" in md and "∅ not recorded" in md
 

@@ -230,6 +230,35 @@ def _captures(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
     return out
 
 
+def _profiles(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
+    """One row per reference profile: it runs one scenario, so expected vs. observed."""
+    cols = columns_by_id(doc)
+    rows = {r["id"]: r for r in doc["rows"]}
+    out = ["| profile | scenario | verdict | injects (expected) | analysis reports | match |",
+           "|---|---|:-:|---|---|:-:|"]
+    for c in doc["cells"]:
+        if c["column"] not in ids:
+            continue
+        col = cols[c["column"]]
+        label = notes.add((c["column"], c["row"]), cell_note(doc, col, rows[c["row"]], c))
+        expected = sorted(col.get("expected_quirks") or {})
+        judged = sorted(q for q in c.get("quirks") or []
+                        if quirk_level(doc, q, c) != "INFO" or q in expected)
+        ok = set(judged) <= set(expected) | _implied(expected) and set(expected) <= set(judged)
+        out.append(
+            f"| {code(col.get('label') or col['id'])} | `{c['row']}` | {sym(c['verdict'])}{label}"
+            f" | {', '.join(code(q) for q in expected) or '–'}"
+            f" | {', '.join(code(q) for q in judged) or '–'} | {'✓' if ok else '✗'} |"
+        )
+    return out
+
+
+def _implied(quirks: list[str]) -> set[str]:
+    from conformance.rules import IMPLIES
+
+    return {c for q in quirks for c in IMPLIES.get(q, ())}
+
+
 LEGEND = (
     "✓ conforms · \\~ quirk (catalogued deviation; the robust client still assembles the right "
     "calls) · ✗ fails (a MUST rule broken, or unrecoverable) · ! error (transport/HTTP/protocol) "
@@ -256,8 +285,11 @@ def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
         lines += [f"{sub} Provenance", "", *_provenance_lines(doc, providers)]
     profiles = section(doc, "reference_profiles")
     if profiles:
-        lines += ["", f"{sub} Reference profiles", ""]
-        lines += _grid(doc, profiles, notes, quirk_rows=True)
+        lines += ["", f"{sub} Reference profiles (end-to-end negative controls)", "",
+                  "Each profile of `conformance serve` injects catalogued quirks into OpenAI's "
+                  "shape; recorded over HTTP, replayed and analysed like a provider, it must "
+                  "show exactly those quirks (INFO-level notes aside).", ""]
+        lines += _profiles(doc, profiles, notes)
     captures = section(doc, "captures")
     if captures:
         lines += ["", f"{sub} Captures", "", *_captures(doc, captures, notes), ""]
