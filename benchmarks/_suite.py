@@ -13,11 +13,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def providers_yaml(url: str, profiles: list[str], concurrency: int = 1) -> str:
+def providers_yaml(url: str, profiles: list[str], concurrency: int = 1,
+                   expect_profiles: bool = False) -> str:
+    """Reference profiles as providers; with expect_profiles their quirks are expected."""
+    from conformance.server.profiles import PROFILES
+
     lines = ["providers:"]
     for p in profiles:
         lines += [f"  {p}:", f"    base_url: {url}", f"    model: {p}",
                   f"    concurrency: {concurrency}"]
+        expected = sorted(PROFILES[p].expected) if expect_profiles else []
+        if expected:
+            lines.append("    expected_quirks:")
+            lines += [f"      {q}: injected by the {p} profile" for q in expected]
     return "\n".join(lines) + "\n"
 
 

@@ -30,7 +30,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-replay-"))
     profiles = [p for p in PROFILES if not PROFILES[p].fault][:N_PROVIDERS]
     with running_server() as url:
-        (tmp / "providers.yaml").write_text(providers_yaml(url, profiles, concurrency=4))
+        (tmp / "providers.yaml").write_text(providers_yaml(url, profiles, concurrency=4,
+                                                           expect_profiles=True))
         rec, r = run_pytest(tmp, "-n", "2", mode="all")
     cells = len(profiles) * len(SCENARIOS)
     print(f"recorded {len(profiles)} providers x {len(SCENARIOS)} scenarios = {cells} cells "

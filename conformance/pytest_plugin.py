@@ -132,6 +132,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    # pytest-xdist `--dist loadgroup`: a provider's cells are spread over `concurrency`
+    # groups, so workers run different providers side by side instead of waiting on a
+    # provider's lock (provider_slot still enforces the limit under any distribution).
+    seen: dict[str, int] = {}
+    for item in items:
+        prov = getattr(item, "callspec", None) and item.callspec.params.get("conformance_provider")
+        if prov is not None and item.get_closest_marker("conformance_scenario"):
+            k = seen.get(prov.name, 0)
+            seen[prov.name] = k + 1
+            item.add_marker(pytest.mark.xdist_group(f"{prov.name}#{k % max(1, prov.concurrency)}"))
     SuiteConfig._items = [i for i in items if i.get_closest_marker("conformance_scenario")]
 
 

@@ -495,14 +495,22 @@ def test_page_data_is_a_lossless_compaction(doc: dict[str, Any]) -> None:
             full["verdict"],
         )
         prefix = small.get("evidence_prefix", "")
+        suffix = small.get("evidence_suffix", "")
         restored = [
-            prefix + e["data"] if e["kind"] == "chunk" else e["data"]
+            prefix + e["data"] + ("" if e.get("x") else suffix) if e["kind"] == "chunk"
+            else e["data"]
             for e in small.get("evidence", [])
         ]
         assert restored == [e["data"] for e in full.get("evidence", [])]
-        assert small.get("tool_calls", {}).get("robust") == (full.get("tool_calls") or {}).get(
-            "robust"
-        )
+        shown = ("index", "id", "name", "arguments")  # the calls table's columns
+        full_robust = (full.get("tool_calls") or {}).get("robust")
+        assert small.get("tool_calls", {}).get("robust") == (
+            None if full_robust is None else [{k: x[k] for k in shown} for x in full_robust])
+        strings = compact["strings"]
+        for f_full, f_small in zip(full.get("findings", []), small.get("findings", []),
+                                   strict=True):
+            msg = f_small["message"]
+            assert (strings[msg] if isinstance(msg, int) else msg) == f_full["message"]
     dash = next(c for c in compact["cells"] if (c["column"], c["row"]) == ("dashscope", "single"))
     assert (
         dash["evidence_prefix"].startswith('{"id":"chatcmpl-1"') and "naive" in dash["tool_calls"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from functools import cache
 from html import escape
 from importlib import resources
@@ -80,6 +81,7 @@ def quirk_href(doc: Doc, qid: str, catalogue_url: str) -> str:
 
 
 MIN_PREFIX = 40  # shortest shared evidence prefix worth factoring out
+MIN_SUFFIX = 12  # and suffix
 
 
 def _common_prefix(texts: list[str]) -> str:
@@ -106,7 +108,11 @@ def _page_cell(cell: Cell) -> Cell:
         c.pop("trials", None)
     calls = c.get("tool_calls")
     if calls and "robust" in calls:
-        c["tool_calls"] = {s: v for s, v in calls.items() if s == "robust" or v != calls["robust"]}
+        # only what the panel shows (index, id, name, arguments), and the other strategies'
+        # calls only where they differ from the robust ones
+        keep = ("index", "id", "name", "arguments")
+        c["tool_calls"] = {s: [{k: x[k] for k in keep if k in x} for x in v]
+                           for s, v in calls.items() if s == "robust" or v != calls["robust"]}
     if c.get("impact"):
         c["impact"] = {
             s: {k: v for k, v in i.items() if k != "detail" or v} for s, i in c["impact"].items()
@@ -128,6 +134,20 @@ def _page_cell(cell: Cell) -> Cell:
         evidence = [
             dict(e, data=e["data"][len(prefix) :]) if e["kind"] == "chunk" else e for e in evidence
         ]
+    # ... and the tail most chunk events share (`,"logprobs":null,"finish_reason":null}]}`);
+    # an event without it is marked `x` (kept whole).
+    chunks = [e["data"] for e in evidence if e["kind"] == "chunk" and len(e["data"]) > MIN_SUFFIX]
+    if len(chunks) >= 2:
+        tail = Counter(d[-MIN_SUFFIX:] for d in chunks).most_common(1)[0][0]
+        suffix = _common_prefix([d[::-1] for d in chunks if d.endswith(tail)] * 2)[::-1]
+        if len(suffix) >= MIN_SUFFIX:
+            c["evidence_suffix"] = suffix
+            evidence = [
+                e if e["kind"] != "chunk" else
+                dict(e, data=e["data"][: -len(suffix)])
+                if e["data"].endswith(suffix) and len(e["data"]) > len(suffix) else dict(e, x=1)
+                for e in evidence
+            ]
     if evidence:
         c["evidence"] = evidence
     return c
@@ -145,7 +165,33 @@ def page_data(doc: Doc) -> Doc:
     }
     out["rules"] = {r: v for r, v in (doc.get("rules") or {}).items() if r in used_rules}
     out["cells"] = [_page_cell(c) for c in doc["cells"]]
+    _intern_finding_texts(out)
     return out
+
+
+def _intern_finding_texts(page: Doc) -> None:
+    """Finding messages and excerpts repeat across cells (the same quirk, the same words):
+    each text that occurs more than once is stored once in ``strings`` and referenced by
+    its index; the page's script puts the text back."""
+    def slots(c: Cell) -> Any:
+        for f in c.get("findings") or []:
+            yield f, "message"
+            yield f, "excerpt"
+        for i in (c.get("impact") or {}).values():
+            yield i, "detail"
+
+    counts: dict[str, int] = {}
+    for c in page["cells"]:
+        for obj, k in slots(c):
+            if isinstance(obj.get(k), str):
+                counts[obj[k]] = counts.get(obj[k], 0) + 1
+    table: dict[str, int] = {}
+    for c in page["cells"]:
+        for obj, k in slots(c):
+            text = obj.get(k)
+            if isinstance(text, str) and counts[text] > 1 and len(text) > 8:
+                obj[k] = table.setdefault(text, len(table))
+    page["strings"] = list(table)
 
 
 def _json_for_script(doc: Doc) -> str:

@@ -11,9 +11,20 @@
   var DEVIATING = { quirk: 1, fails: 1, error: 1 };
   var STRATEGIES = ["naive", "guarded", "robust"];
   var cells = new Map(), cols = new Map(), rows = new Map();
+  var strings = doc.strings || [];
   doc.cells.forEach(function (c) {
-    if (c.evidence_prefix) {  /* the page factors the shared chunk envelope out */
-      c.evidence.forEach(function (e) { if (e.kind === "chunk") e.data = c.evidence_prefix + e.data; });
+    /* the page interns repeated finding texts: a number is an index into doc.strings */
+    (c.findings || []).forEach(function (f) {
+      if (typeof f.message === "number") f.message = strings[f.message];
+      if (typeof f.excerpt === "number") f.excerpt = strings[f.excerpt];
+    });
+    Object.keys(c.impact || {}).forEach(function (s) {
+      if (typeof c.impact[s].detail === "number") c.impact[s].detail = strings[c.impact[s].detail];
+    });
+    if (c.evidence_prefix || c.evidence_suffix) {  /* the shared chunk envelope, factored out */
+      c.evidence.forEach(function (e) {
+        if (e.kind === "chunk") e.data = (c.evidence_prefix || "") + e.data + (e.x ? "" : c.evidence_suffix || "");
+      });
     }
     cells.set(c.column + "\u0000" + c.row, c);
   });
