@@ -36,7 +36,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import FrameType
 
@@ -304,3 +305,57 @@ def run_with_server(
                 proc.wait(timeout=stop_timeout)
         raise
     return 128 - rc if rc < 0 else rc
+
+
+def lane_main(
+    argv: Sequence[str] | None,
+    *,
+    name: str,
+    prog: str,
+    description: str,
+    prepare_flag: str,
+    prepare_help: str,
+    prepare: Callable[[], Sequence[Path]],
+    running_server: Callable[..., AbstractContextManager[str]],
+    env_for: Callable[[str, bool], dict[str, str]],
+    startup_timeout: float,
+) -> int:
+    """The command line both lanes share: ``[--url URL] [PREPARE] [--port P]
+    [--startup-timeout S] -- CMD ...``. With --url, CMD runs against a user's server and
+    nothing is started; otherwise the lane prepares, starts, runs CMD and stops its server.
+    ``env_for(url, started)`` names what CMD sees. Returns CMD's exit status (128+N if it
+    died of signal N); 2 if the lane could not be prepared or started; 130 on Ctrl-C;
+    128+N on SIGTERM/SIGHUP."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--url", help="use this OpenAI-compatible base URL (…/v1); start nothing")
+    parser.add_argument(prepare_flag, dest="prepare_only", action="store_true", help=prepare_help)
+    parser.add_argument("--port", type=int, default=None, help="port for the started server")
+    parser.add_argument("--startup-timeout", type=float, default=startup_timeout)
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+    args = parser.parse_args(argv)
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd and not args.prepare_only:
+        parser.error("missing command after --")
+    try:
+        with signals_as_exceptions():
+            if args.prepare_only:
+                for path in prepare():
+                    print(path)
+                return 0
+            if args.url:
+                return run_with_server(cmd, env_for(args.url, False))
+            with running_server(port=args.port, startup_timeout=args.startup_timeout) as url:
+                return run_with_server(cmd, env_for(url, True))
+    except LaneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Terminated as exc:
+        print(f"{name} lane: {exc}, server stopped", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print(f"{name} lane: interrupted, server stopped", file=sys.stderr)
+        return 130

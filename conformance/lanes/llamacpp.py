@@ -29,7 +29,6 @@ With ``--url`` the user's own server is used as is and nothing is built or start
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -388,60 +387,20 @@ def remote_model(base_url: str, timeout: float = 10.0) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance.lanes.llamacpp [--url URL] [--build-only] -- CMD ...``.
+    """``python -m conformance.lanes.llamacpp [--url URL] [--build-only] -- CMD ...``."""
 
-    Returns CMD's exit status (128+N if it died of signal N); 2 if the lane could not be
-    prepared or started; 130 on Ctrl-C; 128+N on SIGTERM/SIGHUP.
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.lanes.llamacpp",
-        description="Run CMD against a llama.cpp server (built and started here unless --url is "
-        "given). CMD sees LLAMACPP_BASE_URL, LLAMACPP_SERVER_VERSION and LLAMACPP_MODEL.",
-    )
-    parser.add_argument("--url", help="use this OpenAI-compatible base URL (…/v1); start nothing")
-    parser.add_argument(
-        "--build-only", action="store_true", help="only build/fetch the binary and the model"
-    )
-    parser.add_argument("--port", type=int, default=None, help="port for the started server")
-    parser.add_argument("--startup-timeout", type=float, default=120.0)
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
-    args = parser.parse_args(argv)
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    if not cmd and not args.build_only:
-        parser.error("missing command after --")
+    def env_for(url: str, started: bool) -> dict[str, str]:
+        return {"LLAMACPP_BASE_URL": url,
+                "LLAMACPP_SERVER_VERSION": SERVER_VERSION if started else remote_server_version(url),
+                "LLAMACPP_MODEL": MODEL_ALIAS if started else remote_model(url)}
 
-    try:
-        with common.signals_as_exceptions():
-            if args.build_only:
-                print(ensure_binary())
-                print(ensure_model())
-                return 0
-            if args.url:
-                env = {
-                    "LLAMACPP_BASE_URL": args.url,
-                    "LLAMACPP_SERVER_VERSION": remote_server_version(args.url),
-                    "LLAMACPP_MODEL": remote_model(args.url),
-                }
-                return common.run_with_server(cmd, env)
-            with running_server(port=args.port, startup_timeout=args.startup_timeout) as url:
-                env = {
-                    "LLAMACPP_BASE_URL": url,
-                    "LLAMACPP_SERVER_VERSION": SERVER_VERSION,
-                    "LLAMACPP_MODEL": MODEL_ALIAS,
-                }
-                return common.run_with_server(cmd, env)
-    except LaneError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except common.Terminated as exc:
-        print(f"llama.cpp lane: {exc}, server stopped", file=sys.stderr)
-        return exc.exit_status
-    except KeyboardInterrupt:
-        print("llama.cpp lane: interrupted, server stopped", file=sys.stderr)
-        return 130
-
+    return common.lane_main(
+        argv, name="llama.cpp", prog="python -m conformance.lanes.llamacpp",
+        description="Run CMD against a llama.cpp server (built and started here unless --url "
+        "is given). CMD sees LLAMACPP_BASE_URL, LLAMACPP_SERVER_VERSION and LLAMACPP_MODEL.",
+        prepare_flag="--build-only", prepare_help="only build/fetch the binary and the model",
+        prepare=lambda: [ensure_binary(), ensure_model()], running_server=running_server,
+        env_for=env_for, startup_timeout=120.0)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,7 +34,6 @@ The command sees ``VLLM_BASE_URL``, ``VLLM_SERVER_VERSION`` and ``VLLM_MODEL``. 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import json
@@ -356,60 +355,19 @@ def running_server(*, port: int | None = None, startup_timeout: float = 300) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance.lanes.vllm [--url URL] [--prepare-only] -- CMD ...``.
+    """``python -m conformance.lanes.vllm [--url URL] [--prepare-only] -- CMD ...``."""
 
-    Returns CMD's exit status (128+N if it died of signal N); 2 if the lane could not be
-    prepared or started; 130 on Ctrl-C; 128+N on SIGTERM/SIGHUP.
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.lanes.vllm",
+    def env_for(url: str, started: bool) -> dict[str, str]:
+        return {"VLLM_BASE_URL": url, "VLLM_SERVER_VERSION": server_version(url),
+                "VLLM_MODEL": SERVED_MODEL_NAME if started else remote_model(url)}
+
+    return common.lane_main(
+        argv, name="vllm", prog="python -m conformance.lanes.vllm",
         description="Run CMD against a vLLM server (installed and started here unless --url is "
         "given). CMD sees VLLM_BASE_URL, VLLM_SERVER_VERSION and VLLM_MODEL.",
-    )
-    parser.add_argument("--url", help="use this OpenAI-compatible base URL (…/v1); start nothing")
-    parser.add_argument(
-        "--prepare-only", action="store_true", help="only install the venv and convert the model"
-    )
-    parser.add_argument("--port", type=int, default=None, help="port for the started server")
-    parser.add_argument("--startup-timeout", type=float, default=300.0)
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
-    args = parser.parse_args(argv)
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    if not cmd and not args.prepare_only:
-        parser.error("missing command after --")
-
-    try:
-        with common.signals_as_exceptions():
-            if args.prepare_only:
-                print(ensure_venv())
-                print(ensure_model())
-                return 0
-            if args.url:
-                env = {
-                    "VLLM_BASE_URL": args.url,
-                    "VLLM_SERVER_VERSION": server_version(args.url),
-                    "VLLM_MODEL": remote_model(args.url),
-                }
-                return common.run_with_server(cmd, env)
-            with running_server(port=args.port, startup_timeout=args.startup_timeout) as url:
-                env = {
-                    "VLLM_BASE_URL": url,
-                    "VLLM_SERVER_VERSION": server_version(url),
-                    "VLLM_MODEL": SERVED_MODEL_NAME,
-                }
-                return common.run_with_server(cmd, env)
-    except LaneError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except common.Terminated as exc:
-        print(f"vllm lane: {exc}, server stopped", file=sys.stderr)
-        return exc.exit_status
-    except KeyboardInterrupt:
-        print("vllm lane: interrupted, server stopped", file=sys.stderr)
-        return 130
-
+        prepare_flag="--prepare-only", prepare_help="only install the venv and convert the model",
+        prepare=lambda: [ensure_venv(), ensure_model()], running_server=running_server,
+        env_for=env_for, startup_timeout=300.0)
 
 if __name__ == "__main__":
     sys.exit(main())
