@@ -463,6 +463,7 @@ class Analyzer:
             "R-LENGTH-VISIBLE": self.length_judged,
             "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
             "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
+            "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
         }
         out = {}
         for rid, rule in RULES.items():
@@ -1397,10 +1398,17 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
 
 @_register(END_DETECTORS)
 def detect_request_semantics(a: Analyzer) -> None:
-    """Q-PARALLEL-TOOL-CALLS-IGNORED; R-TOOL-CHOICE (none / named)."""
+    """Q-PARALLEL-TOOL-CALLS-IGNORED; R-TOOL-CHOICE (none / named); R-TOOL-DECLARED."""
     if a.req is None:
         return
     calls = a.robust.turn().calls
+    declared = {(t.get("function") or {}).get("name") for t in a.req.get("tools") or []
+                if isinstance(t, dict) and isinstance(t.get("function"), dict)}
+    unknown = [c.name for c in calls if c.name and declared and c.name not in declared
+               and c.name != "multi_tool_use.parallel"]  # that one has its own quirk
+    if unknown:
+        a.find("R-TOOL-DECLARED", f"the model called {unknown[0]!r}, which the request does "
+               "not declare")
     if a.req.get("parallel_tool_calls") is False and len(calls) > 1:
         a.find(
             "R-PARALLEL-DISABLED",

@@ -213,6 +213,14 @@ RULES: dict[str, Rule] = {
             "roundtrip",
         ),
         Rule(
+            "R-TOOL-DECLARED",
+            INFO,
+            "Each call names a tool the request declared (else an agent answers `Unknown "
+            "tool`; model behaviour rather than wire format).",
+            "OpenAI API reference (tools); catalogue Q-OPENAI-MULTI-TOOL-USE-WRAPPER",
+            "request",
+        ),
+        Rule(
             "R-LENGTH-CUT",
             INFO,
             'Calls cut by `finish_reason: "length"` are incomplete and must not be executed.',

@@ -572,6 +572,13 @@ RULE_CASES = {
         _ok(S.REFERENCE_TEXT_SSE, request=WITH_TOOL_MESSAGE, **SSE_OK),
         _ok(S.REFERENCE_TEXT_SSE, **SSE_OK),
     ),
+    "R-TOOL-DECLARED": (  # the reference streams call get_weather
+        _ok(S.REFERENCE_SINGLE_JSONL, request={"model": "m", "tools": [
+            {"type": "function", "function": {"name": "get_time"}}]}),
+        _ok(S.REFERENCE_SINGLE_JSONL, request={"model": "m", "tools": [
+            {"type": "function", "function": {"name": "get_weather"}}]}),
+        _ok(S.REFERENCE_SINGLE_JSONL),  # no request: nothing declared to compare with
+    ),
     "R-LENGTH-CUT": (
         _ok(S.ARGS_CUT_BY_LENGTH),
         _ok(S.REFERENCE_SINGLE_JSONL),
