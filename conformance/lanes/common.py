@@ -28,6 +28,7 @@ Errors that a user should read are :class:`LaneError` with a one-line message.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -359,3 +360,24 @@ def lane_main(
     except KeyboardInterrupt:
         print(f"{name} lane: interrupted, server stopped", file=sys.stderr)
         return 130
+
+
+def remote_field(url: str, key: str, timeout: float = 10.0) -> str:
+    """Best effort: ``key`` of the JSON object at ``url`` (a server's version), else
+    ``"unknown"``; never raises."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            data = json.load(resp)
+    except (OSError, ValueError, urllib.error.URLError):
+        return "unknown"
+    return str(data.get(key) or "unknown") if isinstance(data, dict) else "unknown"
+
+
+def remote_model(base_url: str, timeout: float = 10.0) -> str:
+    """Best effort model id of a user's server: the first ``id`` of ``GET /v1/models``."""
+    try:
+        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=timeout) as resp:
+            data = json.load(resp).get("data") or []
+        return str(data[0]["id"]) if data else ""
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, urllib.error.URLError):
+        return ""

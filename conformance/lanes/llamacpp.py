@@ -41,8 +41,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -365,22 +363,10 @@ def running_server(*, port: int | None = None, startup_timeout: float = 120) -> 
 def remote_server_version(base_url: str, timeout: float = 10.0) -> str:
     """Best effort version of a user's llama-server: ``build_info`` from ``GET /props``."""
     root = base_url.rstrip("/").removesuffix("/v1")
-    try:
-        with urllib.request.urlopen(f"{root}/props", timeout=timeout) as resp:
-            props = json.load(resp)
-    except (OSError, ValueError, urllib.error.URLError):
-        return "unknown"
-    return str(props.get("build_info") or "unknown") if isinstance(props, dict) else "unknown"
+    return common.remote_field(f"{root}/props", "build_info", timeout)
 
 
-def remote_model(base_url: str, timeout: float = 10.0) -> str:
-    """Best effort model id of a user's server: the first ``id`` of ``GET /v1/models``."""
-    try:
-        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=timeout) as resp:
-            data = json.load(resp).get("data") or []
-        return str(data[0]["id"]) if data else ""
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, urllib.error.URLError):
-        return ""
+remote_model = common.remote_model
 
 
 # --------------------------------------------------------------------------- CLI

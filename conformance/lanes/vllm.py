@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -299,22 +296,10 @@ def server_command(model: Path, port: int, python: Path | None = None) -> list[s
 def server_version(base_url: str, timeout: float = 10.0) -> str:
     """Best effort version of a vLLM server: ``version`` of ``GET /version``, else ``unknown``."""
     root = base_url.rstrip("/").removesuffix("/v1")
-    try:
-        with urllib.request.urlopen(f"{root}/version", timeout=timeout) as resp:
-            data = json.load(resp)
-    except (OSError, ValueError, urllib.error.URLError):
-        return "unknown"
-    return str(data.get("version") or "unknown") if isinstance(data, dict) else "unknown"
+    return common.remote_field(f"{root}/version", "version", timeout)
 
 
-def remote_model(base_url: str, timeout: float = 10.0) -> str:
-    """Best effort model id of a user's server: the first ``id`` of ``GET /v1/models``."""
-    try:
-        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=timeout) as resp:
-            data = json.load(resp).get("data") or []
-        return str(data[0]["id"]) if data else ""
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, urllib.error.URLError):
-        return ""
+remote_model = common.remote_model
 
 
 @contextlib.contextmanager
