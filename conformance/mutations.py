@@ -1190,7 +1190,32 @@ MUTATIONS: dict[str, Mutation] = {
 
 # Extra shapes of an already-catalogued quirk, used by server profiles; not in MUTATIONS so
 # that MUTATIONS stays one transform per quirk id.
-VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event}
+@_mutation
+def reasoning_first(frames, rng):
+    """(shape, not a quirk) reasoning streamed in its own deltas before the calls, the way
+    thinking models answer (DeepSeek, Kimi); used by the ``rt-reasoning-echo`` profile."""
+    specs = _specs(frames)
+    if not specs:
+        return None
+    at = _first_chunk(frames) + 1
+    words = split_words(_reasoning(specs))
+    frames[at:at] = [_like(frames, {"reasoning_content": w}) for w in words]
+    return None
+
+
+@_mutation
+def thought_signature(frames, rng):
+    """(shape, not a quirk) each opener carries ``extra_content.google.thought_signature``
+    (Gemini 3 via the OpenAI-compatible endpoint); used by ``rt-thought-signature``."""
+    for call in _calls(frames):
+        _, opener = call[0]
+        opener["extra_content"] = {"google": {"thought_signature": random_token(rng, 24)}}
+    return None
+
+
+VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event,
+                                 "reasoning-first": reasoning_first,
+                                 "thought-signature": thought_signature}
 TRANSFORMS: dict[str, Mutation] = {**MUTATIONS, **VARIANTS}
 
 

@@ -18,7 +18,8 @@ from conformance.server.profiles import PROFILES, Profile
 PREFIX = "profile:"
 # The scenario that elicits what a profile needs (server/profiles.py `needs`).
 SCENARIO_FOR_NEED = {None: "usage", "parallel": "parallel", "parallel-false": "parallel-disabled",
-                     "no-params": "no-arguments", "required": "required", "named": "named"}
+                     "no-params": "no-arguments", "required": "required", "named": "named",
+                     "strict": "strict"}
 # A stall is timing, not bytes: it is judged live (idle timeout), and a recording of it
 # holds no response to replay.
 LIVE_ONLY = frozenset({"stream-stalls"})
@@ -28,7 +29,9 @@ ROUNDTRIP = {"rt-content-empty": {"content": "empty"},
              "rt-tool-name-forbidden": {"tool_message_name": True}}
 # DeepSeek's "function.name key required" cannot be tripped by a client that always sends
 # the key (conformance.client does): the profile is for client authors; here it conforms.
-NOT_TRIPPED = frozenset({"rt-function-name-key"})
+# Gemini's thought signature is echoed by conformance.client (it keeps unknown per-call
+# fields and sends them back), so that rejection is not tripped either.
+NOT_TRIPPED = frozenset({"rt-function-name-key", "rt-thought-signature"})
 
 
 @dataclass

@@ -322,6 +322,12 @@ class CellRunner:
                              content=policy.content,
                              tool_message_name=not policy.tool_message_name,
                              id_format=policy.id_format)))
+        if turn.reasoning and not policy.echo_reasoning:
+            variants.append(("Q-REASONING-MUST-BE-ECHOED", "the turn's reasoning_content is "
+                             "sent back", RoundTripPolicy(
+                                 content=policy.content,
+                                 tool_message_name=policy.tool_message_name,
+                                 id_format=policy.id_format, echo_reasoning=True)))
         if policy.id_format != "mistral9":
             variants.append(("Q-RT-MISTRAL-TOOL-CALL-ID", "ids are 9 alphanumerics",
                              RoundTripPolicy(content=policy.content,

@@ -224,6 +224,8 @@ TOUCHES = {
     "Q-REASONING-LEAK-AT-FINISH": {"content", "count"},
     "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": {"tool_deltas", "count"},
     "sse-error-event": {"framing", "count", "tool_deltas", "finish", "usage"},
+    "reasoning-first": {"count", "content"},  # reasoning deltas before the calls
+    "thought-signature": {"tool_deltas"},
 }
 
 

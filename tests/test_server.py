@@ -103,6 +103,28 @@ def shape(*quirks: str) -> Callable[[Check], Check]:
     return register
 
 
+@shape("Q-REASONING-MUST-BE-ECHOED")
+def _reasoning_first(f, c, r):
+    # thinking-model shape: reasoning deltas before the first call, never in the same delta
+    deltas = [x["choices"][0]["delta"] for x in f if isinstance(x, dict) and x.get("choices")]
+    first_call = next(i for i, d in enumerate(deltas) if d.get("tool_calls"))
+    assert any(d.get("reasoning_content") for d in deltas[:first_call])
+    assert not any(d.get("reasoning_content") and d.get("tool_calls") for d in deltas)
+
+
+@shape("Q-RT-GEMINI-THOUGHT-SIGNATURE")
+def _thought_signatures(f, c, r):
+    openers = [tc for x in f if isinstance(x, dict) and x.get("choices")
+               for tc in x["choices"][0]["delta"].get("tool_calls") or [] if "id" in tc]
+    assert openers and all(tc["extra_content"]["google"]["thought_signature"] for tc in openers)
+
+
+@shape("Q-STRICT-IGNORED")
+def _strict_broken(f, c, r):
+    args = [json.loads(call["arguments"]) for call in c]
+    assert args and all("note" in a for a in args)  # undeclared under additionalProperties
+
+
 @shape("Q-SSE-COMMENT-KEEPALIVE")
 def _comments(f, c, r):
     assert f[:2] == [Raw(": OPENROUTER PROCESSING\n\n")] * 2 and Raw(": ping\n\n") in f
@@ -439,7 +461,8 @@ def _parallel_ignored(f, c, r):
 
 
 def test_every_streamed_quirk_has_a_shape_check():
-    quirks = set().union(*(p.quirks for p in PROFILES.values() if p.mutations))
+    quirks = set().union(*(p.quirks for p in PROFILES.values()
+                           if p.mutations or p.ignore_strict))
     assert quirks | {"Q-PARALLEL-TOOL-CALLS-IGNORED"} <= set(SHAPES)
 
 
@@ -465,9 +488,11 @@ def test_profile_stream_has_its_shape(name, base, client):
         for tc in message["choices"][0]["message"].get("tool_calls") or []
     ]
     assert render_sse(frames) == raw  # the server writes exactly the frames it built
-    if not profile.ignore_parallel_false:  # stalls are invisible in frames: compare bytes
+    if not (profile.ignore_parallel_false or profile.ignore_strict):
+        # stalls are invisible in frames: compare bytes
         assert raw == render_sse(apply(reference, profile.mutations, SEED))
-    for quirk in profile.quirks if profile.mutations or profile.ignore_parallel_false else ():
+    shaped = profile.mutations or profile.ignore_parallel_false or profile.ignore_strict
+    for quirk in profile.quirks if shaped else ():
         SHAPES[quirk](frames, calls, reference)
 
 

@@ -29,6 +29,7 @@ from conformance.mutations import Frame, Stall, apply, reference_stream, render_
 from conformance.server.profiles import PROFILES, Profile
 from conformance.server.streams import (
     RequestError,
+    break_strict_schema,
     check_history,
     completion_body,
     openai_error,
@@ -68,6 +69,8 @@ def respond(profile: Profile, body: dict[str, Any], *, interleave: bool = False)
         seed = request_seed(profile.name, body)
         rng = random.Random(f"{seed}:base")
         plan = plan_reply(body, rng, ignore_parallel_false=profile.ignore_parallel_false)
+        if profile.ignore_strict:
+            plan = break_strict_schema(plan, body)
     except RequestError as error:
         return Reply(error.status, error.body)
     model = str(body.get("model") or profile.name)

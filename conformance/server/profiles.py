@@ -83,7 +83,32 @@ def _function_name_key(messages: list[dict[str, Any]]) -> RequestError | None:
     return None
 
 
+def _reasoning_echo(messages: list[dict[str, Any]]) -> RequestError | None:
+    for _, message in _assistant_calls(messages):
+        if not message.get("reasoning_content"):
+            return openai_error(
+                400,
+                "The `reasoning_content` in the thinking mode must be passed back to the API.",
+                param="messages",
+            )
+    return None
+
+
+def _thought_signature(messages: list[dict[str, Any]]) -> RequestError | None:
+    for _, message in _assistant_calls(messages):
+        for tc in message["tool_calls"]:
+            sig = ((tc.get("extra_content") or {}).get("google") or {}).get("thought_signature")
+            if not sig:
+                error = {"code": 400, "status": "INVALID_ARGUMENT",
+                         "message": "Function call is missing a thought_signature in "
+                                    "functionCall parts."}
+                return RequestError(400, {"error": error})
+    return None
+
+
 ROUND_TRIP_CHECKS: dict[str, Callable[[list[dict[str, Any]]], RequestError | None]] = {
+    "reasoning-echo": _reasoning_echo,
+    "thought-signature": _thought_signature,
     "mistral-id": _mistral_id,
     "content-null": _content_null,
     "content-empty": _content_empty,
@@ -108,6 +133,8 @@ class Profile:
     # "tools-unsupported" | "downgraded" | "stream-options-rejected".
     fault: str | None = None
     ignore_parallel_false: bool = False
+    # Arguments for a `strict: true` tool break its schema (Q-STRICT-IGNORED).
+    ignore_strict: bool = False
     # "named": mutate only when tool_choice names a function (OpenAI's ``stop`` there).
     when: str | None = None
     # What a request must elicit for the quirk to show: "parallel" (>= 2 calls),
@@ -278,6 +305,30 @@ def _build() -> dict[str, Profile]:
             "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
             "replayed tool calls without a function.name key are rejected (DeepSeek).",
         ),
+        Profile(
+            "rt-reasoning-echo",
+            "streams reasoning before the calls; a round trip without the turn's "
+            "reasoning_content is rejected (DeepSeek thinking mode).",
+            mutations=("reasoning-first",),
+            round_trip=("reasoning-echo",),
+            quirks=frozenset({"Q-REASONING-MUST-BE-ECHOED"}),
+        ),
+        Profile(
+            "rt-thought-signature",
+            "each call carries extra_content.google.thought_signature; a round trip without "
+            "it is rejected (Gemini 3 via the OpenAI-compatible endpoint).",
+            mutations=("thought-signature",),
+            round_trip=("thought-signature",),
+            quirks=frozenset({"Q-RT-GEMINI-THOUGHT-SIGNATURE"}),
+        ),
+        Profile(
+            "strict-ignored",
+            "`strict: true` is accepted but the arguments break the schema: an undeclared "
+            "property is added (Anthropic's OpenAI-SDK compatibility layer, documented).",
+            quirks=frozenset({"Q-STRICT-IGNORED"}),
+            ignore_strict=True,
+            needs="strict",
+        ),
     ]
     return {p.name: p for p in profiles}
 
@@ -343,6 +394,10 @@ def example_request(profile: str, *, stream: bool = True) -> dict[str, Any]:
         body["tools"] = [_STATUS]
     if needs == "required":
         body["tool_choice"] = "required"
+    if needs == "strict":
+        body["tools"] = [{"type": "function", "function": dict(
+            _WEATHER["function"], strict=True,
+            parameters=dict(_WEATHER["function"]["parameters"], additionalProperties=False))}]
     if needs == "named":
         body["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
     if stream and PROFILES[profile].fault != "stream-options-rejected":

@@ -378,6 +378,20 @@ def plan_reply(
     )
 
 
+def break_strict_schema(plan: Plan, body: dict[str, Any]) -> Plan:
+    """Q-STRICT-IGNORED: calls to a `strict: true` tool get an undeclared property, which
+    `additionalProperties: false` forbids, as a layer that ignores `strict` may produce."""
+    strict = {f.get("name") for f in _functions(body) if f.get("strict") is True}
+    calls = []
+    for call in plan.calls:
+        if call.name in strict:
+            args = json.loads(call.arguments or "{}")
+            args["note"] = "added although the schema is strict"
+            call = replace(call, arguments=json.dumps(args, ensure_ascii=False))
+        calls.append(call)
+    return replace(plan, calls=tuple(calls))
+
+
 def completion_body(plan: Plan, model: str) -> dict[str, Any]:
     """OpenAI's non-streaming ``chat.completion`` for the same plan."""
     message: dict[str, Any] = {"role": "assistant", "content": plan.content}
