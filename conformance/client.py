@@ -461,10 +461,10 @@ class ToolCallAccumulator:
         if usage is not None and isinstance(usage, dict):
             self._usage = usage  # last non-null usage wins; never summed
         choices = chunk.get("choices")
-        if not isinstance(choices, list):
+        if type(choices) is not list and not isinstance(choices, list):
             return
         for choice in choices:  # one loop, no call per choice: this is the hot path
-            if not isinstance(choice, dict):
+            if type(choice) is not dict and not isinstance(choice, dict):
                 continue
             if self._per_choice:
                 ci = choice.get("index")
@@ -475,7 +475,7 @@ class ToolCallAccumulator:
             else:
                 state = self._choice0
             delta = choice.get("delta")
-            if isinstance(delta, dict):  # apply the delta before this choice's finish_reason
+            if type(delta) is dict or isinstance(delta, dict):  # before the finish_reason
                 tcs = delta.get("tool_calls")
                 if tcs is None or len(delta) > 1:
                     content = delta.get("content")
@@ -499,12 +499,12 @@ class ToolCallAccumulator:
                             if type(fn) is dict and len(fn) == 1 and type(idx) is int:
                                 a, slot = fn.get("arguments"), by_index.get(idx)
                                 if (slot is not None and type(a) is str
-                                        and 0 < len(a) <= slot.length
+                                        and 0 < (n := len(a)) <= slot.length
                                         and not slot.cumulative and idx not in shared
                                         and "<" not in a and "[" not in a):
                                     state.current = slot
                                     slot.parts.append(a)
-                                    slot.length += len(a)
+                                    slot.length += n
                                     continue
                         if isinstance(tc, dict):
                             self._apply_tool_delta(state, tc, ev)
