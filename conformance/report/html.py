@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from functools import cache
 from html import escape
 from importlib import resources
@@ -367,16 +368,24 @@ def _quirk_rows(doc: Doc, ids: list[str], by_col: dict[str, list[Cell]]) -> str:
     return "".join(out)
 
 
-def _captures(doc: Doc, ids: list[str]) -> str:
+def _list_table(doc: Doc, ids: list[str], section: str) -> str:
+    """One row per column, for columns judged on one scenario: field captures, and the
+    reference profiles (what a profile injects next to what the analysis reported)."""
+    profiles = section == "reference_profiles"
     cols, rows = columns_by_id(doc), {r["id"]: r for r in doc["rows"]}
     head = (
-        '<table class="plain" data-section="captures" data-layout="list"><thead><tr>'
-        "<th>Capture</th><th>Verdict</th><th>Quirks</th>"
+        f'<table class="plain" data-section="{e(section)}" data-layout="list"><thead><tr>'
+        f"<th>{'Profile' if profiles else 'Capture'}</th><th>Verdict</th>"
+        + ("<th>Injects</th><th>Analysis reports</th>" if profiles else "<th>Quirks</th>")
         + "".join(f"<th>{s}</th>" for s in STRATEGIES)
-        + "<th>Model</th></tr></thead><tbody>"
+        + f"<th>{'Match' if profiles else 'Model'}</th></tr></thead><tbody>"
     )
     body = []
     wanted = set(ids)
+
+    def links(qs: Iterable[str]) -> str:
+        return ", ".join(f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>' for q in qs) or "–"
+
     for c in doc["cells"]:
         if c["column"] not in wanted:
             continue
@@ -389,18 +398,31 @@ def _captures(doc: Doc, ids: list[str]) -> str:
             else "<td>–</td>"
             for s in STRATEGIES
         )
-        quirks = ", ".join(
-            f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>' for q in c.get("quirks") or []
-        )
         row_title = rows[c["row"]]["title"] if c["row"] != "capture" else ""
+        if profiles:
+            expected = sorted(col.get("expected_quirks") or {})
+            seen = [q for q in c.get("quirks") or []
+                    if quirk_level(doc, q, c) != "INFO" or q in expected]
+            ok = set(expected) <= set(seen) <= set(expected) | _implied(expected)
+            middle = f"<td>{links(expected)}</td><td>{links(seen)}</td>"
+            last = f'<td class="{"ok" if ok else "bad"}">{"✓" if ok else "✗"}</td>'
+        else:
+            middle = f"<td>{links(c.get('quirks') or [])}</td>"
+            last = f"<td>{e(col.get('model') or '–')}</td>"
         body.append(
             f'<tr data-column="{e(col["id"])}" data-row="{e(c["row"])}">'
             f'<th scope="row" title="{e(col["id"])}"><code>{e(col["label"])}</code>'
             f"{' · ' + e(row_title) if row_title else ''}</th>"
             + _cell(col["id"], c["row"], c, True)
-            + f"<td>{quirks or '–'}</td>{marks}<td>{e(col.get('model') or '–')}</td></tr>"
+            + middle + marks + last + "</tr>"
         )
     return head + "".join(body) + "</tbody></table>"
+
+
+def _implied(quirks: list[str]) -> set[str]:
+    from conformance.rules import IMPLIES
+
+    return {c for q in quirks for c in IMPLIES.get(q, ())}
 
 
 def _advice(doc: Doc, ids: list[str]) -> str:
@@ -515,7 +537,7 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
             continue
         n_rows = len(rows_for(doc, ids))
         toc.append(f'<a href="#{name}">{title}</a>')
-        table = _captures(doc, ids) if name == "captures" else _grid(doc, name, ids)
+        table = _grid(doc, name, ids) if name == "providers" else _list_table(doc, ids, name)
         body.append(
             f'<section id="{name}"><h2>{title} <span class="count">{len(ids)} columns × '
             f"{n_rows} rows</span></h2>{table}"
