@@ -38,7 +38,6 @@ from conformance.transcript import (
     header,
 )
 
-MAX_OCCURRENCES = 3  # evidence kept per (rule, quirk); later ones are only counted
 FINISH_VALUES = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 CHUNK_KEYS = frozenset(
     {
@@ -56,7 +55,6 @@ CHUNK_KEYS = frozenset(
 CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
 DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_call"})
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
-FUNCTION_KEYS = frozenset({"name", "arguments"})
 REFERENCE_EXTRA = frozenset({"obfuscation"})
 AZURE_FILTER_KEYS = frozenset(
     {"prompt_filter_results", "prompt_annotations"}

@@ -80,9 +80,6 @@ class AtomicPersister(FilesystemPersister):
         secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
 
 
-def pytest_recording_configure(config: Any, vcr: Any) -> None:
-    vcr.register_persister(AtomicPersister)
-
 
 __all__ = ["AtomicPersister", "CassetteNotFoundError", "scrub_request", "scrub_response",
            "vcr_options"]

@@ -25,9 +25,6 @@ import yaml
 from conformance import secrets
 from conformance.client import RoundTripPolicy
 
-CAPABILITIES = ("parallel_calls", "tool_choice_required", "named_tool_choice", "stream_options",
-                "strict")
-
 
 class ConfigError(Exception):
     """A configuration problem; str() is the one-line message for the user."""

@@ -107,10 +107,6 @@ def read_sse_file(path: Path) -> list[Transcript]:
     return [Transcript(str(path), "sse", True, lambda: iter_sse(_iter_file_blocks(path)))]
 
 
-def sse_transcript(raw: bytes, source: str, **kw: Any) -> Transcript:
-    return Transcript(source, kw.pop("fmt", "sse"), True, lambda: iter_sse([raw]), raw=raw, **kw)
-
-
 # ---------------------------------------------------------------- shared body handling
 
 

@@ -42,7 +42,6 @@ WRITE_NOTE = _tool("write_note", "Save a note with a title and a long body.",
 @dataclass(frozen=True)
 class Expect:
     min_calls: int = 0
-    max_calls: int | None = None
     names: tuple[str, ...] = ()  # tool names that must appear among the calls
     finish: tuple[str, ...] = ()  # acceptable final finish_reason values
     non_ascii: bool = False  # a string argument must keep non-ASCII text
@@ -107,7 +106,7 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              "it in Tokyo?", roundtrip=True, expect=Expect(min_calls=1)),
     Scenario("tool-choice-none", "tool_choice none", "No tool call may appear.",
              "What is the weather in Paris right now?", params={"tool_choice": "none"},
-             expect=Expect(max_calls=0)),
+             expect=Expect()),  # judged by R-TOOL-CHOICE from the request
     Scenario("required", "tool_choice required", "At least one call must appear.",
              "Hello! How are you today?", params={"tool_choice": "required"},
              needs=("tool_choice_required",), expect=Expect(min_calls=1)),
@@ -130,7 +129,7 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
     Scenario("parallel-disabled", "parallel_tool_calls false", "At most one call may appear.",
              "Answer both: what is the weather in Paris, and what time is it in Tokyo?",
              params={"parallel_tool_calls": False}, needs=("parallel_calls",),
-             expect=Expect(min_calls=1, max_calls=1)),
+             expect=Expect(min_calls=1)),  # at most one: R-PARALLEL-DISABLED
     Scenario("long-arguments", "One call with long arguments",
              "Hundreds of argument fragments for one call: every fragment must be kept, in "
              "order.",

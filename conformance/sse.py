@@ -33,8 +33,6 @@ class SSEParser:
         self._event_line: int | None = None
         self._event_size = 0
         self._oversized = False
-        self.bytes_seen = 0
-        self.done = False
 
     def _decode_text(self, data: bytes, final: bool = False) -> str:
         try:
@@ -48,7 +46,6 @@ class SSEParser:
             return self._utf8.decode(data, final)
 
     def feed(self, data: bytes) -> list[Event]:
-        self.bytes_seen += len(data)
         text = self._decode_text(data)
         return self._lines_to_events(self._lines.decode(text) if text else [])
 

@@ -17,10 +17,6 @@ from typing import Any
 from conformance.client import ToolCallAccumulator, Turn
 
 
-class StrategyCrash(Exception):
-    pass
-
-
 class NaiveAccumulator:
     guard = False
 

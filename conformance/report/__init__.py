@@ -14,7 +14,6 @@ as one self-contained HTML page; diffs two matrices for CI. Public surface:
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -38,12 +37,6 @@ def atomic_write(path: Path, text: str) -> None:
     (``conformance.secrets.write_atomic``)."""
     from conformance.secrets import write_atomic
     write_atomic(path, text)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_reports(doc: dict[str, Any], out_dir: Path) -> dict[str, Path]:

@@ -27,7 +27,6 @@ SYMBOL = {
 RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 2}
 STRATEGIES = ("naive", "guarded", "robust")
 LEVEL_RANK = {"MUST": 3, "SHOULD": 2, "INFO": 1}
-IMPACT_SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "!", "unrecoverable": "✗"}
 
 
 class MatrixError(ValueError):

@@ -168,10 +168,6 @@ _NEEDS = {
     "Q-TOOLCALL-AS-TEXT": "required",
 }
 
-# Reference behaviour that the catalogue lists as OpenAI's own quirk: an analysis may report
-# it for any profile whose stream has the usage chunk (include_usage).
-REFERENCE_QUIRKS = frozenset({"Q-USAGE-EMPTY-CHOICES"})
-
 # A stall is timing, not bytes: an analysis of the body cannot see it.
 _INVISIBLE = {"Q-STREAM-STALLS"}
 
