@@ -232,7 +232,7 @@ def now_iso() -> str:
 
 
 __all__ = ["SuiteConfig", "now_iso", "provider_slot", "render_session_matrix", "suite",
-           "write_cell", "write_reports", "os"]
+           "write_cell", "write_reports"]
 
 
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
