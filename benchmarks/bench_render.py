@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.analysis import analyze_chunks
+from conformance.matrix import quirk_entries, rule_entries
 from conformance.report import render_html, render_markdown, validate_matrix
-from conformance.rules import RULES, quirk_catalogue, quirk_level
 from conformance.transcript import CHUNK, Event
 
 N_PROVIDERS, N_SCENARIOS = 100, 20
@@ -218,25 +218,6 @@ def synthetic_matrix(seed: int = 7) -> dict[str, Any]:
                 )
             else:
                 cells.append(cell(cid, r["id"], rng.choice(kinds), rng, model))
-    cat = quirk_catalogue()
-    used = sorted({q for c in cells for q in c.get("quirks", [])})
-    quirks = {
-        q: {
-            k: cat[q][k]
-            for k in (
-                "title",
-                "group",
-                "group_title",
-                "anchor",
-                "sources",
-                "breaks",
-                "workaround",
-                "reference_behaviour",
-            )
-        }
-        | {"level": quirk_level(q)}
-        for q in used
-    }
     return {
         "format": "conformance-quirks-matrix/1",
         "suite_version": "0.1.0",
@@ -246,11 +227,8 @@ def synthetic_matrix(seed: int = 7) -> dict[str, Any]:
         "columns": columns,
         "rows": rows,
         "cells": cells,
-        "quirks": quirks,
-        "rules": {
-            r.id: {"level": r.level, "statement": r.statement, "source": r.source}
-            for r in RULES.values()
-        },
+        "quirks": quirk_entries(cells),
+        "rules": rule_entries(),
         "sections": {
             "providers": [c["id"] for c in columns],
             "reference_profiles": [],

@@ -1111,14 +1111,14 @@ def detect_tool_delta(
     if _nonempty(args) and not st.name:
         st.args_before_name = True
     if args is not None and not isinstance(args, str):
-        a.find(
-            "R-ARGS-STRING",
-            "arguments is a JSON " + type(args).__name__,
-            quirk="Q-ARGS-JSON-OBJECT",
-            event=n,
-            pointer=ptr + "/function/arguments",
-            excerpt=tc,
-        )
+        _args_not_a_string(a, tc, args, ptr, n)
+
+
+def _args_not_a_string(a: Analyzer, tc: dict[str, Any], args: Any, ptr: str, n: int) -> None:
+    """Q-ARGS-JSON-OBJECT: `arguments` sent as a JSON value, on an opener or a continuation."""
+    a.find("R-ARGS-STRING", "arguments is a JSON " + type(args).__name__,
+           quirk="Q-ARGS-JSON-OBJECT", event=n, pointer=ptr + "/function/arguments",
+           excerpt=tc)
 
 
 def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n: int) -> None:
@@ -1168,14 +1168,7 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             pointer=ptr + "/function",
         )
     elif not isinstance(args, str):
-        a.find(
-            "R-ARGS-STRING",
-            "arguments is a JSON " + type(args).__name__,
-            quirk="Q-ARGS-JSON-OBJECT",
-            event=n,
-            pointer=ptr + "/function/arguments",
-            excerpt=tc,
-        )
+        _args_not_a_string(a, tc, args, ptr, n)
     elif args:
         if not _nonempty(name):
             st.args_before_name = True

@@ -54,7 +54,7 @@ def record_provenance(cassette_dir: Path, provider: Provider, scenario: str, whe
                  json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def _quirk_entries(cells: Iterable[dict[str, Any]], extra: Iterable[str] = ()) -> dict[str, Any]:
+def quirk_entries(cells: Iterable[dict[str, Any]], extra: Iterable[str] = ()) -> dict[str, Any]:
     cat = quirk_catalogue()
     ids = {q for c in cells for q in c.get("quirks", [])} | set(extra)
     out = {}
@@ -69,7 +69,7 @@ def _quirk_entries(cells: Iterable[dict[str, Any]], extra: Iterable[str] = ()) -
     return out
 
 
-def _rules() -> dict[str, Any]:
+def rule_entries() -> dict[str, Any]:
     return {r.id: {"level": r.level, "statement": r.statement, "source": r.source}
             for r in RULES.values()}
 
@@ -154,7 +154,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
         "generated": max(dates) if dates else None,
         "mode": mode, "title": title, "columns": columns,
         "rows": [{"id": s.id, "title": s.title, "description": s.description} for s in scen],
-        "cells": all_cells, "quirks": _quirk_entries(all_cells), "rules": _rules(),
+        "cells": all_cells, "quirks": quirk_entries(all_cells), "rules": rule_entries(),
         "sections": {"providers": [p.name for p in providers],
                      "reference_profiles": [p.name for p in profiles], "captures": []},
     })
@@ -189,6 +189,6 @@ def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
     return _advise({"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
             "title": "Field captures", "columns": columns,
             "rows": [{"id": "capture", "title": "Capture", "description": "a captured stream"}],
-            "cells": cells, "quirks": _quirk_entries(cells), "rules": _rules(),
+            "cells": cells, "quirks": quirk_entries(cells), "rules": rule_entries(),
             "sections": {"providers": [], "reference_profiles": [],
                          "captures": [c["id"] for c in columns]}})

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.analysis import analyze_chunks
 from conformance.cli import main
+from conformance.matrix import quirk_entries, rule_entries
 from conformance.report import (
     MatrixError,
     diff_command,
@@ -32,7 +33,7 @@ from conformance.report import (
 )
 from conformance.report.diff import format_markdown, format_text
 from conformance.report.html import page_data
-from conformance.rules import RULES, quirk_catalogue, quirk_level
+from conformance.rules import RULES
 from conformance.transcript import CHUNK, Event
 
 # --------------------------------------------------------------------------- chunk fixtures
@@ -211,30 +212,8 @@ def build_doc(
     for cid in not_recorded:
         columns.append(column(cid, recorded=False))
         cells += [{"column": cid, "row": r["id"], "verdict": "not recorded"} for r in rows]
-    cat = quirk_catalogue()
-    used = {q for c in cells for q in c.get("quirks", [])}
-    used |= {f["quirk"] for c in cells for f in c.get("findings", []) if f.get("quirk")}
-    quirks = {
-        q: {
-            k: cat[q][k]
-            for k in (
-                "title",
-                "group",
-                "group_title",
-                "anchor",
-                "sources",
-                "breaks",
-                "workaround",
-                "reference_behaviour",
-            )
-        }
-        | {"level": quirk_level(q)}
-        for q in sorted(used)
-    }
-    rules = {
-        r.id: {"level": r.level, "statement": r.statement, "source": r.source}
-        for r in RULES.values()
-    }
+    used = {f["quirk"] for c in cells for f in c.get("findings", []) if f.get("quirk")}
+    quirks, rules = quirk_entries(cells, extra=used), rule_entries()
     by_kind = {
         k: [c["id"] for c in columns if c["kind"] == k]
         for k in ("provider", "reference-profile", "capture")
