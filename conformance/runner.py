@@ -241,7 +241,6 @@ class CellRunner:
         if reason is None and not_elicited:
             reason = not_elicited
         meta = dict(r1.meta)
-        meta["elapsed"] = t1.meta.get("elapsed")
         cell = Cell(provider.name, scenario.id, verdict, reason, quirks, expected, unexpected,
                     missing, findings, evidence,
                     {k: v.to_json() for k, v in r1.impact.items()}, r1.tool_calls,
