@@ -1,6 +1,6 @@
 """Negative controls: every quirk the analyzer can report has a stream that must trigger it.
 
-One case per catalogue id that appears in ``conformance/analysis.py`` or
+One case per catalogue id that appears in ``conformance/analysis/`` or
 ``conformance/client.py`` (the list is read from the source, so a new detector without a
 control fails ``test_every_reportable_quirk_has_a_control``). Each case is a literal stream
 from ``tests/streams.py`` (written from the catalogue's wire example) and what a reader of
@@ -46,7 +46,8 @@ def run(
 
 def reportable_quirks() -> set[str]:
     """Catalogue ids named anywhere in the analyzer or the robust client."""
-    text = (PACKAGE / "analysis.py").read_text() + (PACKAGE / "client.py").read_text()
+    sources = [*sorted((PACKAGE / "analysis").rglob("*.py")), PACKAGE / "client.py"]
+    text = "".join(p.read_text() for p in sources)
     found = set(re.findall(r"Q-[A-Z0-9]+(?:-[A-Z0-9]+)*", text))
     return found & set(quirk_catalogue())
 

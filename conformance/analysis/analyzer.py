@@ -1,0 +1,419 @@
+"""One pass over a Transcript: rules, quirk detectors, three strategies, a verdict.
+
+Everything is incremental (one event at a time, bounded state) so that pytest,
+``conformance analyze`` and the report share this code and a 100 MB capture is
+analysed in bounded memory. The detectors live in ``detectors/`` by catalogue group,
+each a small function whose docstring names the catalogue ids it can report (search
+for a quirk id to find it; ``tests/test_detectors.py`` holds its controls). The
+registries below say which hook runs them, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from conformance.analysis.common import (
+    _body_message,
+    _error_text,
+    _excerpt,
+    _is_roundtrip,
+    _one_line,
+    _usage_requested,
+)
+from conformance.analysis.detectors import (
+    content,
+    envelope,
+    finish,
+    framing,
+    request,
+    roundtrip,
+    tool_deltas,
+)
+from conformance.analysis.detectors.finish import check_length_and_usage
+from conformance.analysis.detectors.framing import detect_comment_keepalive, detect_nonjson_payload
+from conformance.analysis.detectors.tool_deltas import _IndexState
+from conformance.analysis.model import CaptureResult, Finding, Impact
+from conformance.client import Turn
+from conformance.rules import MUST, RULES, SHOULD, UNRECOVERABLE, quirk_level
+from conformance.strategies import GuardedAccumulator, NaiveAccumulator, RobustStrategy
+from conformance.transcript import (
+    CHUNK,
+    COMMENT,
+    DONE,
+    FAULT,
+    NONJSON,
+    Event,
+    Transcript,
+    header,
+)
+
+# The registries, one per hook, in the order the detectors run (the order matters: a
+# detector may read state an earlier one set, and ties between findings keep it).
+# Hooks: chunk(a, chunk, n), choice(a, choice, ptr, n), tool delta(a, tc, key, ptr, n,
+# siblings), end(a). Comment and non-JSON events go to their framing detectors directly.
+CHUNK_DETECTORS: list[Callable[..., None]] = [
+    envelope.detect_error_in_stream,
+    envelope.detect_empty_choices,
+    envelope.detect_envelope,
+]
+CHOICE_DETECTORS: list[Callable[..., None]] = [
+    envelope.detect_choice_shape,
+    finish.detect_finish,
+    content.detect_content_and_reasoning,
+]
+TOOL_DELTA_DETECTORS: list[Callable[..., None]] = [tool_deltas.detect_tool_delta]
+END_DETECTORS: list[Callable[..., None]] = [
+    framing.detect_done_missing,
+    framing.detect_http_level,
+    tool_deltas.detect_names_at_end,
+    tool_deltas.detect_nonzero_start,
+    tool_deltas.detect_indexless_shape,
+    finish.detect_finish_at_end,
+    content.detect_calls_outside_tool_calls,
+    request.detect_request_semantics,
+    envelope.detect_collected,
+    roundtrip.detect_roundtrip,
+]
+
+
+class Analyzer:
+    """Feed events; ``finish()`` returns the CaptureResult."""
+
+    def __init__(self, transcript: Transcript):
+        self.t = transcript
+        body = (transcript.request or {}).get("body")
+        self.req: dict[str, Any] | None = body if isinstance(body, dict) else None
+        self.tools = (self.req or {}).get("tools")
+        n = (self.req or {}).get("n")
+        self.n = n if isinstance(n, int) else 1
+        self.findings: dict[tuple[str, str | None], Finding] = {}
+        self.order: list[tuple[str, str | None]] = []
+        self.failed_rules: set[str] = set()
+        self.naive, self.guarded = NaiveAccumulator(), GuardedAccumulator()
+        self.robust = RobustStrategy(self.tools, self.n)
+        self.events = 0
+        self.done_seen = False
+        self.chunk_id: str | None = None
+        self.model: str | None = None
+        self.fingerprints: set[str] = set()
+        self.usage_chunks = 0
+        self.finishes: dict[str, int] = {}  # finish value -> first event (bounded)
+        self.last_finish: tuple[int, str] | None = None
+        self.finish_reported_at: int | None = None
+        self.indexes: dict[tuple[int, int], _IndexState] = {}
+        self.indexless: list[tuple[int, int, dict[str, Any]]] = []  # (event, chunk ordinal, tc)
+        self.any_tool_delta = False
+        self.empty_deltas = 0
+        self.first_empty_delta: int | None = None
+        self.extra_fields: dict[str, int] = {}
+        self.reasoning_seen = False
+        self.content: list[str] = []
+        self.first_markup_event: int | None = None
+        self.chunk_ordinal = 0
+        self.error_seen = False
+        self.first_index: dict[int, tuple[int, int, str]] = {}  # key -> (index, event, ptr)
+        self.length_judged = False
+
+    # ------------------------------------------------------------------ findings
+    def find(
+        self,
+        rule: str,
+        message: str,
+        *,
+        quirk: str | None = None,
+        event: int | None = None,
+        pointer: str | None = None,
+        excerpt: Any = None,
+        level: str | None = None,
+    ) -> None:
+        if rule.startswith("Q-") and quirk is None:
+            quirk = rule
+        lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
+        if "\n" in message or "\r" in message:
+            message = _one_line(message)  # the CLI summary and the cell reason are lines
+        key = (rule, quirk)
+        f = self.findings.get(key)
+        if f is None:
+            self.findings[key] = Finding(
+                rule,
+                lvl,
+                quirk,
+                event,
+                pointer,
+                message,
+                None if excerpt is None else _excerpt(excerpt),
+            )
+            self.order.append(key)
+        else:
+            f.count += 1
+        if rule in RULES:
+            self.failed_rules.add(rule)
+
+    # ------------------------------------------------------------------ events
+    def feed(self, ev: Event) -> None:
+        self.events += 1
+        if ev.kind == COMMENT:
+            detect_comment_keepalive(self, ev)
+        elif ev.kind == FAULT:
+            self.find("R-SSE-WELL-FORMED", ev.data, event=ev.n)
+        elif ev.kind == DONE:
+            self.done_seen = True
+        elif ev.kind == NONJSON:
+            detect_nonjson_payload(self, ev)
+        elif ev.kind == CHUNK:
+            self.feed_chunk(ev.chunk, ev.n)
+
+    def feed_chunk(self, chunk: Any, n: int) -> None:
+        self.naive.feed(chunk, n)
+        self.guarded.feed(chunk, n)
+        self.robust.feed(chunk, n)
+        if not isinstance(chunk, dict):
+            self.find(
+                "R-CHUNK-OBJECT",
+                f"payload is a JSON {type(chunk).__name__}, not an object",
+                event=n,
+                pointer="",
+                excerpt=chunk,
+            )
+            return
+        for detector in CHUNK_DETECTORS:
+            detector(self, chunk, n)
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            for pos, choice in enumerate(choices):
+                if isinstance(choice, dict):
+                    self.feed_choice(choice, pos, n)
+        self.chunk_ordinal += 1
+
+    def feed_choice(self, choice: dict[str, Any], pos: int, n: int) -> None:
+        ptr = f"/choices/{pos}"
+        for detector in CHOICE_DETECTORS:
+            detector(self, choice, ptr, n)
+        delta = choice.get("delta")
+        tcs = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if isinstance(tcs, list):
+            ci = choice.get("index")
+            key = ci if (self.n > 1 and isinstance(ci, int)) else 0
+            for k, tc in enumerate(tcs):
+                if isinstance(tc, dict):
+                    self.any_tool_delta = True
+                    self.feed_tool_delta(tc, key, f"{ptr}/delta/tool_calls/{k}", n, len(tcs))
+
+    def feed_tool_delta(
+        self, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
+    ) -> None:
+        for detector in TOOL_DELTA_DETECTORS:
+            detector(self, tc, key, ptr, n, siblings)
+
+    # ------------------------------------------------------------------ end
+    def finish(self) -> CaptureResult:
+        for detector in END_DETECTORS:
+            detector(self)
+        turn = self.robust.turn()
+        detected = set(self.findings)
+        for w in turn.workarounds:  # the robust client's own findings, with their events
+            if w.quirk in (
+                "Q-SSE-ERROR-ENVELOPE",
+                "Q-SSE-ERROR-IN-CHUNK",
+                "Q-INDEX-ABSENT",
+                "Q-INDEX-ALL-ZERO",
+                "Q-NAME-FRAGMENTED",
+            ):
+                continue  # reported by their own detectors, with pointers
+            if w.quirk == "Q-ARGS-TRUNCATED" and self.t.transport_error:
+                continue  # the transport cut the stream: a consequence, not the server's quirk
+            rule = WORKAROUND_RULE.get(w.quirk, w.quirk)
+            if (rule, w.quirk) in detected:
+                continue  # a detector reported it already, with its pointer
+            self.find(rule, w.message, quirk=w.quirk, event=w.event)
+        check_length_and_usage(self, turn)
+        calls = {
+            "naive": self.naive.calls(),
+            "guarded": self.guarded.calls(),
+            "robust": self.robust.calls(),
+        }
+        findings = [self.findings[k] for k in self.order]
+        findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
+        impact = self._impact(turn, calls, findings)
+        error = self._error_reason(turn)
+        verdict = self._verdict(findings, turn, error)
+        meta = {
+            k: v
+            for k, v in (
+                ("model", self.model),
+                ("system_fingerprint", sorted(self.fingerprints) or None),
+                ("server", header(self.t.headers, "server")),
+            )
+            if v
+        }
+        return CaptureResult(
+            self.t.source,
+            verdict,
+            findings,
+            turn.finish_reason,
+            calls,
+            impact,
+            self._rule_status(),
+            error,
+            turn,
+            meta,
+            self.events,
+        )
+
+    def _impact(
+        self, turn: Turn, calls: dict[str, list[dict[str, Any]]], findings: list[Finding]
+    ) -> dict[str, Impact]:
+        want = [_call_key(c) for c in calls["robust"]]
+        out: dict[str, Impact] = {}
+        for name, strat in (("naive", self.naive), ("guarded", self.guarded)):
+            if strat.crash:
+                out[name] = Impact("crashed", strat.crash)
+            elif [_call_key(c) for c in calls[name]] != want:
+                out[name] = Impact("wrong", _diff_calls(calls[name], calls["robust"]))
+            else:
+                out[name] = Impact("ok")
+        # Quirks whose calls are not on the wire at all (no delta, text only) leave even
+        # the robust client nothing to assemble: it is not "ok" with zero calls.
+        missing = {f.quirk for f in findings if f.quirk in UNRECOVERABLE}
+        if turn.recoverable and not missing:
+            out["robust"] = Impact("ok", "repaired arguments" if turn.repaired else "")
+        else:
+            lost = {w.quirk for w in turn.workarounds if not w.recovered} | missing
+            why = ", ".join(sorted(lost))
+            if not why:
+                why = (
+                    "error inside the stream"
+                    if turn.error is not None
+                    else "a call without a name or valid arguments"
+                )
+            out["robust"] = Impact("unrecoverable", why)
+        return out
+
+    def _error_reason(self, turn: Turn) -> str | None:
+        if self.t.transport_error:
+            return _one_line(self.t.transport_error)
+        if self.t.status is not None and self.t.status != 200:
+            return f"HTTP {self.t.status}: {_body_message(self.t.raw)}"
+        if turn.error is not None:
+            return "error inside the stream: " + _error_text(turn.error)
+        f = self.findings.get(("R-SSE-CONTENT-TYPE", None))
+        if f is not None and not self.t.framing and self.events == 0:
+            return f.message
+        return None
+
+    def _verdict(self, findings: list[Finding], turn: Turn, error: str | None) -> str:
+        if error:
+            return "error"
+        quirks = {f.quirk for f in findings if f.quirk}
+        uncatalogued_must = any(f.level == MUST and not f.quirk for f in findings)
+        if uncatalogued_must or not turn.recoverable or quirks & UNRECOVERABLE:
+            return "fails"
+        if any(f.quirk and f.level in (MUST, SHOULD) for f in findings):
+            return "quirk"
+        return "conforms"
+
+    def _rule_status(self) -> dict[str, str]:
+        """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
+        req = self.req or {}
+        has = {
+            "framing": self.t.framing,
+            "http": self.t.status is not None or self.t.transport_error is not None,
+            "request": self.req is not None,
+            "roundtrip": _is_roundtrip(self.req),
+            "tool_calls": self.any_tool_delta,
+            None: self.events > 0,  # chunk rules need a stream to judge
+        }
+        choice = req.get("tool_choice")
+        special = {
+            "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
+            "R-ROUNDTRIP-ACCEPTED": has["roundtrip"] and self.t.status is not None,
+            "R-USAGE": self.events > 0 and _usage_requested(req),
+            "R-LENGTH-VISIBLE": self.length_judged,
+            "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
+            "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
+            "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
+        }
+        out = {}
+        for rid, rule in RULES.items():
+            ok = special[rid] if rid in special else has[rule.needs]
+            out[rid] = "fail" if rid in self.failed_rules else ("pass" if ok else "not applicable")
+        return out
+
+
+WORKAROUND_RULE = {
+    "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
+    "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
+    "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
+    "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
+    "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
+    "Q-INDEX-INCONSISTENT-WITHIN-CALL": "R-FIRST-NAME",
+}
+
+
+def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:
+    args = c.get("arguments")
+    try:
+        norm = json.dumps(json.loads(args), sort_keys=True)
+    except (TypeError, ValueError):
+        norm = args if isinstance(args, str) else repr(args)
+    return (c.get("id") or "", c.get("name") or "", norm)
+
+
+def _diff_calls(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
+    if len(got) != len(want):
+        return f"{len(got)} call(s) instead of {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        for k in ("id", "name"):
+            if (g.get(k) or "") != (w.get(k) or ""):
+                return f"call {i}: {k} {g.get(k)!r} instead of {w.get(k)!r}"
+        if _call_key(g)[2] != _call_key(w)[2]:
+            return f"call {i}: arguments {_excerpt(g.get('arguments'), 60)!r}"
+    return "calls differ"
+
+
+def analyze(transcript: Transcript) -> CaptureResult:
+    """The one pipeline: every door (pytest, CLI, report) goes through here."""
+    a = Analyzer(transcript)
+    for ev in transcript.events():
+        a.feed(ev)
+    return a.finish()
+
+
+def analyze_events(events: Iterable[Event], source: str = "<events>") -> CaptureResult:
+    evs = list(events)
+    return analyze(
+        Transcript(source, "events", any(e.kind != CHUNK for e in evs), lambda: iter(evs))
+    )
+
+
+def analyze_chunks(
+    chunks: Iterable[Any], *, source: str = "<chunks>", request: dict[str, Any] | None = None
+) -> CaptureResult:
+    """Analyse chunk objects without framing (framing rules: not applicable)."""
+    evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate(chunks)]
+    t = Transcript(
+        source,
+        "jsonl",
+        False,
+        lambda: iter(evs),
+        request={"body": request} if request is not None else None,
+    )
+    return analyze(t)
+
+
+def analyze_bytes(
+    raw: bytes,
+    *,
+    source: str = "<bytes>",
+    request: dict[str, Any] | None = None,
+    status: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> CaptureResult:
+    from conformance.readers import exchange_transcript
+
+    req = {"body": request} if request is not None else None
+    hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
+    return analyze(exchange_transcript(source, "sse", req, status, hdrs, raw))

@@ -1,0 +1,78 @@
+"""Field sets and small helpers shared by the analyzer and several detector groups."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoning_details")
+MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens")
+
+
+def _excerpt(value: Any, limit: int = 160) -> str:
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _nonempty(v: Any) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _carries(tc: dict[str, Any]) -> bool:
+    """A tool-call delta that brings anything (an id, a name or an argument fragment)."""
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    args = fn.get("arguments")
+    return (
+        _nonempty(tc.get("id"))
+        or _nonempty(fn.get("name"))
+        or _nonempty(args)
+        or (args is not None and not isinstance(args, str))
+    )
+
+
+def _usage_requested(req: dict[str, Any]) -> bool:
+    opts = req.get("stream_options")
+    return bool(req.get("stream")) and isinstance(opts, dict) and opts.get("include_usage") is True
+
+
+def _is_roundtrip(req: dict[str, Any] | None) -> bool:
+    msgs = (req or {}).get("messages")
+    return isinstance(msgs, list) and any(
+        isinstance(m, dict) and m.get("role") == "tool" for m in msgs
+    )
+
+
+def _one_line(text: str) -> str:
+    """Server text quoted in a message or a reason: one line (whitespace runs collapsed)."""
+    return " ".join(text.split())
+
+
+def _error_text(err: Any) -> str:
+    if isinstance(err, dict):
+        msg = err.get("message") or err.get("msg") or json.dumps(err)[:120]
+        return _one_line(str(msg))[:200]
+    return _one_line(str(err))[:200]
+
+
+def _body_message(raw: bytes | None) -> str:
+    if not raw:
+        return "(empty body)"
+    text = raw[:4000].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        first = " ".join(text.split())[:120]
+        return first or "(empty body)"
+    if isinstance(data, dict) and "error" in data:
+        return _error_text(data["error"])
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return _one_line(data["message"])[:200]
+    return _excerpt(data, 120)

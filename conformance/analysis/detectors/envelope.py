@@ -1,0 +1,218 @@
+"""Groups A/B, the chunk envelope and the choice's shape.
+
+Q-SSE-ERROR-ENVELOPE, Q-SSE-ERROR-IN-CHUNK, Q-USAGE-EMPTY-CHOICES, Q-AZURE-PROMPT-FILTER-CHUNK,
+Q-EMPTY-DELTA-CHUNKS, Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT,
+Q-EXTRA-FIELDS, Q-AZURE-CHOICE-WITHOUT-DELTA, Q-TOOLCALLS-EMPTY-ARRAY.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from conformance.analysis.common import REASONING_FIELDS, _error_text, _list
+from conformance.rules import INFO
+
+if TYPE_CHECKING:
+    from conformance.analysis.analyzer import Analyzer
+
+CHUNK_KEYS = frozenset(
+    {
+        "id",
+        "object",
+        "created",
+        "model",
+        "system_fingerprint",
+        "choices",
+        "usage",
+        "service_tier",
+        "obfuscation",
+    }
+)
+
+
+CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
+
+
+DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_call"})
+
+
+TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+REFERENCE_EXTRA = frozenset({"obfuscation"})  # OpenAI's own extra field: reference behaviour
+AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  # their own quirk
+
+
+def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
+    """Q-SSE-ERROR-ENVELOPE (bare {"error":…}), Q-SSE-ERROR-IN-CHUNK (chunk-shaped error)."""
+    if chunk.get("error") is None:
+        return
+    a.error_seen = True
+    quirk = "Q-SSE-ERROR-ENVELOPE" if "choices" not in chunk else "Q-SSE-ERROR-IN-CHUNK"
+    a.find(
+        "R-NO-ERROR",
+        "error inside the stream: " + _error_text(chunk["error"]),
+        quirk=quirk,
+        event=n,
+        pointer="/error",
+        excerpt=chunk,
+    )
+
+
+def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
+    """Q-USAGE-EMPTY-CHOICES (reference), Q-AZURE-PROMPT-FILTER-CHUNK, Q-EMPTY-DELTA-CHUNKS."""
+    choices = chunk.get("choices")
+    if isinstance(choices, list) and choices:
+        return
+    if chunk.get("error") is not None:
+        return
+    if isinstance(chunk.get("usage"), dict):
+        a.find(
+            "Q-USAGE-EMPTY-CHOICES",
+            "usage chunk without choices (documented reference "
+            "behaviour; `choices[0]` crashes naive clients)",
+            event=n,
+            pointer="/choices",
+            excerpt=chunk,
+        )
+    elif AZURE_FILTER_KEYS & chunk.keys():
+        a.find(
+            "Q-AZURE-PROMPT-FILTER-CHUNK",
+            "chunk with empty choices carrying prompt filter results",
+            event=n,
+            pointer="/choices",
+            excerpt=chunk,
+        )
+    else:
+        _empty_delta(a, n)
+
+
+def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
+    """Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT, Q-EXTRA-FIELDS."""
+    choices = chunk.get("choices")
+    if isinstance(chunk.get("usage"), dict):
+        a.usage_chunks += 1
+        if isinstance(choices, list) and choices:
+            a.find(
+                "Q-USAGE-PLACEMENT",
+                "usage on a chunk that also carries choices",
+                event=n,
+                pointer="/usage",
+                excerpt=chunk.get("usage"),
+            )
+        elif a.usage_chunks > 1:
+            a.find(
+                "Q-USAGE-PLACEMENT", "usage sent in more than one chunk", event=n, pointer="/usage"
+            )
+    if isinstance(chunk.get("model"), str) and chunk["model"] and a.model is None:
+        a.model = chunk["model"]
+    fp = chunk.get("system_fingerprint")
+    if isinstance(fp, str) and fp and len(a.fingerprints) < 8:
+        a.fingerprints.add(fp)
+    if chunk.get("error") is not None:
+        return  # judged by detect_error_in_stream
+    for k in chunk:
+        if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
+            a.extra_fields.setdefault(k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
+    if not (isinstance(choices, list) and choices):
+        return  # metadata chunks (usage, Azure filter) are judged by their own detectors
+    missing = [k for k in ("id", "object", "created", "model") if chunk.get(k) in (None, "")]
+    if missing:
+        a.find(
+            "Q-ENVELOPE-FIELDS-MISSING",
+            "chunk without " + ", ".join(missing),
+            event=n,
+            pointer="/" + missing[0],
+        )
+    cid = chunk.get("id")
+    if isinstance(cid, str) and cid:
+        if a.chunk_id is None:
+            a.chunk_id = cid
+        elif cid != a.chunk_id:
+            a.find(
+                "Q-CHUNK-ID-UNSTABLE",
+                f"chunk id changed from {a.chunk_id!r} to {cid!r}",
+                event=n,
+                pointer="/id",
+            )
+
+
+def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
+    """Q-AZURE-CHOICE-WITHOUT-DELTA, Q-ENVELOPE-FIELDS-MISSING (choice index, finish key,
+    role null), Q-CHUNK-ID-UNSTABLE (choice index moves with n=1), Q-EXTRA-FIELDS,
+    Q-TOOLCALLS-EMPTY-ARRAY, Q-EMPTY-DELTA-CHUNKS."""
+    delta = choice.get("delta")
+    if "delta" not in choice or not isinstance(delta, dict):
+        a.find(
+            "Q-AZURE-CHOICE-WITHOUT-DELTA",
+            "choice without a delta object",
+            event=n,
+            pointer=ptr,
+            excerpt=choice,
+        )
+        delta = {}
+    missing = [k for k in ("index", "finish_reason") if k not in choice]
+    if "role" in delta and delta["role"] is None:
+        missing.append("delta.role (null)")
+    if missing:
+        a.find(
+            "Q-ENVELOPE-FIELDS-MISSING",
+            "choice without " + ", ".join(missing),
+            event=n,
+            pointer=ptr,
+        )
+    ci = choice.get("index")
+    if a.n <= 1 and isinstance(ci, int) and ci != 0:
+        a.find(
+            "Q-CHUNK-ID-UNSTABLE",
+            f"choice index {ci} in a single-choice stream",
+            event=n,
+            pointer=ptr + "/index",
+        )
+    for k in choice:
+        if k not in CHOICE_KEYS and k != "finishReason":
+            a.extra_fields.setdefault("choice." + k, n)
+    for k in delta:
+        if k not in DELTA_KEYS and k not in REASONING_FIELDS:
+            a.extra_fields.setdefault("delta." + k, n)
+    for tc in _list(delta.get("tool_calls")):
+        if isinstance(tc, dict):
+            for k in tc:
+                if k not in TOOL_CALL_KEYS:
+                    a.extra_fields.setdefault("tool_call." + k, n)
+    if delta.get("tool_calls") == []:
+        a.find(
+            "Q-TOOLCALLS-EMPTY-ARRAY",
+            "`tool_calls: []` on a delta",
+            event=n,
+            pointer=ptr + "/delta/tool_calls",
+        )
+    carries = [k for k, v in delta.items() if k != "role" and v not in (None, "", [], {})]
+    if not carries and choice.get("finish_reason") in (None, "") and "finishReason" not in choice:
+        if not (delta.get("role") and a.chunk_ordinal == 0):
+            _empty_delta(a, n)
+
+
+def _empty_delta(a: Analyzer, n: int) -> None:
+    a.empty_deltas += 1
+    if a.first_empty_delta is None:
+        a.first_empty_delta = n
+
+
+def detect_collected(a: Analyzer) -> None:
+    """Q-EXTRA-FIELDS (reference `obfuscation` is INFO too), Q-EMPTY-DELTA-CHUNKS."""
+    if a.extra_fields:
+        names = sorted(a.extra_fields)
+        ev = min(a.extra_fields.values())
+        only_ref = set(names) <= REFERENCE_EXTRA
+        a.find(
+            "Q-EXTRA-FIELDS",
+            ("OpenAI's own extra field: " if only_ref else "non-standard fields: ")
+            + ", ".join(names[:12]),
+            event=ev,
+            level=INFO,
+        )
+    if a.empty_deltas >= 2:
+        a.find(
+            "Q-EMPTY-DELTA-CHUNKS",
+            f"{a.empty_deltas} chunks carry nothing",
+            event=a.first_empty_delta,
+        )

@@ -1,0 +1,117 @@
+"""Group A, framing: SSE comments, non-JSON payloads, [DONE], the HTTP level.
+
+Q-SSE-COMMENT-KEEPALIVE, Q-SSE-KEEPALIVE-AS-DATA, Q-SSE-DONE-MISSING,
+Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED,
+Q-SSE-ERROR-ENVELOPE (a 200 JSON error body).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from conformance.analysis.common import _body_message, _error_text
+from conformance.client import completion_as_chunk
+from conformance.transcript import Event
+
+if TYPE_CHECKING:
+    from conformance.analysis.analyzer import Analyzer
+
+
+def detect_comment_keepalive(a: Analyzer, ev: Event) -> None:
+    """Q-SSE-COMMENT-KEEPALIVE: SSE comment lines between events."""
+    a.find(
+        "Q-SSE-COMMENT-KEEPALIVE",
+        f"SSE comment line ': {ev.data[:60]}'",
+        event=ev.n,
+        excerpt=": " + ev.data,
+    )
+
+
+def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
+    """Q-SSE-KEEPALIVE-AS-DATA: a `data:` payload starting with ':'; else R-SSE-DATA-JSON."""
+    if ev.data.lstrip().startswith(":"):
+        a.find(
+            "R-SSE-DATA-JSON",
+            "keep-alive sent as a data event with a non-JSON payload",
+            quirk="Q-SSE-KEEPALIVE-AS-DATA",
+            event=ev.n,
+            excerpt="data: " + ev.data,
+        )
+    else:
+        a.find(
+            "R-SSE-DATA-JSON", "data payload is not JSON", event=ev.n, excerpt="data: " + ev.data
+        )
+
+
+def detect_done_missing(a: Analyzer) -> None:
+    """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]` (not after an
+    error: even OpenAI sends none after Q-SSE-ERROR-ENVELOPE)."""
+    if a.error_seen:
+        return  # the stream ended with an error; no [DONE] follows one (catalogue A)
+    if a.t.framing and a.events and not a.done_seen and a.t.transport_error is None:
+        a.find(
+            "R-SSE-DONE",
+            "stream ended without data: [DONE]",
+            quirk="Q-SSE-DONE-MISSING",
+            event=a.events - 1,
+        )
+
+
+def detect_http_level(a: Analyzer) -> None:
+    """Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED; R-HTTP-OK."""
+    t = a.t
+    if t.transport_error:
+        a.find("R-COMPLETE", t.transport_error, quirk=t.meta.get("transport_quirk"))
+    if t.status is not None and t.status != 200:
+        msg = _body_message(t.raw)
+        low = msg.lower()
+        quirk = None
+        if (
+            a.req
+            and a.req.get("stream")
+            and a.req.get("tools")
+            and ("tools" in low and "stream" in low or "unsupported param: tools" in low)
+        ):
+            quirk = "Q-STREAM-TOOLS-UNSUPPORTED"
+        elif t.status == 400 and ("stream_options" in low or "include_usage" in low):
+            quirk = "Q-STREAM-OPTIONS-REJECTED"
+        a.find("R-HTTP-OK", f"HTTP {t.status}: {msg}", quirk=quirk)
+        return
+    if t.framing or t.raw is None or t.status is None:
+        return
+    ctype = (t.content_type or "(none)").split(";")[0]
+    if not (a.req and a.req.get("stream")):
+        return
+    try:
+        body = json.loads(t.raw)
+    except ValueError:
+        a.find(
+            "R-SSE-CONTENT-TYPE",
+            f"stream requested; got {ctype} that is neither SSE nor JSON: {_body_message(t.raw)}",
+        )
+        return
+    if (
+        isinstance(body, dict)
+        and isinstance(body.get("choices"), list)
+        and body["choices"]
+        and isinstance(body["choices"][0], dict)
+        and "message" in body["choices"][0]
+    ):
+        a.find(
+            "R-SSE-CONTENT-TYPE",
+            f"stream requested; answered with one {ctype} completion",
+            quirk="Q-STREAM-DOWNGRADED",
+            excerpt=body,
+        )
+        # The catalogue's workaround: read the completion as if it had been streamed.
+        a.robust.feed(completion_as_chunk(body), 0)
+    elif isinstance(body, dict) and "error" in body:
+        a.robust.feed({"error": body["error"]}, 0)
+        a.find(
+            "R-NO-ERROR",
+            "200 with a JSON error body: " + _error_text(body["error"]),
+            quirk="Q-SSE-ERROR-ENVELOPE",
+        )
+    else:
+        a.find("R-SSE-CONTENT-TYPE", f"stream requested; got {ctype}", excerpt=body)
