@@ -39,7 +39,7 @@ def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
 
 def _print_summary(r: Any) -> None:
     print(
-        f"{SYMBOL.get(r.verdict, '?')} {r.source}: {r.verdict}"
+        f"{SYMBOL.get(r.verdict, '·')} {r.source}: {r.verdict}"
         + (f" ({r.error})" if r.error else "")
     )
     if r.quirks:

@@ -23,7 +23,9 @@ from conformance.scenarios import Scenario, build_request, tool_result_for
 from conformance.transcript import Transcript
 from conformance.transport import Limits, RetryPolicy, exchange
 
-VERDICT_RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 3}
+# The worst trial names a repeated cell; an inconclusive trial ranks below every conclusive
+# one, so a cell is inconclusive only when no trial showed the scenario's behaviour.
+VERDICT_RANK = {"inconclusive": -1, "conforms": 0, "quirk": 1, "fails": 2, "error": 3}
 
 
 @dataclass
@@ -91,9 +93,13 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
     e = scenario.expect
     turn = r.turn
     calls = turn.calls if turn else []
-    names = [c.name for c in calls]
-    forced = request.get("tool_choice") in ("required",) or isinstance(request.get("tool_choice"),
-                                                                       dict)
+    names = [n for c in calls for n in _wrapped_names(c)]
+    choice = request.get("tool_choice")
+    named = isinstance(choice, dict)
+    # With `required` or a named tool, a turn without any call is the server's fault (the
+    # analyzer's R-TOOL-CHOICE); fewer calls than the scenario needs, or another declared
+    # tool than it asks for, is still the model's choice.
+    forced = choice == "required" or named
     not_elicited = None
     # R-USAGE and R-LENGTH-VISIBLE are judged by the analyzer; here only whether the
     # scenario's behaviour was elicited at all.
@@ -102,11 +108,11 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
             not_elicited = "not elicited: the model made no tool call to cut"
         elif not any(c.repaired or not c.valid for c in calls):
             not_elicited = "not elicited: the arguments were complete within max_tokens"
-    if len(calls) < e.min_calls and not forced:
-        not_elicited = (f"not elicited: {len(calls)} tool call(s), the scenario needs "
+    if len(names) < e.min_calls and (calls or not forced):
+        not_elicited = (f"not elicited: {len(names)} tool call(s), the scenario needs "
                         f"{e.min_calls} (model behaviour, not a wire fault)")
     missing = [n for n in e.names if n not in names]
-    if calls and missing and not forced and not_elicited is None:
+    if calls and missing and not named and not_elicited is None:
         not_elicited = f"not elicited: the model did not call {', '.join(missing)}"
     if e.schema:
         out += _schema_findings(scenario, calls)
@@ -118,6 +124,18 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
             elif not_elicited is None:
                 not_elicited = "not elicited: no non-ASCII text in the arguments"
     return out, not_elicited
+
+
+def _wrapped_names(call: Any) -> list[str]:
+    """The tools a call invokes: OpenAI's own `multi_tool_use.parallel` wrapper (an INFO
+    quirk) carries several calls in one, and they count as the calls they are."""
+    if call.name != "multi_tool_use.parallel" or not call.valid:
+        return [call.name]
+    uses = (json.loads(call.arguments) or {}).get("tool_uses") if call.arguments else None
+    if not isinstance(uses, list) or not uses:
+        return [call.name]
+    return [str(u.get("recipient_name", "")).removeprefix("functions.")
+            for u in uses if isinstance(u, dict)] or [call.name]
 
 
 def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any]]:
@@ -180,7 +198,8 @@ class CellRunner:
             vc: Counter[str] = Counter()
             for c, _ in trials:
                 qc.update(set(c.quirks))
-                vc[c.verdict + ("" if c.elicited is not False else " (not elicited)")] += 1
+                vc[c.verdict + ("" if c.elicited is not False or c.verdict == "inconclusive"
+                                else " (not elicited)")] += 1
             cell.trials = {"n": repeat, "quirk_counts": dict(sorted(qc.items())),
                            "verdict_counts": dict(sorted(vc.items())),
                            "exchanges_per_trial": [n for _, n in trials]}
@@ -240,6 +259,7 @@ class CellRunner:
                          and q not in quirks and verdict != "error" and not_elicited is None)
         if reason is None and not_elicited:
             reason = not_elicited
+        verdict = inconclusive_verdict(verdict, not_elicited, unexpected)
         meta = dict(r1.meta)
         cell = Cell(provider.name, scenario.id, verdict, reason, quirks, expected, unexpected,
                     missing, findings, evidence,
@@ -339,6 +359,16 @@ class CellRunner:
             if t.status == 200 and not t.transport_error:
                 return quirk, what
         return None, ""
+
+
+def inconclusive_verdict(verdict: str, not_elicited: str | None, unexpected: list[str]) -> str:
+    """A cell that did not show what its scenario tests is `inconclusive`, never `conforms`,
+    nor `quirk` on expected quirks alone. What the wire did show still wins: `fails`,
+    `error` and an unexpected quirk keep their verdict (the cell keeps `elicited: false`
+    and the not-elicited reason either way)."""
+    if not_elicited and verdict in ("conforms", "quirk") and not unexpected:
+        return "inconclusive"
+    return verdict
 
 
 def _cell_verdict(r1: CaptureResult, findings: list[dict[str, Any]]) -> str:

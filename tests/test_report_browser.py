@@ -143,3 +143,32 @@ def test_deep_link_opens_the_cell(page_for: Any) -> None:
     assert evidence.is_visible()
     assert "upstream overloaded" in evidence.inner_text()
     assert page.errors == []
+
+
+def test_inconclusive_cell_reads_apart_from_conforming_ones(page_for: Any) -> None:
+    from test_inconclusive import NOT_ELICITED, inconclusive_doc
+
+    page = page_for(inconclusive_doc(), "inconclusive.html")
+    cell = page.locator("td.c[data-column='openai'][data-row='parallel']")
+    assert cell.inner_text() == "?"
+    colour = "getComputedStyle(el).backgroundColor"
+    green = page.locator("td.c[data-column='openai'][data-row='single']").evaluate(
+        f"el => {colour}")
+    assert cell.evaluate(f"el => {colour}") not in (green, "rgba(0, 0, 0, 0)")
+    tally = page.locator("tbody.tally td[data-column='openai'] .sw").all_inner_texts()
+    assert tally == ["✓\u202f2", "?\u202f1"]
+
+    page.select_option("[data-testid=filter-verdict]", "inconclusive")
+    assert _visible_cells(page) == ["openai/parallel=inconclusive"]
+    page.select_option("[data-testid=filter-verdict]", "conforms")
+    assert "openai/parallel=inconclusive" not in _visible_cells(page)
+    page.select_option("[data-testid=filter-verdict]", "deviating")
+    assert "openai/parallel=inconclusive" not in _visible_cells(page)
+    page.click("[data-testid=filter-reset]")
+
+    cell.locator("button").click()
+    evidence = page.locator("#evidence")
+    assert evidence.locator("h2 .sw").inner_text() == "?"
+    assert evidence.locator("p.meta").inner_text().startswith("inconclusive · column")
+    assert evidence.locator("p.reason").inner_text() == NOT_ELICITED
+    assert page.errors == []

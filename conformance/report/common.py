@@ -14,17 +14,23 @@ from typing import Any
 Doc = dict[str, Any]
 Cell = dict[str, Any]
 
-VERDICTS = ("conforms", "quirk", "fails", "error", "unsupported", "not recorded")
+VERDICTS = ("conforms", "quirk", "fails", "error", "inconclusive", "unsupported",
+            "not recorded")
 SYMBOL = {
     "conforms": "✓",
     "quirk": "~",
     "fails": "✗",
     "error": "!",
+    "inconclusive": "?",
     "unsupported": "–",
     "not recorded": "∅",
 }
-# Worse is higher; unsupported / not recorded are not judged and have no rank.
+# Worse is higher. Inconclusive (traffic, but the scenario's behaviour did not show),
+# unsupported and not recorded are not judged and have no rank.
 RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 2}
+INCONCLUSIVE = "inconclusive"
+# Verdicts that say something about the scenario, and the order a tally lists them in.
+CONCLUSIVE = ("conforms", "quirk", "fails", "error")
 STRATEGIES = ("naive", "guarded", "robust")
 LEVEL_RANK = {"MUST": 3, "SHOULD": 2, "INFO": 1}
 
@@ -34,7 +40,16 @@ class MatrixError(ValueError):
 
 
 def symbol(verdict: str) -> str:
-    return SYMBOL.get(verdict, "?")
+    return SYMBOL.get(verdict, "·")
+
+
+def verdict_tally(cells: Iterable[Cell]) -> list[tuple[str, int]]:
+    """(verdict, count) for one column's cells, in VERDICTS order, zero counts left out:
+    inconclusive cells are counted apart from the conclusive ones, never with them."""
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c.get("verdict", "")] = counts.get(c.get("verdict", ""), 0) + 1
+    return [(v, counts[v]) for v in VERDICTS if counts.get(v)]
 
 
 def cell_index(doc: Doc) -> dict[tuple[str, str], Cell]:

@@ -10,12 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.report.common import RANK, STRATEGIES, Cell, Doc, cell_index, symbol
+from conformance.report.common import (
+    INCONCLUSIVE,
+    RANK,
+    STRATEGIES,
+    Cell,
+    Doc,
+    cell_index,
+    symbol,
+)
 
 REGRESSED, FIXED = "regressed", "fixed"
 NEW_QUIRK, GONE_QUIRK = "new quirk", "gone quirk"
+# A cell that stops (or starts) showing what its scenario tests: neither fixed nor
+# regressed, since the other side says nothing about the scenario; never exits 1 by itself.
+NOW_INCONCLUSIVE, NOW_CONCLUSIVE = "now inconclusive", "now conclusive"
 CHANGED, ADDED, REMOVED, UNCHANGED = "changed", "added", "removed", "unchanged"
-STATUS_ORDER = (REGRESSED, FIXED, NEW_QUIRK, GONE_QUIRK, CHANGED, ADDED, REMOVED, UNCHANGED)
+STATUS_ORDER = (REGRESSED, FIXED, NOW_INCONCLUSIVE, NOW_CONCLUSIVE, NEW_QUIRK, GONE_QUIRK,
+                CHANGED, ADDED, REMOVED, UNCHANGED)
 GUARDED_STRATEGIES = ("guarded", "robust")  # their ok → not ok is a regression
 
 
@@ -61,18 +73,32 @@ def _impact(cell: Cell | None, strategy: str) -> str | None:
     return entry.get("status") if entry else None
 
 
+def _rank(verdict: str | None) -> int | None:
+    """A verdict's rank, for cells whose traffic the diff compares: inconclusive has
+    traffic (quirks and client impact still compare) but no rank of its own."""
+    if verdict == INCONCLUSIVE:
+        return -1
+    return RANK.get(verdict or "")
+
+
 def diff_cell(column: str, row: str, old: Cell | None, new: Cell | None) -> CellDiff:
     ov = old["verdict"] if old else None
     nv = new["verdict"] if new else None
     d = CellDiff(column, row, [], ov, nv)
-    ro, rn = RANK.get(ov or ""), RANK.get(nv or "")
+    ro, rn = _rank(ov), _rank(nv)
     st: list[str] = []
     if ro is not None and rn is not None:
-        if rn > ro:
+        if ov == nv:
+            pass
+        elif nv == INCONCLUSIVE:
+            st.append(NOW_INCONCLUSIVE)
+        elif ov == INCONCLUSIVE:
+            st.append(NOW_CONCLUSIVE)
+        elif rn > ro:
             st.append(REGRESSED)
         elif rn < ro:
             st.append(FIXED)
-        elif ov != nv:
+        else:
             st.append(CHANGED)
         for s in STRATEGIES:
             a, b = _impact(old, s), _impact(new, s)
@@ -197,6 +223,8 @@ __all__ = [
     "FIXED",
     "GONE_QUIRK",
     "NEW_QUIRK",
+    "NOW_CONCLUSIVE",
+    "NOW_INCONCLUSIVE",
     "REGRESSED",
     "REMOVED",
     "UNCHANGED",

@@ -34,6 +34,7 @@ from conformance.report.common import (
     sort_quirks,
     symbol,
     trial_counts,
+    verdict_tally,
 )
 
 DENSE = 12  # more columns than this: vertical column headers
@@ -306,10 +307,27 @@ def _grid(doc: Doc, name: str, ids: list[str]) -> str:
             f"<code>{e(rid)}</code></th>{tds}</tr>"
         )
     parts.append("</tbody>")
+    parts.append(_tally_row(ids, by_col))
     parts.append(_impact_rows(ids, by_col, len(ids)))
     parts.append(_quirk_rows(doc, ids, by_col))
     parts.append("</table></div>")
     return "".join(parts)
+
+
+def _tally_row(ids: list[str], by_col: dict[str, list[Cell]]) -> str:
+    """Each column's cells counted by verdict, inconclusive apart from the conclusive ones."""
+    tds = []
+    for cid in ids:
+        marks = "".join(
+            f'<span class="sw v-{slug(v)}" data-verdict="{e(v)}" title="{n} {e(v)}">'
+            f"{symbol(v)}&#8239;{n}</span>"
+            for v, n in verdict_tally(by_col.get(cid, []))
+        )
+        tds.append(f'<td class="t" data-column="{e(cid)}">{marks}</td>')
+    return (
+        '<tbody class="tally"><tr><th scope="row" title="cells per verdict; inconclusive '
+        f'cells are counted apart">Verdicts</th>{"".join(tds)}</tr></tbody>'
+    )
 
 
 def _impact_rows(ids: list[str], by_col: dict[str, list[Cell]], width: int) -> str:
@@ -505,9 +523,22 @@ def _quirks(doc: Doc, quirks: list[str], catalogue_url: str) -> str:
     return "".join(out)
 
 
+VERDICT_TIPS = {
+    "inconclusive": "the model did not produce what the scenario tests (no call, fewer calls "
+    "than it needs, another tool, prose); a deviation seen on the wire still rates fails, "
+    "error or quirk",
+}
+
+
+def _tip(text: str | None) -> str:
+    return f' title="{e(text)}"' if text else ""
+
+
 def _legend() -> str:
     items = "".join(
-        f'<span><span class="sw v-{slug(v)}">{symbol(v)}</span>{v}</span>' for v in VERDICTS
+        f'<span{_tip(VERDICT_TIPS.get(v))}><span class="sw v-{slug(v)}">{symbol(v)}</span>'
+        f"{v}</span>"
+        for v in VERDICTS
     )
     return (
         f'<div class="legend" id="legend">{items}<span><span class="sw v-quirk">~ᵉ</span>'

@@ -24,6 +24,7 @@ from conformance.report.common import (
     symbol,
     top_findings,
     trial_counts,
+    verdict_tally,
 )
 
 _ESCAPE = re.compile(r"([\\`*_\[\]<>|~])")
@@ -133,6 +134,7 @@ def _grid(doc: Doc, ids: list[str], notes: _Notes, quirk_rows: bool) -> list[str
             label = notes.add((cid, row["id"]), cell_note(doc, cols[cid], row, cell))
             cells.append(sym(verdict) + label)
         out.append(f"| {esc(row['title'])} ({code(row['id'])}) | " + " | ".join(cells) + " |")
+    out.append("| *verdicts* | " + " | ".join(_tally(by_col.get(c, [])) for c in ids) + " |")
     for s in STRATEGIES:
         marks = [_impact_cell(by_col.get(c, []), s) for c in ids]
         out.append(f"| *{s} client* | " + " | ".join(marks) + " |")
@@ -140,6 +142,11 @@ def _grid(doc: Doc, ids: list[str], notes: _Notes, quirk_rows: bool) -> list[str
         for q in column_quirks(doc, ids):
             out.append(_quirk_row(doc, q, ids, by_col, notes))
     return out
+
+
+def _tally(cells: list[Cell]) -> str:
+    """The column's verdicts counted, inconclusive apart: `✓ 11 · ? 2 · ∅ 2`."""
+    return " · ".join(f"{sym(v)} {n}" for v, n in verdict_tally(cells)) or " "
 
 
 def _impact_cell(cells: list[Cell], strategy: str) -> str:
@@ -262,9 +269,13 @@ def _implied(quirks: list[str]) -> set[str]:
 LEGEND = (
     "✓ conforms · \\~ quirk (catalogued deviation; the robust client still assembles the right "
     "calls) · ✗ fails (a MUST rule broken, or unrecoverable) · ! error (transport/HTTP/protocol) "
-    "· – unsupported · ∅ not recorded. *Client rows*: how many recorded scenarios each "
+    "· ? inconclusive (the model did not produce what the scenario tests: no call, fewer calls "
+    "than it needs, another tool, prose; a deviation seen on the wire still rates ✗, ! or "
+    "\\~) · – unsupported · ∅ not recorded. *Verdicts row*: the column's cells counted by "
+    "verdict, inconclusive apart. *Client rows*: how many recorded scenarios each "
     "accumulator assembled correctly (naive = overwrite when present; guarded = overwrite when "
-    "non-empty; robust = `conformance.client`)."
+    "non-empty; robust = `conformance.client`); an inconclusive cell counts there too, since "
+    "its stream was assembled all the same."
 )
 
 

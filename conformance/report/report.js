@@ -4,7 +4,7 @@
   var doc = JSON.parse(document.getElementById("matrix-data").textContent);
   var catalogueUrl = document.body.getAttribute("data-catalogue-url") || "";
   var SYMBOL = {
-    conforms: "\u2713", quirk: "~", fails: "\u2717", error: "!",
+    conforms: "\u2713", quirk: "~", fails: "\u2717", error: "!", inconclusive: "?",
     unsupported: "\u2013", "not recorded": "\u2205"
   };
   var IMPACT = { ok: "\u2713", wrong: "\u2717", crashed: "!", unrecoverable: "\u2717" };
