@@ -313,6 +313,8 @@ class CellRunner:
             error = r2.error
         elif t2.status == 200 and r2.turn and r2.turn.error is not None:
             error = r2.error
+        elif any(f["rule"] == "R-COMPLETE" for f in rt):  # an empty or cut 200 body
+            error = r2.error
         return findings, error, _evidence(t2, rt, 1), retries
 
     def _sender(self, provider: Provider, client: httpx.Client, url: str, limits: Limits,

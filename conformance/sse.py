@@ -18,6 +18,7 @@ from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
 SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
+CUT_FAULT = "stream ended inside an event"  # how a fault for a body cut mid-event begins
 
 
 class SSEParser:
@@ -61,7 +62,7 @@ class SSEParser:
         if self._oversized:
             out.append(
                 self._fault(
-                    f"stream ended inside an event larger than {MAX_EVENT_BYTES} bytes",
+                    f"{CUT_FAULT} larger than {MAX_EVENT_BYTES} bytes",
                     self._event_line,
                 )
             )
@@ -69,7 +70,7 @@ class SSEParser:
             line = self._event_line
             out.append(
                 self._fault(
-                    "stream ended inside an event (no blank line after it): "
+                    f"{CUT_FAULT} (no blank line after it): "
                     + "\\n".join(pending)[:120],  # one line: the newlines shown as \\n
                     line,
                 )

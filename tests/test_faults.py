@@ -135,9 +135,14 @@ def test_first_byte_and_idle_limits_are_separate(fs: FaultServer) -> None:
 
 # ------------------------------------------------------------------ unit: still judgeable
 
-def test_close_mid_event_is_a_finding_not_an_error(fs: FaultServer) -> None:
+def test_close_mid_event_is_an_error_with_its_reason(fs: FaultServer) -> None:
+    """A 200 body cut inside an event with no finish_reason: the server closed the stream
+    mid-answer (issue 13), an `error`, not Q-FINISH-NEVER-SENT; the framing finding stays."""
     t, r, _ = run(fs.base_url("close-mid-event"))
-    assert t.transport_error is None and r.verdict == "fails"
+    assert t.transport_error is None and r.verdict == "error"
+    assert r.error == ("HTTP 200 body cut inside an event after 2 event(s), with no "
+                       "finish_reason: the server closed the stream mid-answer")
+    assert "Q-FINISH-NEVER-SENT" not in r.quirks and "Q-SSE-DONE-MISSING" not in r.quirks
     msgs = [f.message for f in r.findings if f.rule == "R-SSE-WELL-FORMED"]
     assert msgs and msgs[0].startswith("stream ended inside an event"), msgs
 

@@ -37,6 +37,7 @@ from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
 from conformance.client import Turn
 from conformance.rules import MUST, RULES, SHOULD, UNRECOVERABLE, quirk_level
+from conformance.sse import CUT_FAULT
 from conformance.strategies import GuardedAccumulator, NaiveAccumulator, RobustStrategy
 from conformance.transcript import (
     CHUNK,
@@ -65,6 +66,7 @@ CHOICE_DETECTORS: list[Callable[..., None]] = [
 ]
 TOOL_DELTA_DETECTORS: list[Callable[..., None]] = [tool_deltas.detect_tool_delta]
 END_DETECTORS: list[Callable[..., None]] = [
+    framing.detect_empty_or_cut_body,  # first: the detectors after it read `body_cut`
     framing.detect_done_missing,
     framing.detect_http_level,
     tool_deltas.detect_names_at_end,
@@ -115,6 +117,8 @@ class Analyzer:
         self.error_seen = False
         self.first_index: dict[int, tuple[int, int, str]] = {}  # key -> (index, event, ptr)
         self.length_judged = False
+        self.cut_inside_event = False  # the body ended inside an event (an SSE fault)
+        self.body_cut: str | None = None  # why a 200 body is an error, not a stream
 
     # ------------------------------------------------------------------ findings
     def find(
@@ -158,6 +162,7 @@ class Analyzer:
             detect_comment_keepalive(self, ev)
         elif ev.kind == FAULT:
             self.find("R-SSE-WELL-FORMED", ev.data, event=ev.n)
+            self.cut_inside_event = ev.data.startswith(CUT_FAULT)
         elif ev.kind == DONE:
             self.done_seen = True
         elif ev.kind == NONJSON:
@@ -222,7 +227,7 @@ class Analyzer:
                 "Q-NAME-FRAGMENTED",
             ):
                 continue  # reported by their own detectors, with pointers
-            if w.quirk == "Q-ARGS-TRUNCATED" and self.t.transport_error:
+            if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
                 continue  # the transport cut the stream: a consequence, not the server's quirk
             rule = WORKAROUND_RULE.get(w.quirk, w.quirk)
             if (rule, w.quirk) in detected:
@@ -294,6 +299,8 @@ class Analyzer:
     def _error_reason(self, turn: Turn) -> str | None:
         if self.t.transport_error:
             return _one_line(self.t.transport_error)
+        if self.body_cut:
+            return self.body_cut
         if self.t.status is not None and self.t.status != 200:
             return f"HTTP {self.t.status}: {_body_message(self.t.raw)}"
         if turn.error is not None:

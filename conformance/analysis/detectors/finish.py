@@ -88,7 +88,7 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
 def detect_finish_at_end(a: Analyzer) -> None:
     """Q-FINISH-NEVER-SENT, Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE,
     Q-FINISH-TOOLCALLS-WITHOUT-DELTAS; R-LENGTH-CUT."""
-    if a.error_seen or a.t.transport_error or (a.t.status not in (None, 200)):
+    if a.error_seen or a.body_cut or a.t.transport_error or (a.t.status not in (None, 200)):
         return
     if not a.t.framing and a.events == 0:
         return  # nothing streamed: judged by detect_http_level
@@ -137,7 +137,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
 def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
     must end with finish_reason "length"): both judged only when the request asks."""
-    if a.req is None or a.events == 0 or a.error_seen or a.t.transport_error:
+    if a.req is None or a.events == 0 or a.error_seen or a.t.transport_error or a.body_cut:
         return
     if _usage_requested(a.req) and turn.usage is None:
         a.find("R-USAGE", "stream_options.include_usage asked, no usage object arrived")

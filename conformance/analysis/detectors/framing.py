@@ -2,7 +2,7 @@
 
 Q-SSE-COMMENT-KEEPALIVE, Q-SSE-KEEPALIVE-AS-DATA, Q-SSE-DONE-MISSING,
 Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED,
-Q-SSE-ERROR-ENVELOPE (a 200 JSON error body).
+Q-SSE-ERROR-ENVELOPE (a 200 JSON error body); an empty or cut 200 body (an error, no quirk).
 """
 
 from __future__ import annotations
@@ -44,10 +44,35 @@ def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
         )
 
 
+def detect_empty_or_cut_body(a: Analyzer) -> None:
+    """A 200 SSE body with no event at all, or one that ends inside an event with no
+    finish_reason before it: the server closed the stream after its headers (a crash, not
+    a way of streaming). The cell is an `error` with this reason (``a.body_cut``), and the
+    end-of-stream quirks (Q-FINISH-NEVER-SENT, Q-SSE-DONE-MISSING) are not reported on it.
+    A body that ends on an event boundary without a finish_reason stays
+    Q-FINISH-NEVER-SENT: some servers stream that way on purpose (catalogue G)."""
+    t = a.t
+    if t.transport_error or a.error_seen or t.status not in (None, 200) or not t.framing:
+        return
+    if a.last_finish is not None or a.done_seen:
+        return
+    if a.events == 0:
+        size = len(t.raw) if t.raw is not None else None
+        what = "an empty body" if not size else f"{size} bytes and no event"
+        a.body_cut = (f"HTTP 200 with {what}: the server closed the stream after its "
+                      "headers, before any event")
+    elif a.cut_inside_event:
+        a.body_cut = (f"HTTP 200 body cut inside an event after {a.events - 1} event(s), "
+                      "with no finish_reason: the server closed the stream mid-answer")
+    else:
+        return
+    a.find("R-COMPLETE", a.body_cut, event=a.events - 1 if a.events else None)
+
+
 def detect_done_missing(a: Analyzer) -> None:
     """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]` (not after an
     error: even OpenAI sends none after Q-SSE-ERROR-ENVELOPE)."""
-    if a.error_seen:
+    if a.error_seen or a.body_cut:
         return  # the stream ended with an error; no [DONE] follows one (catalogue A)
     if a.t.framing and a.events and not a.done_seen and a.t.transport_error is None:
         a.find(
