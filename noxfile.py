@@ -1,4 +1,4 @@
-"""nox sessions: tests, matrix, live, lint, diff, llamacpp, vllm, profiles, bench, clean.
+"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench, clean.
 
 Replay is the default everywhere and never touches the network; `live` records.
 """
@@ -46,6 +46,15 @@ def matrix(session: nox.Session) -> None:
                 *session.posargs, success_codes=[0, 1])
     _render_readme(session)
     session.log("wrote reports/quirks-matrix.{json,md,html} and the README table")
+
+
+@nox.session
+def field(session: nox.Session) -> None:
+    """Analyse a directory of captures into conformance/data/field-evidence.json:
+    nox -s field -- DIR [--sources FILE] [--out FILE] (default DIR: ../shared/captures)."""
+    _install(session)
+    args = list(session.posargs) or ["../shared/captures"]
+    session.run("python", "-m", "conformance.field", *args)
 
 
 @nox.session

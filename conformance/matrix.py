@@ -119,10 +119,31 @@ def _advise(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def add_field_evidence(doc: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
+    """Public recordings beside the recorded cells (``conformance.field``): each provider
+    column gets its ``field_evidence``; routes without a column go to ``field_providers``.
+    They never change a cell: a `not recorded` cell stays `not recorded`."""
+    from conformance import field
+
+    ids = [c["id"] for c in doc["columns"] if c["kind"] == "provider"]
+    by_col = field.for_columns(evidence, ids)
+    for col in doc["columns"]:
+        if col["kind"] == "provider":
+            col["field_evidence"] = by_col.get(col["id"], [])
+    doc["field_providers"] = field.routes_without_column(evidence, ids)
+    seen = {q for e in evidence.get("entries") or [] for q in e.get("quirks") or []}
+    doc["quirks"] = {**quirk_entries([], seen), **doc["quirks"]}
+    doc["quirks"] = dict(sorted(doc["quirks"].items()))
+    return doc
+
+
 def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                  scenarios: list[Scenario] | None = None, mode: str = "replay",
                  cassette_root: Path = Path("cassettes"), profiles: list[Provider] = (),  # type: ignore[assignment]
-                 title: str = "Streaming tool-call conformance") -> dict[str, Any]:
+                 title: str = "Streaming tool-call conformance",
+                 field_evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The matrix document. ``field_evidence``: a field-evidence document (default: the
+    committed ``conformance/data/field-evidence.json``)."""
     scen = scenarios or list(SCENARIOS.values())
     by_key = {(c["column"], c["row"]): c for c in cells}
     all_cells, columns, dates = [], [], []
@@ -148,7 +169,9 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                 dates.append(col["provenance"]["recorded_at"])
             columns.append(col)
             all_cells.extend(col_cells)
-    return _advise({
+    from conformance.field import load_evidence
+    evidence = load_evidence() if field_evidence is None else field_evidence
+    return add_field_evidence(_advise({
         "format": FORMAT, "suite_version": __version__,
         # Deterministic for a replay: the newest recording, not the wall clock.
         "generated": max(dates) if dates else None,
@@ -157,7 +180,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
         "cells": all_cells, "quirks": quirk_entries(all_cells), "rules": rule_entries(),
         "sections": {"providers": [p.name for p in providers],
                      "reference_profiles": [p.name for p in profiles], "captures": []},
-    })
+    }), evidence)
 
 
 def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:

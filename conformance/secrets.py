@@ -305,15 +305,23 @@ def install_log_redaction() -> None:
 # ------------------------------------------------------------------ files
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
+def write_atomic(path: str | Path, data: str | bytes, *, redact_secrets: bool = True) -> None:
     """Redact, write to a temporary file next to ``path``, fsync, rename into place.
+
+    ``redact_secrets=False`` is for documentation the suite generates (README, docs/): text we
+    wrote ourselves, where a phrase like ``?key=`` is prose, not a secret.
 
     A failure at any point (a full disk, an encoding error, a crash before the rename)
     leaves the previous file untouched and removes the temporary file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = redact_bytes(data) if isinstance(data, bytes) else redact(data).encode("utf-8")
+    if not redact_secrets:
+        payload = data if isinstance(data, bytes) else data.encode("utf-8")
+    elif isinstance(data, bytes):
+        payload = redact_bytes(data)
+    else:
+        payload = redact(data).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

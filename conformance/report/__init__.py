@@ -39,13 +39,19 @@ def atomic_write(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
+def quirk_doc_link(out_dir: Path) -> str | None:
+    """The catalogue page (docs/quirks.md) relative to a report directory, when the report
+    sits in the project (reports/ next to docs/); None elsewhere (no dead links)."""
+    return "../docs/quirks.md" if (Path(out_dir).parent / "docs" / "quirks.md").exists() else None
+
+
 def write_reports(doc: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     """Validate, then write quirks-matrix.json/.md/.html into out_dir; returns their paths."""
     validate_matrix(doc)
     out = Path(out_dir)
     texts = {
         "json": json.dumps(doc, ensure_ascii=False, indent=1) + "\n",
-        "md": render_markdown(doc),
+        "md": render_markdown(doc, quirk_doc=quirk_doc_link(out)),
         "html": render_html(doc),
     }
     paths = {}
@@ -82,7 +88,11 @@ def update_readme(readme_path: Path, markdown: str) -> bool:
     new = text[: start + len(START)] + "\n" + markdown.strip("\n") + "\n" + text[end:]
     if new == text:
         return False
-    atomic_write(path, new)
+    from conformance.secrets import write_atomic
+
+    # The README is our own documentation: the key redactor must not rewrite its prose
+    # (it once turned "`?key=` or a password" into "`?key=<redacted>").
+    write_atomic(path, new, redact_secrets=False)
     return True
 
 
@@ -110,7 +120,8 @@ def render_command(results_dir: Path, out_dir: Path) -> int:
         doc = load_matrix(src)
     except MatrixError as e:
         return _fail(str(e))
-    for ext, text in (("md", render_markdown(doc)), ("html", render_html(doc))):
+    md = render_markdown(doc, quirk_doc=quirk_doc_link(Path(out_dir)))
+    for ext, text in (("md", md), ("html", render_html(doc))):
         path = src.with_suffix(f".{ext}")
         atomic_write(path, text)
         print(f"wrote {path}")

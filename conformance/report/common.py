@@ -236,3 +236,58 @@ def server_text(column: dict[str, Any]) -> str:
     server = (column.get("provenance") or {}).get("server") or {}
     parts = [p for p in (server.get("software"), server.get("version")) if p]
     return " ".join(parts)
+
+
+# ------------------------------------------------------------------ field evidence
+# Public recordings of a provider (conformance.field): a kind of evidence of its own, shown
+# with its own mark beside the recorded cells and never as a cell's verdict.
+FIELD_MARK = "◇"
+FIELD_TITLE = "seen in public recordings, not recorded by this suite"
+
+
+def field_evidence(column: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(column.get("field_evidence") or [])
+
+
+def field_summary(entries: Iterable[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(verdict, how many captures) in verdict order: ``[("quirk", 1)]``."""
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e["verdict"]] = counts.get(e["verdict"], 0) + 1
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    return sorted(counts.items(), key=lambda kv: order.get(kv[0], len(order)))
+
+
+def field_quirks(doc: Doc, entries: Iterable[dict[str, Any]], min_level: str = "SHOULD") -> list[str]:
+    """The quirks these captures showed at or above ``min_level``, most severe first."""
+    rank = LEVEL_RANK[min_level]
+    seen = {q for e in entries for q in e.get("quirks") or []
+            if LEVEL_RANK.get(quirk_level(doc, q), 2) >= rank}
+    return sort_quirks(doc, seen)
+
+
+def field_impact(entries: Iterable[dict[str, Any]], strategy: str) -> tuple[int, int]:
+    """(captures the strategy assembled correctly, captures judged)."""
+    ok = judged = 0
+    for e in entries:
+        i = (e.get("impact") or {}).get(strategy)
+        if i:
+            judged += 1
+            ok += i.get("status") == "ok"
+    return ok, judged
+
+
+_REPO = re.compile(r"^https?://github\.com/([^/]+/[^/]+)/")
+
+
+def source_name(url: str) -> str:
+    """A short name for a source link: ``owner/repo`` for GitHub, else the host."""
+    m = _REPO.match(url)
+    if m:
+        return m.group(1)
+    host = re.match(r"^https?://([^/]+)/", url)
+    return host.group(1) if host else url
+
+
+def is_url(text: str) -> bool:
+    return bool(re.match(r"^https?://", text or ""))

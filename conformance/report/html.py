@@ -17,6 +17,8 @@ from importlib import resources
 from typing import Any
 
 from conformance.report.common import (
+    FIELD_MARK,
+    FIELD_TITLE,
     STRATEGIES,
     VERDICTS,
     Cell,
@@ -26,12 +28,18 @@ from conformance.report.common import (
     client_advice,
     column_quirks,
     columns_by_id,
+    field_evidence,
+    field_impact,
+    field_quirks,
+    field_summary,
     impact_summary,
+    is_url,
     quirk_level,
     rows_for,
     section,
     server_text,
     sort_quirks,
+    source_name,
     symbol,
     trial_counts,
     verdict_tally,
@@ -223,7 +231,7 @@ def _controls(doc: Doc, quirks: list[str]) -> str:
     verdicts = [("", "all verdicts"), ("deviating", "quirk, fails or error")]
     verdicts += [(v, f"{symbol(v)} {v}") for v in VERDICTS]
     qopts = [("", "all quirks")] + [
-        (q, f"{q} — {_clip((doc['quirks'].get(q) or {}).get('title', ''), 60)}") for q in quirks
+        (q, f"{q} — {(doc['quirks'].get(q) or {}).get('title', '')}") for q in quirks
     ]
     return "".join(
         [
@@ -235,10 +243,6 @@ def _controls(doc: Doc, quirks: list[str]) -> str:
             '<span id="filter-count" aria-live="polite"></span>',
         ]
     )
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _column_tip(col: dict[str, Any]) -> str:
@@ -308,6 +312,7 @@ def _grid(doc: Doc, name: str, ids: list[str]) -> str:
         )
     parts.append("</tbody>")
     parts.append(_tally_row(ids, by_col))
+    parts.append(_field_row(doc, ids))
     parts.append(_impact_rows(ids, by_col, len(ids)))
     parts.append(_quirk_rows(doc, ids, by_col))
     parts.append("</table></div>")
@@ -327,6 +332,120 @@ def _tally_row(ids: list[str], by_col: dict[str, list[Cell]]) -> str:
     return (
         '<tbody class="tally"><tr><th scope="row" title="cells per verdict; inconclusive '
         f'cells are counted apart">Verdicts</th>{"".join(tds)}</tr></tbody>'
+    )
+
+
+def _field_text(entries: list[dict[str, Any]]) -> str:
+    return " ".join(f"{symbol(v)}{n}" for v, n in field_summary(entries))
+
+
+def _field_row(doc: Doc, ids: list[str]) -> str:
+    """Public recordings of each provider: their own mark and row, never a cell."""
+    cols = columns_by_id(doc)
+    if not any(field_evidence(cols[c]) for c in ids):
+        return ""
+    tds = []
+    for cid in ids:
+        entries = field_evidence(cols[cid])
+        if not entries:
+            tds.append(f'<td class="fe" data-column="{e(cid)}"></td>')
+            continue
+        tip = f"{len(entries)} public recording(s) of {cid}: {FIELD_TITLE}"
+        tds.append(
+            f'<td class="fe hit" data-column="{e(cid)}" title="{e(tip)}">'
+            f'<a href="#field-{e(cid)}"><span class="mark">{FIELD_MARK}</span> '
+            f"{e(_field_text(entries))}</a></td>"
+        )
+    return (
+        '<tbody class="field"><tr class="field-row"><th scope="row">'
+        f'<span class="mark">{FIELD_MARK}</span> Public recordings '
+        f'<span class="qt">{e(FIELD_TITLE)}</span></th>{"".join(tds)}</tr></tbody>'
+    )
+
+
+def _qlinks(qs: Iterable[str]) -> str:
+    return ", ".join(f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>' for q in qs) or "–"
+
+
+def _source(url: str) -> str:
+    if is_url(url):
+        return f'<a href="{e(url)}" rel="noreferrer">{e(source_name(url))}</a>'
+    return f"<code>{e(url)}</code>"
+
+
+def _impact_tds(entries: list[dict[str, Any]]) -> str:
+    out = []
+    for s in STRATEGIES:
+        ok, judged = field_impact(entries, s)
+        if not judged:
+            out.append("<td>–</td>")
+            continue
+        good = ok == judged
+        out.append(f'<td class="{"ok" if good else "bad"}">{"✓" if good else "✗"} {ok}/{judged}</td>')
+    return "".join(out)
+
+
+def _field_section(doc: Doc, ids: list[str]) -> str:
+    """Per provider column, its public recordings; then the providers without a column."""
+    cols = columns_by_id(doc)
+    strategies = "".join(f"<th>{s}</th>" for s in STRATEGIES)
+    rows = []
+    for cid in ids:
+        for x in field_evidence(cols[cid]):
+            reason = f" {e(x['reason'])}" if x.get("reason") else ""
+            rows.append(
+                f'<tr id="field-{e(cid)}" data-column="{e(cid)}" data-verdict="{e(x["verdict"])}">'
+                f'<th scope="row">{e(cid)}</th><td><code>{e(x.get("model") or "–")}</code></td>'
+                f'<td class="fv"><span class="mark">{FIELD_MARK}</span> '
+                f'{symbol(x["verdict"])} {e(x["verdict"])}{reason}</td>'
+                f"<td>{_qlinks(x.get('quirks') or [])}</td>{_impact_tds([x])}"
+                f"<td>{_source(x['source'])}</td></tr>"
+            )
+    # only the first row of a column carries the anchor the grid links to
+    seen: set[str] = set()
+    for i, r in enumerate(rows):
+        cid = r.split('data-column="', 1)[1].split('"', 1)[0]
+        if cid in seen:
+            rows[i] = r.replace(f' id="field-{cid}"', "", 1)
+        seen.add(cid)
+    parts = []
+    if rows:
+        parts.append(
+            '<table class="plain field" data-layout="field"><thead><tr><th>Column</th>'
+            f"<th>Model</th><th>Verdict</th><th>Quirks</th>{strategies}<th>Source</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    routes = doc.get("field_providers") or []
+    if routes:
+        body = []
+        for r in routes:
+            entries = r["entries"]
+            models = ", ".join(sorted({x["model"] for x in entries if x.get("model")})) or "–"
+            sources = " ".join(
+                f'<a href="{e(x["source"])}" rel="noreferrer">[{i}]</a>' if is_url(x["source"])
+                else f"<code>{e(x['source'])}</code>" for i, x in enumerate(entries, 1))
+            body.append(
+                f'<tr data-route="{e(r["route"])}"><th scope="row">{e(r["label"])}</th>'
+                f'<td><code>{e(models)}</code></td><td class="fv"><span class="mark">'
+                f"{FIELD_MARK}</span> {e(_field_text(entries))}</td>"
+                f"<td>{_qlinks(field_quirks(doc, entries))}</td>{_impact_tds(entries)}"
+                f"<td>{sources}</td></tr>"
+            )
+        parts.append(
+            "<h3>Providers without a column: public recordings only</h3>"
+            '<table class="plain field-providers"><thead><tr><th>Provider route</th>'
+            "<th>Models</th><th>Captures</th><th>Quirks (SHOULD and above)</th>"
+            f"{strategies}<th>Sources</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+    if not parts:
+        return ""
+    return (
+        '<section id="public-recordings"><h2>Public recordings <span class="count">'
+        f'{e(FIELD_TITLE)}</span></h2><p class="note"><span class="mark">{FIELD_MARK}'
+        "</span> Streams of these providers recorded by other public projects and analysed "
+        "by <code>conformance analyze</code>: a kind of evidence of its own, which never fills "
+        "a cell of the table above (a <code>not recorded</code> cell stays "
+        "<code>not recorded</code>).</p>" + "".join(parts) + "</section>"
     )
 
 
@@ -542,7 +661,8 @@ def _legend() -> str:
     )
     return (
         f'<div class="legend" id="legend">{items}<span><span class="sw v-quirk">~ᵉ</span>'
-        "quirks the provider entry expects</span></div>"
+        "quirks the provider entry expects</span>"
+        f'<span><span class="sw fe-mark">{FIELD_MARK}</span>{FIELD_TITLE}</span></div>'
     )
 
 
@@ -560,6 +680,10 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     referenced = set(column_quirks(doc, all_ids)) | {
         q for c in doc["cells"] for q in c.get("expected") or []
     }
+    cols = columns_by_id(doc)
+    field_entries = [x for cid in all_ids for x in field_evidence(cols[cid])]
+    field_entries += [x for r in doc.get("field_providers") or [] for x in r["entries"]]
+    referenced |= {q for x in field_entries for q in x.get("quirks") or []}
     quirks = sort_quirks(doc, referenced & set(doc.get("quirks") or {}))
     body, toc = [_legend()], []
     for name, title in SECTIONS:
@@ -574,6 +698,10 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
             f"{n_rows} rows</span></h2>{table}"
             f"<h2>What your client must do</h2>{_advice(doc, ids)}</section>"
         )
+    field_html = _field_section(doc, section(doc, "providers"))
+    if field_html:
+        toc.append('<a href="#public-recordings">Public recordings</a>')
+        body.append(field_html)
     if all_ids:
         toc.append('<a href="#provenance">Provenance</a>')
         body.append(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from conformance.report.common import (
+    FIELD_MARK,
+    FIELD_TITLE,
     STRATEGIES,
     SYMBOL,
     Cell,
@@ -15,12 +18,18 @@ from conformance.report.common import (
     client_advice,
     column_quirks,
     columns_by_id,
+    field_evidence,
+    field_impact,
+    field_quirks,
+    field_summary,
     impact_summary,
+    is_url,
     quirk_level,
     quirk_title,
     rows_for,
     section,
     server_text,
+    source_name,
     symbol,
     top_findings,
     trial_counts,
@@ -135,6 +144,10 @@ def _grid(doc: Doc, ids: list[str], notes: _Notes, quirk_rows: bool) -> list[str
             cells.append(sym(verdict) + label)
         out.append(f"| {esc(row['title'])} ({code(row['id'])}) | " + " | ".join(cells) + " |")
     out.append("| *verdicts* | " + " | ".join(_tally(by_col.get(c, [])) for c in ids) + " |")
+    if any(field_evidence(cols[c]) for c in ids):
+        marks = [field_mark(field_evidence(cols[c])) or " " for c in ids]
+        out.append(f"| {FIELD_MARK} *{FIELD_TITLE}* ([below](#public-recordings)) | "
+                   + " | ".join(marks) + " |")
     for s in STRATEGIES:
         marks = [_impact_cell(by_col.get(c, []), s) for c in ids]
         out.append(f"| *{s} client* | " + " | ".join(marks) + " |")
@@ -266,12 +279,80 @@ def _implied(quirks: list[str]) -> set[str]:
     return {c for q in quirks for c in IMPLIES.get(q, ())}
 
 
+def field_mark(entries: list[dict[str, Any]]) -> str:
+    """``◇ \\~1 ✓2``: the field mark, then each verdict with its number of captures."""
+    if not entries:
+        return ""
+    return FIELD_MARK + " " + " ".join(f"{sym(v)}{n}" for v, n in field_summary(entries))
+
+
+def source_link(url: str) -> str:
+    return f"[{esc(source_name(url))}]({url})" if is_url(url) else code(url)
+
+
+def _impact_marks(entries: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for s in STRATEGIES:
+        ok, judged = field_impact(entries, s)
+        out.append(f"{'✓' if ok == judged else '✗'} {ok}/{judged}" if judged else "–")
+    return out
+
+
+def _field_lines(doc: Doc, ids: list[str]) -> list[str]:
+    """Per provider column, each public recording: verdict, quirks, client impact, source."""
+    cols = columns_by_id(doc)
+    out = ["| column | model | verdict | quirks | naive | guarded | robust | source |",
+           "|---|---|:-:|---|:-:|:-:|:-:|---|"]
+    for cid in ids:
+        for e in field_evidence(cols[cid]):
+            quirks = ", ".join(code(q) for q in e.get("quirks") or []) or "–"
+            verdict = sym(e["verdict"]) + (f" {esc(e['reason'])}" if e.get("reason") else "")
+            out.append(f"| **{esc(cid)}** | {code(e['model']) if e.get('model') else '–'} | "
+                       f"{FIELD_MARK} {verdict} | {quirks} | "
+                       + " | ".join(_impact_marks([e])) + f" | {source_link(e['source'])} |")
+    return out
+
+
+def _field_provider_lines(doc: Doc) -> list[str]:
+    """One row per provider route without a column: what a reader most wants to know."""
+    out = ["| provider route | models | captures | quirks (SHOULD and above) | naive | guarded "
+           "| robust | sources |", "|---|---|:-:|---|:-:|:-:|:-:|---|"]
+    for r in doc.get("field_providers") or []:
+        entries = r["entries"]
+        models = ", ".join(code(m) for m in sorted({e["model"] for e in entries if e.get("model")}))
+        quirks = ", ".join(code(q) for q in field_quirks(doc, entries)) or "–"
+        sources = " ".join(f"[{i}]({e['source']})" if is_url(e["source"]) else code(e["source"])
+                           for i, e in enumerate(entries, 1))
+        out.append(f"| {esc(r['label'])} | {models or '–'} | {field_mark(entries)} | {quirks} | "
+                   + " | ".join(_impact_marks(entries)) + f" | {sources} |")
+    return out
+
+
+_QUIRK_CODE = re.compile(r"`(Q-[A-Z0-9][A-Z0-9-]*[A-Z0-9])`")
+_QUIRK_BARE = re.compile(r"(?<![\w`\[#/-])(Q-[A-Z0-9][A-Z0-9-]*[A-Z0-9])(?![\w`\]-])")
+
+
+def link_quirks(markdown: str, known: Iterable[str], quirk_doc: str) -> str:
+    """Every catalogued quirk id becomes a link to its entry in ``quirk_doc``
+    (docs/quirks.md, whose headings are the ids: the anchor is the id in lower case)."""
+    ids = set(known)
+
+    def link(m: re.Match[str], fmt: str) -> str:
+        q = m.group(1)
+        return fmt.format(q=q, href=f"{quirk_doc}#{q.lower()}") if q in ids else m.group(0)
+
+    markdown = _QUIRK_CODE.sub(lambda m: link(m, "[`{q}`]({href})"), markdown)
+    return _QUIRK_BARE.sub(lambda m: link(m, "[{q}]({href})"), markdown)
+
+
 LEGEND = (
     "✓ conforms · \\~ quirk (catalogued deviation; the robust client still assembles the right "
     "calls) · ✗ fails (a MUST rule broken, or unrecoverable) · ! error (transport/HTTP/protocol) "
     "· ? inconclusive (the model did not produce what the scenario tests: no call, fewer calls "
     "than it needs, another tool, prose; a deviation seen on the wire still rates ✗, ! or "
-    "\\~) · – unsupported · ∅ not recorded. *Verdicts row*: the column's cells counted by "
+    "\\~) · – unsupported · ∅ not recorded · ◇ seen in public recordings, not recorded by this "
+    "suite (the verdicts of those captures with their number; never a cell's verdict). "
+    "*Verdicts row*: the column's cells counted by "
     "verdict, inconclusive apart. *Client rows*: how many recorded scenarios each "
     "accumulator assembled correctly (naive = overwrite when present; guarded = overwrite when "
     "non-empty; robust = `conformance.client`); an inconclusive cell counts there too, since "
@@ -279,8 +360,10 @@ LEGEND = (
 )
 
 
-def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
-    """The matrix as GitHub Markdown (tables, client advice, legend, footnotes)."""
+def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None = None) -> str:
+    """The matrix as GitHub Markdown (tables, client advice, legend, footnotes).
+    ``quirk_doc``: where the quirk catalogue page is (docs/quirks.md, relative to the
+    output); every quirk id then links to its entry."""
     h = "#" * heading_level
     sub = "#" * (heading_level + 1)
     notes = _Notes()
@@ -294,6 +377,19 @@ def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
         lines += ["", *_grid(doc, providers, notes, quirk_rows=True), ""]
         lines += [f"{sub} What your client must do", "", *_advice_lines(doc, providers), ""]
         lines += [f"{sub} Provenance", "", *_provenance_lines(doc, providers)]
+        if any(field_evidence(columns_by_id(doc)[c]) for c in providers):
+            lines += ["", '<a id="public-recordings"></a>', "",
+                      f"{sub} Seen in public recordings (not recorded by this suite)", "",
+                      "Captures of these providers' streams recorded by other public projects, "
+                      "analysed by `conformance analyze` (`python3 noxw -s field -- DIR` "
+                      f"regenerates them). Marked {FIELD_MARK}; they never fill a cell above: a "
+                      "`not recorded` cell stays `not recorded`.", "",
+                      *_field_lines(doc, providers)]
+    if doc.get("field_providers"):
+        lines += ["", f"{sub} Providers without a column: public recordings only", "",
+                  f"{FIELD_MARK} seen in public recordings, not recorded by this suite; one row "
+                  "per provider route. Client columns: captures each accumulator assembled "
+                  "correctly.", "", *_field_provider_lines(doc)]
     profiles = section(doc, "reference_profiles")
     if profiles:
         lines += ["", f"{sub} Reference profiles (end-to-end negative controls)", "",
@@ -308,7 +404,9 @@ def render_markdown(doc: Doc, *, heading_level: int = 2) -> str:
         lines += _advice_lines(doc, captures)
     lines += ["", f"{sub} Legend", "", LEGEND, ""]
     lines += notes.lines
-    return "\n".join(lines).rstrip() + "\n"
+    text = "\n".join(lines).rstrip() + "\n"
+    return link_quirks(text, doc.get("quirks") or {}, quirk_doc) if quirk_doc else text
 
 
-__all__ = ["SYMBOL", "cell_note", "code", "esc", "md_text", "render_markdown"]
+__all__ = ["SYMBOL", "cell_note", "code", "esc", "field_mark", "link_quirks", "md_text",
+           "render_markdown", "source_link"]

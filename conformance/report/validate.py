@@ -97,6 +97,15 @@ def _check_references(doc: Doc) -> None:
         for q in referenced:
             if q not in quirks:
                 raise MatrixError(f"{where}: quirk {q!r} is not in $.quirks")
+    field = [(f"$.columns[{i}].field_evidence[{j}]", e) for i, c in enumerate(doc["columns"])
+             for j, e in enumerate(c.get("field_evidence") or [])]
+    field += [(f"$.field_providers[{i}].entries[{j}]", e)
+              for i, r in enumerate(doc.get("field_providers") or [])
+              for j, e in enumerate(r["entries"])]
+    for where, entry in field:
+        for q in entry["quirks"]:
+            if q not in quirks:
+                raise MatrixError(f"{where}: quirk {q!r} is not in $.quirks")
     for name, ids in doc["sections"].items():
         for j, cid in enumerate(ids):
             if cid not in cols:
