@@ -23,9 +23,12 @@ def _install(session: nox.Session, extra: str = "test") -> None:
 
 
 def _render_readme(session: nox.Session, report_dir: str = "reports") -> None:
+    """The README's headline table from the matrix, and docs/quirks.md from the data."""
     session.run("python", "-c", (
-        "from conformance.report import update_readme; from pathlib import Path; "
-        f"update_readme(Path('README.md'), Path('{report_dir}/quirks-matrix.md').read_text())"))
+        "from conformance.report import update_readme, render_headline, load_matrix; "
+        "from pathlib import Path; update_readme(Path('README.md'), "
+        f"render_headline(load_matrix(Path('{report_dir}/quirks-matrix.json'))))"))
+    session.run("python", "-m", "conformance.report.catalogue", "docs/quirks.md")
 
 
 @nox.session
@@ -45,7 +48,7 @@ def matrix(session: nox.Session) -> None:
                 "--record-mode=none", "--report-dir", "reports", "--reference-profiles",
                 *session.posargs, success_codes=[0, 1])
     _render_readme(session)
-    session.log("wrote reports/quirks-matrix.{json,md,html} and the README table")
+    session.log("wrote reports/quirks-matrix.{json,md,html}, the README table, docs/quirks.md")
 
 
 @nox.session
@@ -117,7 +120,7 @@ def vllm(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmarks under benchmarks/ (figures go in the README's Performance section)."""
+    """The benchmarks under benchmarks/ (figures: docs/performance.md)."""
     _install(session, "test,bench")
     for script in sorted(Path("benchmarks").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)

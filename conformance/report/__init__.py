@@ -5,7 +5,8 @@ Reads a matrix document (``docs/matrix-format.md``, schema
 as one self-contained HTML page; diffs two matrices for CI. Public surface:
 
 - ``validate_matrix(doc)`` / ``load_matrix(path)``: raise ``MatrixError`` (one line).
-- ``render_markdown(doc)``, ``render_html(doc)``, ``update_readme(path, markdown)``.
+- ``render_markdown(doc)``, ``render_html(doc)``, ``update_readme(path, markdown)``;
+  ``render_headline(doc)``: the README's small table (symbols, field evidence, legend).
 - ``diff_matrices(old, new) -> list[CellDiff]``.
 - ``write_reports(doc, out_dir)``, ``write_field_report(results, out_dir)``.
 - ``render_command(results_dir, out_dir)``, ``diff_command(old, new, markdown=)``: the CLI.
@@ -24,6 +25,7 @@ from conformance.report.common import SYMBOL, MatrixError
 from conformance.report.diff import CellDiff, column_notes, diff_matrices, format_markdown
 from conformance.report.diff import format_text as format_diff_text
 from conformance.report.evidence import evidence_from_events
+from conformance.report.headline import render_headline
 from conformance.report.html import render_html
 from conformance.report.markdown import render_markdown
 from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
@@ -153,6 +155,7 @@ __all__ = [
     "matrix_schema",
     "nest_headings",
     "render_command",
+    "render_headline",
     "render_html",
     "render_markdown",
     "update_readme",
