@@ -171,4 +171,51 @@ def test_inconclusive_cell_reads_apart_from_conforming_ones(page_for: Any) -> No
     assert evidence.locator("h2 .sw").inner_text() == "?"
     assert evidence.locator("p.meta").inner_text().startswith("inconclusive · column")
     assert evidence.locator("p.reason").inner_text() == NOT_ELICITED
+
+
+def test_field_evidence_mark_in_a_real_browser(page_for: Any) -> None:
+    """Public recordings show with their own mark beside the cells, never as a verdict:
+    the not-recorded column keeps its ∅ cells; the mark links to the sources."""
+    from test_field import doc_with_field
+
+    page = page_for(doc_with_field())
+    mark = page.locator("table[data-section='providers'] td.fe.hit[data-column='mistral']")
+    assert mark.is_visible() and mark.inner_text().strip() == "◇ ~1"
+    assert "not recorded by this suite" in mark.get_attribute("title")
+    header = page.locator("tbody.field th")
+    assert "seen in public recordings, not recorded by this suite" in header.inner_text()
+    assert {c for c in _visible_cells(page) if c.startswith("mistral/")} == {
+        "mistral/single=not recorded", "mistral/parallel=not recorded",
+        "mistral/truncated=not recorded"}
+    # its own look: not a verdict's colour
+    colours = page.eval_on_selector_all(
+        "td.fe.hit, td.c[data-verdict='quirk']",
+        "els => els.map(e => getComputedStyle(e).backgroundImage + getComputedStyle(e).backgroundColor)")
+    assert len(set(colours)) > 1
+    mark.locator("a").click()
+    section = page.locator("#public-recordings")
+    assert section.is_visible()
+    row = section.locator("tr#field-mistral")
+    assert "Q-EMPTY-STRING-OVERWRITE" in row.inner_text()
+    assert row.locator("a[href='https://example.org/m']").count() == 1
+    acme = section.locator("tr[data-route='acme']")
+    assert "Acme Cloud" in acme.inner_text() and "◇ ✓1" in acme.inner_text()
+    # the filter by provider hides the other columns' marks with their cells
+    page.select_option("[data-testid=filter-provider]", "dashscope")
+    assert mark.is_hidden()
+    assert page.errors == []
+
+
+def test_quirk_titles_are_whole_and_the_table_uses_the_width(page_for: Any) -> None:
+    from test_report import demo_doc
+
+    page = page_for(demo_doc())
+    th = page.locator("tbody.quirk-rows tr[data-quirk='Q-EMPTY-STRING-OVERWRITE'] th")
+    shown = th.evaluate("e => [e.scrollWidth <= e.clientWidth + 1, e.innerText]")
+    assert shown[0], "the quirk title overflows its cell"
+    assert "continuation deltas" in shown[1]
+    widths = page.evaluate(
+        "[document.querySelector('.grid-wrap').getBoundingClientRect().width,"
+        " document.querySelector('main').clientWidth]")
+    assert widths[0] >= widths[1] - 48 - 2  # main's padding aside, the full width
     assert page.errors == []

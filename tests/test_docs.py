@@ -1,0 +1,87 @@
+"""The documentation: docs/quirks.md is generated from the data and up to date, every quirk
+id in the README and the committed report links to an entry that exists, the README is a
+front page (short, no internal vocabulary), and the key redactor never rewrites it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.report import update_readme
+from conformance.report.catalogue import render_quirks_doc
+from conformance.rules import quirk_catalogue
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+QUIRKS_DOC = ROOT / "docs" / "quirks.md"
+LINK = re.compile(r"\]\(((?:\.\./)?docs/quirks\.md)#([a-z0-9-]+)\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors of the level-3 headings (the quirk ids)."""
+    return {m.group(1).lower() for m in re.finditer(r"^### (Q-[A-Z0-9-]+)$", markdown, re.M)}
+
+
+def test_quirks_doc_is_up_to_date() -> None:
+    assert QUIRKS_DOC.read_text("utf-8") == render_quirks_doc(), (
+        "docs/quirks.md is out of date: python -m conformance.report.catalogue")
+
+
+def test_quirks_doc_has_every_quirk_with_its_detector() -> None:
+    text = QUIRKS_DOC.read_text("utf-8")
+    assert _anchors(text) == {q.lower() for q in quirk_catalogue()}
+    entry = text.split("### Q-EMPTY-STRING-OVERWRITE\n", 1)[1].split("\n### ", 1)[0]
+    assert "- **What breaks:**" in entry and "- **Workaround:**" in entry
+    assert "- **Detector:** `detect_tool_delta`" in entry
+    assert "Alibaba DashScope" in entry  # seen in public recordings
+
+
+def test_quirks_doc_entry_from_hand_written_data() -> None:
+    cat = {"Q-DEMO-ONE": {"title": "a demo | quirk", "group": "D", "group_title": "id",
+                          "breaks": "clients", "workaround": "keep it", "sources": "a#1",
+                          "providers": "", "reference_behaviour": True}}
+    text = render_quirks_doc(cat, found={"Q-DEMO-ONE": ["detect_demo"]}, seen={})
+    assert "| [Q-DEMO-ONE](#q-demo-one) | a demo \\| quirk | SHOULD |" in text
+    assert "## D. id\n\n### Q-DEMO-ONE\n\n**a demo | quirk** · level SHOULD · reference" in text
+    assert "- **Detector:** `detect_demo`" in text
+    assert "Seen with" not in text  # empty fields are left out
+
+
+@pytest.mark.parametrize("path", ["README.md", "reports/quirks-matrix.md"])
+def test_every_quirk_link_reaches_an_entry(path: str) -> None:
+    text = (ROOT / path).read_text("utf-8")
+    anchors = _anchors(QUIRKS_DOC.read_text("utf-8"))
+    links = LINK.findall(text)
+    if path == "reports/quirks-matrix.md" and not links:
+        pytest.skip("the committed report predates the quirk links (python3 noxw -s matrix)")
+    assert links, f"{path} links no quirk to docs/quirks.md"
+    assert {a for _, a in links} <= anchors
+
+
+def test_readme_is_a_front_page() -> None:
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= 300
+    for word in ("seed 000", "§", "the team", "catalogue group", "../shared", "DESIGN.md",
+                 "<redacted>"):
+        assert word not in text, word
+    assert "pip install conformance" in text and 'pip install "conformance[suite]"' in text
+    assert "python3 noxw -s matrix" in text and "python3 noxw -s tests" in text
+    assert "<!-- matrix:start -->" in text and "<!-- matrix:end -->" in text
+    for target in re.findall(r"\]\(((?:docs|reports)/[^)#]+)", text):
+        if target in ("docs/ci.md", "docs/clients.md", "reports/client-matrix.md",
+                      "docs/mutation.md", "docs/lanes/litellm.md",
+                      "docs/lanes/llama-cpp-python.md"):
+            continue  # pages other parts of the project add
+        assert (ROOT / target).exists(), target
+
+
+def test_readme_update_is_not_redacted(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- matrix:start -->\n<!-- matrix:end -->\n\n"
+                      "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678.\n")
+    assert update_readme(readme, "| a | b |\n")
+    text = readme.read_text()
+    assert "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678." in text
+    assert "<redacted>" not in text
