@@ -34,7 +34,7 @@ def test_quirks_doc_has_every_quirk_with_its_detector() -> None:
     assert _anchors(text) == {q.lower() for q in quirk_catalogue()}
     entry = text.split("### Q-EMPTY-STRING-OVERWRITE\n", 1)[1].split("\n### ", 1)[0]
     assert "- **What breaks:**" in entry and "- **Workaround:**" in entry
-    assert "- **Detector:** `detect_tool_delta`" in entry
+    assert "- **Detector:** `check_continuation_id`, `check_continuation_name`" in entry
     assert "Alibaba DashScope" in entry  # seen in public recordings
 
 
