@@ -31,7 +31,7 @@ from conformance.report.markdown import code, esc, field_mark, source_link, sym
 
 LEGEND = (
     "✓ conforms · \\~ quirk (a catalogued deviation a robust client survives) · ✗ fails · "
-    "! error · – unsupported · ∅ not recorded by this suite · "
+    "? inconclusive (the stream did not show what the scenario tests) · ! error · – unsupported · ∅ not recorded by this suite · "
     f"{FIELD_MARK} {FIELD_TITLE} (each verdict with its number of captures; it never fills "
     "a cell)"
 )
