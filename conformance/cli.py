@@ -1,15 +1,22 @@
-"""`conformance` command line: analyze, report, serve, matrix.
+"""`conformance` command line: analyze, report, serve, run.
 
 The CLI contract of ``analyze`` is fixed by DESIGN.md: exit 0 when every input was
 read (whatever the verdicts), 2 for an unreadable input with a one-line reason on
 stderr naming the file. No traceback reaches the user for a bad input.
+
+``run`` drives the pytest suite (the same pipeline, not a second one); its exit status:
+0 at least one cell tested and all conform, 1 a cell deviates, 5 nothing could be
+tested, 4 a configuration or usage error (one line).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +26,24 @@ from conformance.transcript import InputError
 SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
 
 
-def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
+STDIN = "<stdin>"
+
+
+def _analyze_paths(paths: list[str], stdin: Path | None = None) -> tuple[list[Any], list[str]]:
     from conformance.analysis import analyze
     from conformance.readers import read_path
 
     results, errors = [], []
     for p in paths:
         try:
-            for t in read_path(p):
+            for t in read_path(stdin if p == "-" and stdin else p):
+                if p == "-":
+                    t.source = t.source.replace(str(stdin), STDIN)
                 r = analyze(t)
                 r.transcript = t  # type: ignore[attr-defined]  # for the report's evidence
                 results.append(r)
         except InputError as e:
-            errors.append(str(e))
+            errors.append(str(e).replace(str(stdin), STDIN) if stdin else str(e))
         except (OSError, MemoryError, RecursionError) as e:
             errors.append(f"{p}: cannot be read ({type(e).__name__}: {e})")
     return results, errors
@@ -63,8 +75,24 @@ def _print_summary(r: Any) -> None:
     )
 
 
+def _stdin_to_file(stack: ExitStack) -> Path:
+    """``-`` is standard input: the readers sniff and re-read files, so it is spooled to a
+    private temporary file that is removed when the command ends."""
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="conformance-stdin-")))
+    path = tmp / "stdin"
+    with path.open("wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    return path
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
-    results, errors = _analyze_paths(args.paths)
+    with ExitStack() as stack:
+        stdin = _stdin_to_file(stack) if "-" in args.paths else None
+        return _analyze(args, stdin)
+
+
+def _analyze(args: argparse.Namespace, stdin: Path | None) -> int:
+    results, errors = _analyze_paths(args.paths, stdin)
     if args.report:
         from conformance.report import write_field_report
 
@@ -90,10 +118,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from conformance.server.app import serve
+    from conformance.server.app import PortInUse, serve
 
-    serve(host=args.host, port=args.port, latency=args.latency)
+    try:
+        serve(host=args.host, port=args.port, latency=args.latency)
+    except PortInUse as e:
+        print(f"conformance serve: {e}", file=sys.stderr)
+        return 4
     return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from conformance.run import run
+
+    return run(args)
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default when it has a meaningful one (not None/False/[])."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False or action.default == [] or \
+                action.default is argparse.SUPPRESS or "%(default)" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action) or ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,26 +152,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
-    a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)")
+    a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)",
+                       formatter_class=_Help)
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("--report", metavar="DIR", help="also write JSON/Markdown/HTML reports")
-    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.add_argument("paths", nargs="+", metavar="PATH", help="a capture file; - reads stdin")
     a.set_defaults(func=cmd_analyze)
 
-    r = sub.add_parser("report", help="render stored results, or diff two matrices")
+    r = sub.add_parser("report", help="render stored results, or diff two matrices",
+                       formatter_class=_Help)
     r.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
     r.add_argument("--markdown", action="store_true", help="diff as Markdown")
     r.add_argument("--results", default="reports/results", help="directory of cell results")
     r.add_argument("--out", default="reports", help="where the matrix files go")
     r.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("serve", help="run the reference-profile server on 127.0.0.1")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8765)
+    s = sub.add_parser("serve", help="run the reference-profile server on 127.0.0.1",
+                       formatter_class=_Help)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    s.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     s.add_argument("--latency", type=float, default=0.0, help="seconds of delay per stream")
     s.set_defaults(func=cmd_serve)
 
-    args = parser.parse_args(argv)
+    from conformance.run import add_run_parser
+    add_run_parser(sub, _Help).set_defaults(func=cmd_run)
+
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.cmd == "run":  # a usage error of `run` is a configuration error: 4
+            print(f"conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
+                  file=sys.stderr)
+            return 4
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -9,9 +9,12 @@ any field) is refused with that line, without echoing the value.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -154,9 +157,12 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
         known = set(schema.get("properties") or {})
         extra = sorted(str(k) for k in inst if k not in known)
         name = extra[0] if extra else "?"
+        near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
+        keylike = name.lower().replace("-", "_") in _KEYLIKE_FIELDS
         hint = (" (keys are never written in providers.yaml: name the environment "
                 "variable that holds the key with api_key_env)"
-                if name.lower().replace("-", "_") in _KEYLIKE_FIELDS or "key" in name.lower()
+                if keylike or ("key" in name.lower() and not near)
+                else f" (did you mean '{near[0]}'?)" if near
                 else f" (valid: {', '.join(sorted(known))})" if known else "")
         return parts + [name], f"unknown field '{name}'{hint}"
     if v == "required":
@@ -272,7 +278,10 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        err = jsonschema.exceptions.best_match(errors) or errors[0]
+        # An unknown field explains a "missing required field" next to it (a typo'd
+        # base_ulr is both): name the unknown one, with the closest valid name.
+        unknown = [e for e in errors if e.validator == "additionalProperties"]
+        err = unknown[0] if unknown else (jsonschema.exceptions.best_match(errors) or errors[0])
         parts, msg = _describe(err)
         raise ConfigError(f"{_where(p, parts)}: {msg}")
     refusal = _keys_in_file(p, data)
@@ -323,8 +332,73 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
         expected_quirks=quirks, elicitation=dict(e.get("elicitation") or {}),
         roundtrip=RoundTripPolicy.from_provider(e), concurrency=e.get("concurrency", 4),
         retries=dict(e.get("retries") or {}), limits=dict(e.get("limits") or {}),
-        record_command=e.get("record_command") or f"nox -s live -- --provider {name}",
+        record_command=e.get("record_command") or default_record_command(name, source),
         kind=kind)
+
+
+def default_record_command(name: str, source: str | Path) -> str:
+    """A command that records this provider from where the user is: the nox session in
+    a checkout of this repository, ``conformance run`` anywhere else."""
+    noxfile = Path("noxfile.py")
+    if noxfile.is_file() and "def live(" in noxfile.read_text("utf-8", "replace"):
+        return f"nox -s live -- --provider {name}"
+    return f"conformance run --providers {source} --provider {name}"
+
+
+QUIRK_ID = re.compile(r"^Q-[A-Z0-9-]+$")
+
+
+def parse_expect_quirk(value: str) -> tuple[str, str]:
+    """``Q-ID=reason`` (from ``--expect-quirk``) -> (id, reason); one line when malformed.
+    The id must be a known quirk (catalogued or added by this suite)."""
+    from conformance.rules import quirk_catalogue
+
+    qid, sep, reason = value.partition("=")
+    qid, reason = qid.strip(), reason.strip()
+    if not sep or not reason:
+        raise ConfigError(f"--expect-quirk {secrets.one_line(value, 60)!r}: expected "
+                          "Q-ID=reason (say why it is accepted)")
+    known = quirk_catalogue()
+    if not QUIRK_ID.match(qid) or qid not in known:
+        near = difflib.get_close_matches(qid.upper(), list(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise ConfigError(f"--expect-quirk: unknown quirk id {secrets.one_line(qid, 60)!r}"
+                          f"{hint}")
+    return qid, reason
+
+
+def apply_expected_quirks(providers: Iterable[Provider],
+                          expected: Iterable[tuple[str, str]]) -> None:
+    """Add command-line expected quirks (``--expect-quirk``) to every provider run."""
+    pairs = list(expected)
+    for p in providers:
+        for qid, reason in pairs:
+            p.expected_quirks[qid] = {"reason": reason}
+
+
+_NAME_CHARS = re.compile(r"[^a-z0-9._-]+")
+
+
+def provider_from_options(base_url: str, model: str | None, api_key_env: str | None = None,
+                          name: str | None = None) -> Provider:
+    """The provider of ``--base-url URL --model NAME [--api-key-env VAR]``, named after
+    the model (its cassettes go under ``<cassette-dir>/<name>/``)."""
+    if not model:
+        raise ConfigError("--base-url needs --model NAME (the model to ask)")
+    problem = _url_problem(base_url)
+    if problem:
+        raise ConfigError(f"--base-url: {problem}")
+    if secrets.url_secrets(base_url):
+        raise ConfigError("--base-url: the URL carries a credential; pass the key in an "
+                          "environment variable named by --api-key-env")
+    if api_key_env is not None and not re.match(r"^[A-Z_][A-Z0-9_]*$", api_key_env):
+        raise ConfigError("--api-key-env: must be the NAME of an environment variable "
+                          "(A-Z, 0-9, _), not its value")
+    name = name or (_NAME_CHARS.sub("-", model.lower()).strip("-._") or "server")
+    cmd = f"conformance run --base-url {public_url(base_url)} --model {model}" + (
+        f" --api-key-env {api_key_env}" if api_key_env else "")
+    return Provider(name=name, base_url=base_url, model=model, label=model,
+                    api_key_env=api_key_env, record_command=cmd)
 
 
 def select(providers: dict[str, Provider], names: list[str] | None) -> list[Provider]:

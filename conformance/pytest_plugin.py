@@ -4,11 +4,22 @@ Test ids read ``test_<scenario>[<provider>]``. Replay (``--record-mode=none``, t
 default of pytest-recording) never touches the network; ``--record-mode=all`` records.
 Cells are written as JSON under ``<report-dir>/results`` (one file each, so pytest-xdist
 workers never share a file) and the controlling process renders the matrix.
+
+The plugin is loaded by every pytest run in an environment where ``conformance`` is
+installed (entry point ``pytest11``), so it stays inert unless the suite is what the run
+targets: it validates nothing and prints nothing for an unrelated project, and it never
+needs pytest-recording to be importable (``conformance[suite]`` brings it).
+
+Exit status of a suite run (shared with ``conformance run``): 0 when at least one cell
+was tested and every tested cell conforms (expected quirks allowed); 1 when a cell
+deviates; 5 when no cell could be tested (keys unset, not recorded, unsupported,
+inconclusive); 4 for a configuration error (one line).
 """
 
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import time
@@ -21,8 +32,22 @@ from typing import Any
 import pytest
 
 from conformance import secrets
-from conformance.providers import ConfigError, Provider, load_providers, select
+from conformance.providers import (
+    ConfigError,
+    Provider,
+    apply_expected_quirks,
+    load_providers,
+    parse_expect_quirk,
+    provider_from_options,
+    select,
+)
 from conformance.scenarios import SCENARIOS, Scenario
+
+EXIT_NOTHING_TESTED = 5  # == pytest.ExitCode.NO_TESTS_COLLECTED: "nothing was tested"
+# Verdicts of a cell that tested what its scenario tests; the others (unsupported, not
+# recorded, inconclusive, a key unset) did not test anything.
+CONCLUSIVE = frozenset({"conforms", "quirk", "fails", "error"})
+SUITE_HINT = "pip install 'conformance[suite]'"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,6 +64,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--profile-server", default=os.environ.get(
         "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
         help="base URL of `conformance serve` for --reference-profiles")
+    try:  # pytest-base-url owns --base-url when installed: its value is read the same way
+        g.addoption("--base-url", default=None, metavar="URL",
+                    help="test this endpoint instead of a providers file (records live)")
+    except ValueError:
+        pass
+    g.addoption("--model", default=None, metavar="NAME", help="the model, with --base-url")
+    g.addoption("--api-key-env", default=None, metavar="VAR",
+                help="environment variable holding the key, with --base-url")
+    g.addoption("--expect-quirk", action="append", default=[], metavar="Q-ID=REASON",
+                help="declare a quirk expected (the cell is then an expected failure)")
 
 
 class SuiteConfig:
@@ -49,8 +84,21 @@ class SuiteConfig:
     @property
     def providers(self) -> dict[str, Provider]:
         if self._providers is None:
+            opt = self.config.getoption
             try:
-                self._providers = load_providers(self.config.getoption("--providers"))
+                expect = [parse_expect_quirk(v) for v in opt("--expect-quirk")]
+                if opt("base_url", None):
+                    if _given(self.config, "--providers"):
+                        raise ConfigError("--base-url and --providers are exclusive: "
+                                          "pass one of them")
+                    p = provider_from_options(opt("base_url"), opt("--model"),
+                                              opt("--api-key-env"))
+                    self._providers = {p.name: p}
+                else:
+                    if opt("--model") or opt("--api-key-env"):
+                        raise ConfigError("--model and --api-key-env need --base-url URL")
+                    self._providers = load_providers(opt("--providers"))
+                apply_expected_quirks(self._providers.values(), expect)
             except ConfigError as e:
                 raise pytest.UsageError(str(e)) from None
             secrets.register_env(p.api_key_env for p in self._providers.values())
@@ -93,16 +141,69 @@ class SuiteConfig:
     _items: list[Any] = []
 
 
+def _given(config: pytest.Config, flag: str) -> bool:
+    """Whether ``flag`` was on the command line (as ``--flag V`` or ``--flag=V``)."""
+    return any(a == flag or a.startswith(flag + "=") for a in config.invocation_params.args)
+
+
+_OWN_FLAGS = ("--providers", "--provider", "--scenario", "--base-url", "--model",
+              "--api-key-env", "--expect-quirk", "--reference-profiles")
+
+
+def _suite_dir() -> Path | None:
+    spec = importlib.util.find_spec("conformance.suite")
+    locs = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locs[0]).resolve() if locs else None
+
+
+def targets_suite(config: pytest.Config) -> bool:
+    """Whether this run is about the conformance suite: one of its options was given,
+    or an argument (or ``testpaths``) names the suite (``--pyargs conformance.suite``, its
+    directory, or, in a checkout, a directory above it). An unrelated project's run is
+    not, and then the plugin does nothing."""
+    if any(_given(config, f) for f in _OWN_FLAGS):
+        return True
+    suite_dir = _suite_dir()
+    if suite_dir is None:
+        return False
+    installed = "site-packages" in suite_dir.parts
+    for arg in config.args:
+        a = str(arg).split("::", 1)[0]
+        if a == "conformance" or a.startswith("conformance.suite"):
+            if config.getoption("pyargs", False):
+                return True
+        p = (config.invocation_params.dir / a).resolve()
+        if p == suite_dir or suite_dir in p.parents:
+            return True
+        if not installed and p in suite_dir.parents:
+            return True
+    return False
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance_scenario(id): a provider × scenario cell")
+    # Registered here so that a run without pytest-xdist does not warn about it.
+    config.addinivalue_line("markers", "xdist_group(name): cells that share a pytest-xdist "
+                                       "worker (--dist loadgroup)")
     cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
+    config._conformance_outcomes = CellOutcomes()  # type: ignore[attr-defined]
+    config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")
+    config._conformance_active = active = targets_suite(config)  # type: ignore[attr-defined]
+    if not active:
+        return
+    if importlib.util.find_spec("pytest_recording") is None:
+        raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
+    if config.getoption("base_url", None) and not _given(config, "--record-mode"):
+        config.option.record_mode = "all"  # an endpoint given on the command line is live
     # Fail fast, before collection, with one line (pytest prints UsageError without a
-    # traceback): a bad providers file, an unknown provider or scenario name.
-    explicit = (config.getoption("--provider") or config.getoption("--scenario")
-                or config.getoption("--providers") != "providers.yaml")
-    if explicit or Path(config.getoption("--providers")).exists():
-        cfg.selected()
-        cfg.scenarios()
+    # traceback): a bad providers file, an unknown provider or scenario name, no target.
+    if not config.getoption("base_url", None) and not _given(config, "--providers") \
+            and not Path(config.getoption("--providers")).exists():
+        raise pytest.UsageError(
+            "nothing to test: pass --base-url URL --model NAME [--api-key-env VAR], or "
+            "--providers FILE (no providers.yaml in this directory)")
+    cfg.selected()
+    cfg.scenarios()
 
 
 def suite(config: pytest.Config) -> SuiteConfig:
@@ -145,6 +246,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     SuiteConfig._items = [i for i in items if i.get_closest_marker("conformance_scenario")]
 
 
+CELL_MODULE = "conformance/suite/test_scenarios.py"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    """A cell's report carries the same id wherever the package lives (a checkout, a
+    virtualenv's site-packages, outside the root directory): the terminal shows
+    ``conformance/suite/test_scenarios.py::test_single[x]`` and JUnit classnames read
+    ``conformance.suite.test_scenarios``."""
+    report = yield
+    if item.get_closest_marker("conformance_scenario") is not None:
+        report.nodeid = f"{CELL_MODULE}::{item.name}"
+    return report
+
+
 @contextmanager
 def provider_slot(lock_dir: Path, provider: Provider) -> Iterator[None]:
     """At most ``provider.concurrency`` cells of one provider at a time, across
@@ -175,6 +291,55 @@ def write_cell(report_dir: Path, cell: dict[str, Any]) -> None:
                  json.dumps(cell, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
 
 
+class CellOutcomes:
+    """What happened to each cell, as the controlling process sees it (under pytest-xdist
+    the workers' reports arrive here too): the outcome and, for a cell that was not
+    tested, why."""
+
+    def __init__(self) -> None:
+        self.outcome: dict[str, str] = {}
+        self.why: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "conformance_scenario" not in report.keywords:
+            return
+        node = report.nodeid.rsplit("::", 1)[-1]
+        if report.skipped and not hasattr(report, "wasxfail"):
+            self.outcome[node] = "skipped"
+            self.why[node] = _skip_reason(report)
+        elif report.failed:
+            self.outcome[node] = "failed"
+        elif report.when == "call":
+            self.outcome.setdefault(node, "xfailed" if hasattr(report, "wasxfail")
+                                    else "passed")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    lr = report.longrepr
+    text = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+    return text.removeprefix("Skipped: ")
+
+
+def outcomes(config: pytest.Config) -> CellOutcomes:
+    return config._conformance_outcomes  # type: ignore[attr-defined, no-any-return]
+
+
+def read_cells(report_dir: Path) -> list[dict[str, Any]]:
+    cells = []
+    for p in sorted((report_dir / "results").glob("*.json")):
+        try:
+            cells.append(json.loads(p.read_text("utf-8")))
+        except ValueError:
+            continue
+    return cells
+
+
+def conclusive(cell: dict[str, Any]) -> bool:
+    """A cell that showed what its scenario tests (``inconclusive`` and not-elicited cells
+    did not; unsupported and not-recorded cells were not run)."""
+    return cell.get("verdict") in CONCLUSIVE and cell.get("elicited") is not False
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller owns the results directory
@@ -186,11 +351,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = suite(session.config)
-    if hasattr(session.config, "workerinput") or session.config.getoption("--no-matrix"):
+    if hasattr(session.config, "workerinput"):
         return
     # Under pytest-xdist the controller collects nothing itself: the cell files decide.
     results = cfg.report_dir / "results"
-    if SuiteConfig._items or (results.is_dir() and any(results.glob("*.json"))):
+    cells_ran = bool(outcomes(session.config).outcome)
+    if SuiteConfig._items or cells_ran or (results.is_dir() and any(results.glob("*.json"))):
+        session.config._conformance_summary = summary = RunSummary(  # type: ignore[attr-defined]
+            outcomes(session.config), read_cells(cfg.report_dir))
+        if summary.nothing_tested and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = EXIT_NOTHING_TESTED
+        if session.config.getoption("--no-matrix"):
+            return
         try:
             render_session_matrix(cfg)
         except Exception as e:  # never lose the run's output to a traceback here
@@ -198,6 +370,47 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 f"conformance: matrix not written: {secrets.redact(str(e)).splitlines()[0]}",
                 red=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+class RunSummary:
+    """The cells of a run in three groups: tested, deviating, not tested (with why)."""
+
+    def __init__(self, seen: CellOutcomes, cells: list[dict[str, Any]]):
+        by_id = {f"test_{c['row'].replace('-', '_')}[{c['column']}]": c for c in cells}
+        self.tested = [c for c in cells if conclusive(c)]
+        self.failed = sorted(n for n, o in seen.outcome.items() if o == "failed")
+        self.not_tested: dict[str, list[str]] = {}
+        for node, o in sorted(seen.outcome.items()):
+            cell = by_id.get(node)
+            if o == "skipped":
+                why = seen.why.get(node) or "skipped"
+            elif cell is not None and not conclusive(cell) and o != "failed":
+                why = f"{cell.get('verdict')}: {cell.get('reason') or 'no reason given'}"
+            else:
+                continue
+            self.not_tested.setdefault(why, []).append(node)
+
+    @property
+    def nothing_tested(self) -> bool:
+        return not self.tested and not self.failed
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    summary: RunSummary | None = getattr(config, "_conformance_summary", None)
+    if summary is None:
+        return
+    tw = terminalreporter
+    tw.section("conformance", sep="-")
+    n_not = sum(len(v) for v in summary.not_tested.values())
+    tw.line(f"{len(summary.tested)} cell(s) tested, {len(summary.failed)} deviating, "
+            f"{n_not} not tested")
+    for why, nodes in sorted(summary.not_tested.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
+        tw.line(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]")
+    if summary.nothing_tested:
+        tw.line(f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
+                "not 0 (see the reasons above)", red=True, bold=True)
 
 
 def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
@@ -231,10 +444,11 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["SuiteConfig", "now_iso", "provider_slot", "render_session_matrix", "suite",
+__all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "now_iso", "provider_slot", "render_session_matrix", "suite",
            "write_cell", "write_reports"]
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """Cassettes are written atomically, after a last redaction pass."""
     from conformance.cassettes import AtomicPersister

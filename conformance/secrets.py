@@ -324,6 +324,9 @@ def write_atomic(path: str | Path, data: str | bytes, *, redact_secrets: bool = 
         payload = redact(data).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; reports and cassettes are meant to be shared, so
+        # they get the mode any new file gets here (0666 less the umask).
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
@@ -332,3 +335,19 @@ def write_atomic(path: str | Path, data: str | bytes, *, redact_secrets: bool = 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it (Linux: /proc); elsewhere it is set
+    and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask

@@ -198,8 +198,34 @@ def create_app(*, latency: float = 0.0) -> Starlette:
     return app
 
 
+class PortInUse(Exception):
+    """The address cannot be listened on; str() is the one line for the user."""
+
+
 def serve(host: str = "127.0.0.1", port: int = 8765, latency: float = 0.0) -> None:
-    """Run the server in the foreground until interrupted."""
+    """Run the server in the foreground until interrupted.
+
+    The socket is bound here, before uvicorn starts, so that a busy port is one line
+    (``PortInUse``) and ``port=0`` can print the port the OS picked.
+    """
+    import socket
+    import sys
+
     import uvicorn
 
-    uvicorn.run(create_app(latency=latency), host=host, port=port, log_level="info")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise PortInUse(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    bound = sock.getsockname()[1]
+    print(f"conformance serve: listening on http://{host}:{bound}/v1", file=sys.stderr,
+          flush=True)
+    config = uvicorn.Config(create_app(latency=latency), log_level="info")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

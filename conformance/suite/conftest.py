@@ -49,28 +49,59 @@ def cell_runner(request: pytest.FixtureRequest) -> Iterator[CellRunner]:
 def judge(cell: Cell, tolerated: frozenset[str] = frozenset()) -> None:
     """A MUST violation fails; an expected quirk is an expected failure with its reason;
     an unexpected quirk fails; an expected quirk that disappeared fails (strict). An
-    error whose cause is an expected quirk is an expected failure too."""
+    error whose cause is an expected quirk is an expected failure too. A cell that did
+    not show the behaviour its scenario tests (``inconclusive``) is skipped with why:
+    it tested nothing, so it neither passes nor fails."""
     if cell.verdict == "unsupported":
         pytest.skip(cell.reason or "unsupported")
+    if cell.verdict == "inconclusive":
+        pytest.skip(f"inconclusive: {cell.reason or 'the behaviour was not shown'}")
     problems = []
     unexpected = [q for q in cell.unexpected if q not in tolerated]
     if cell.verdict == "error" and not (cell.expected and not unexpected):
         problems.append(f"error: {cell.reason}")
     for f in cell.uncatalogued_must:
-        where = f" (event {f['event']} {f.get('pointer') or ''})" if f.get("event") is not None \
-            else ""
-        problems.append(f"[{f['rule']}] {f['message']}{where}")
+        problems.append(f"[{f['rule']}]{_where(f)}: {f['message']}")
+    for q in unexpected:
+        problems += unexpected_quirk_lines(cell, q)
     if unexpected:
-        problems.append("unexpected quirks: " + ", ".join(unexpected))
+        problems.append(declare_hint(cell.provider, unexpected))
     if cell.missing_expected:
-        problems.append("expected quirks no longer seen (update providers.yaml): "
-                        + ", ".join(cell.missing_expected))
+        problems.append("expected quirks no longer seen (remove them from expected_quirks "
+                        "or --expect-quirk): " + ", ".join(cell.missing_expected))
     if problems:
         pytest.fail(secrets.redact("\n".join(problems)), pytrace=False)
     if cell.expected:
         pytest.xfail("expected quirks: " + ", ".join(cell.expected))
     if cell.elicited is False:
         pytest.xfail(cell.reason or "not elicited")
+
+
+def _where(f: dict[str, Any]) -> str:
+    out = ""
+    if f.get("exchange"):
+        out += f" exchange {f['exchange']}"
+    if f.get("event") is not None:
+        out += f" event {f['event']}"
+    if f.get("pointer"):
+        out += f" {f['pointer']}"
+    return out
+
+
+def unexpected_quirk_lines(cell: Cell, quirk: str) -> list[str]:
+    """One line per finding of the quirk: id, event number, JSON pointer, message."""
+    found = [f for f in cell.findings if f.get("quirk") == quirk]
+    if not found:
+        return [f"unexpected quirk {quirk}"]
+    return [f"unexpected quirk {quirk} [{f['rule']}]{_where(f)}: {f['message']}"
+            for f in found[:5]] + ([f"  … {len(found) - 5} more"] if len(found) > 5 else [])
+
+
+def declare_hint(provider: str, quirks: list[str]) -> str:
+    flags = " ".join(f"--expect-quirk {q}='<reason>'" for q in quirks)
+    return (f"if this is known and accepted, declare it expected: {flags} (conformance run "
+            f"or pytest), or under provider '{provider}' in providers.yaml: expected_quirks: "
+            + "{" + ", ".join(f"{q}: <reason>" for q in quirks) + "}")
 
 
 @pytest.fixture
@@ -85,7 +116,8 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
             write_cell(cfg.report_dir, unsupported.to_json())
             judge(unsupported)
         if cfg.replay and not cassette.exists():
-            pytest.skip(f"not recorded: record with `{provider.record_command}`")
+            pytest.skip(f"not recorded: record with `{provider.record_command}`"
+                        f" (no {_rel(cassette)})")
         if not cfg.replay and provider.missing_key_reason():
             pytest.skip(f"{provider.name}: {provider.missing_key_reason()}")
         repeat = 1 if cfg.replay else request.config.getoption("--repeat")
