@@ -39,8 +39,13 @@ def _uv() -> str | None:
 
 def _install(session: nox.Session, extra: str = "test") -> None:
     """Make the shared environment current (a no-op when pyproject.toml has not
-    changed) and put it first on the session's PATH."""
-    env = SUITE_ENV if extra == "test" else SUITE_ENV.with_name(f"_suite-{extra}")
+    changed) and put it first on the session's PATH. A session that has a virtualenv of
+    its own (not ``python=False``) gets the package installed there instead."""
+    if session.bin_paths:
+        session.install("-q", "-e", f".[{extra}]")
+        return
+    env = SUITE_ENV if extra == "test" else SUITE_ENV.with_name(
+        "_suite-" + extra.replace(",", "-"))
     py = env / "bin" / "python"
     stamp = env / ".conformance-installed"
     want = hashlib.sha256((HERE / "pyproject.toml").read_bytes() + extra.encode()
@@ -77,6 +82,8 @@ def _scratch(session: nox.Session, name: str) -> str:
 def _bin(session: nox.Session, name: str) -> str:
     """An executable of the shared environment, by path (with ``python=False`` nox looks
     commands up on its own PATH, not the session's)."""
+    if session.bin_paths:
+        return str(Path(session.bin_paths[0]) / name)
     return str(Path(session.env["VIRTUAL_ENV"]) / "bin" / name)
 
 

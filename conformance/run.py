@@ -110,6 +110,33 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def config_problem(args: argparse.Namespace) -> str | None:
+    """The configuration checks of the suite, made before pytest starts so that a mistake
+    is one line from this command (the plugin makes the same checks for the pytest door)."""
+    from conformance.providers import (
+        ConfigError,
+        load_providers,
+        parse_expect_quirk,
+        provider_from_options,
+        select,
+    )
+    from conformance.scenarios import SCENARIOS
+
+    try:
+        for q in args.expect_quirk:
+            parse_expect_quirk(q)
+        if args.base_url is not None:
+            provider_from_options(args.base_url, args.model, args.api_key_env)
+        else:
+            select(load_providers(args.providers), args.provider)
+    except ConfigError as e:
+        return str(e)
+    unknown = [n for n in args.scenario if n not in SCENARIOS]
+    if unknown:
+        return f"unknown scenario {unknown[0]!r}; valid: {', '.join(SCENARIOS)}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.base_url is None) == (args.providers is None):
         return _usage("give --base-url URL --model NAME, or --providers FILE (one of them)")
@@ -124,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     for mod in ("pytest", "pytest_recording", "vcr"):
         if importlib.util.find_spec(mod) is None:
             return _usage(f"running the suite needs its extra ({mod} is missing): {SUITE_HINT}")
+    problem = config_problem(args)
+    if problem:
+        return _usage(problem)
     import pytest
 
     code = int(pytest.main(pytest_args(args)))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.cli import main
 from conformance.providers import ConfigError, load_providers
 from conformance.server.testing import running_server
 
@@ -162,15 +163,28 @@ def test_providers_file_door_and_junit_classnames(server: str, tmp_path: Path) -
     (["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--scenario", "singel"],
      "unknown scenario 'singel'"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--providers", "p.yaml", "--provider", "nope"], "unknown provider 'nope'; valid: a"),
 ], ids=["no target", "no model", "bad url", "typo quirk", "no reason", "key as var",
-        "missing file", "bad scenario", "bad flag"])
-def test_configuration_errors_are_one_line_and_exit_4(tmp_path: Path, args: list[str],
-                                                     message: str) -> None:
-    r = conformance_run(tmp_path, *args)
-    assert r.returncode == 4, r.stdout + r.stderr
-    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
-    assert len(lines) == 1 and message in lines[0], lines
-    assert list(tmp_path.iterdir()) == []  # nothing written
+        "missing file", "bad scenario", "bad flag", "bad provider"])
+def test_configuration_errors_are_one_line_and_exit_4(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        args: list[str], message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    if "p.yaml" in args:
+        (tmp_path / "p.yaml").write_text("providers:\n  a:\n    base_url: http://127.0.0.1:1/v1"
+                                         "\n    model: m\n")
+    assert main(["run", *args]) == 4
+    out = capsys.readouterr()
+    lines = [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("conformance run: ") \
+        and message in lines[0], lines
+    assert {p.name for p in tmp_path.iterdir()} <= {"p.yaml"}  # nothing written
+
+
+def test_a_usage_error_from_the_command_line_exits_4(tmp_path: Path) -> None:
+    r = conformance_run(tmp_path, "--base-url", "http://127.0.0.1:1/v1")
+    assert r.returncode == 4
+    assert r.stderr == "conformance run: --base-url needs --model NAME\n"
 
 
 def test_pytest_door_without_a_target_is_a_usage_error(tmp_path: Path) -> None:
