@@ -116,8 +116,7 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
             write_cell(cfg.report_dir, unsupported.to_json())
             judge(unsupported)
         if cfg.replay and not cassette.exists():
-            pytest.skip(f"not recorded: record with `{provider.record_command}`"
-                        f" (no {_rel(cassette)})")
+            pytest.skip(f"not recorded: record with `{provider.record_command}`")
         if not cfg.replay and provider.missing_key_reason():
             pytest.skip(f"{provider.name}: {provider.missing_key_reason()}")
         repeat = 1 if cfg.replay else request.config.getoption("--repeat")
