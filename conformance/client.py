@@ -794,8 +794,10 @@ class ToolCallAccumulator:
                 self._note("Q-ARGS-TRUNCATED", ev, "arguments were cut; closed by JSON repair")
             return call
         if not slot.markup:  # markup explains it (Q-ARGS-CONTROL-MARKUP, noted on arrival)
+            # Neutral: the wire rarely shows whose fault it is. The analyzer names
+            # Q-ARGS-SERVER-PARSER-CORRUPTION where the model's own text is on the wire.
             self._note(
-                "Q-ARGS-SERVER-PARSER-CORRUPTION",
+                "Q-ARGS-INVALID-JSON",
                 ev,
                 "arguments are not JSON and cannot be repaired; kept as sent",
                 recovered=False,

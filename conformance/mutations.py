@@ -903,8 +903,25 @@ def is_json_prefix(text: str) -> bool:
 
 
 @_mutation
+def args_invalid_json(frames, rng):
+    """Q-ARGS-INVALID-JSON: a fragment lost mid-call, invalid JSON with no sign of whose fault."""
+    _lose_a_fragment(frames, rng)
+
+
+@_mutation
 def args_server_parser_corruption(frames, rng):
-    """Q-ARGS-SERVER-PARSER-CORRUPTION: a fragment lost mid-call, leaving invalid JSON (vLLM)."""
+    """Q-ARGS-SERVER-PARSER-CORRUPTION: the model's text in content, its parse loses a fragment."""
+    specs, before = _specs(frames), copy.deepcopy(frames)
+    _lose_a_fragment(frames, rng)
+    if not specs or _compact(frames) == _compact(before):
+        return None  # nothing to lose: no evidence to add either
+    at = _tool_deltas(frames)[0][0]
+    frames[at:at] = _content_chunks(frames, "\n".join(_markup(s) for s in specs), rng)
+    return None
+
+
+def _lose_a_fragment(frames: list[Frame | None], rng: random.Random) -> None:
+    """Drop one argument fragment mid-call so that the rest is not a JSON prefix."""
     for group in _calls(frames):
         frags = [_args(tc) for _, tc in group]
         whole = "".join(frags)
@@ -946,6 +963,24 @@ def args_control_markup(frames, rng):
     for group in reversed(_calls(frames)):
         pos, opener = group[0]
         _insert_after(frames, pos, {"index": opener["index"], "function": {"arguments": "[ARGS]"}})
+
+
+@_mutation
+def args_invented_on_truncation(frames, rng):
+    """Q-ARGS-INVENTED-ON-TRUNCATION: a call cut before its arguments sent as ``"{}"``, ``length``."""
+    calls = [g for g in _calls(frames) if "".join(_args(tc) for _, tc in g).strip() != "{}"]
+    if not calls:
+        return None  # only "{}" calls: nothing to invent
+    group = calls[-1]
+    later = [d for g in _calls(frames)[_calls(frames).index(group) + 1 :] for d in g]
+    for pos, tc in group[2:] + later:
+        _discard(frames, pos, tc)
+    if len(group) > 1:
+        group[1][1]["function"]["arguments"] = "{}"
+    else:
+        group[0][1]["function"]["arguments"] = "{}"
+    _set_finish(frames, "tool_calls", "length")
+    return None
 
 
 @_mutation
@@ -1062,6 +1097,15 @@ def toolcall_duplicated_in_content(frames, rng):
 
 
 @_mutation
+def required_not_enforced(frames, rng):
+    """Q-REQUIRED-NOT-ENFORCED: prose before the first call under ``required`` (llama.cpp)."""
+    deltas = _tool_deltas(frames)
+    if deltas:
+        at = deltas[0][0]
+        frames[at:at] = _content_chunks(frames, "Let me check that for you.", rng)
+
+
+@_mutation
 def toolcalls_missing_in_stream(frames, rng):
     """Q-TOOLCALLS-MISSING-IN-STREAM: no call and no content, finish ``stop`` (Ollama /v1)."""
     for pos, tc in _tool_deltas(frames):
@@ -1164,6 +1208,8 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-ARGS-LOST-MULTITOKEN-DELTA": args_lost_multitoken_delta,
     "Q-ARGS-ABSENT-NO-PARAMS": args_absent_no_params,
     "Q-ARGS-SERVER-PARSER-CORRUPTION": args_server_parser_corruption,
+    "Q-ARGS-INVALID-JSON": args_invalid_json,
+    "Q-ARGS-INVENTED-ON-TRUNCATION": args_invented_on_truncation,
     "Q-ARGS-JSON-OBJECT": args_json_object,
     "Q-ARGS-CONTROL-MARKUP": args_control_markup,
     "Q-ARGS-TRUNCATED": args_truncated,
@@ -1182,6 +1228,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-TOOLCALL-AS-TEXT": toolcall_as_text,
     "Q-TOOLCALL-DUPLICATED-IN-CONTENT": toolcall_duplicated_in_content,
     "Q-TOOLCALLS-MISSING-IN-STREAM": toolcalls_missing_in_stream,
+    "Q-REQUIRED-NOT-ENFORCED": required_not_enforced,
     "Q-REASONING-SAME-DELTA": reasoning_same_delta,
     "Q-REASONING-LEAK-AT-FINISH": reasoning_leak_at_finish,
     "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": openai_multi_tool_use_wrapper,

@@ -303,12 +303,18 @@ QUIRK_LEVEL: dict[str, str] = {
     "Q-RT-TOOL-MESSAGE-NAME": MUST,
     "Q-RT-FUNCTION-NAME-KEY-REQUIRED": MUST,
     "Q-RT-GEMINI-THOUGHT-SIGNATURE": MUST,
+    # Ids the suite added (conformance/data/quirks.json, not in the catalogue). The
+    # required-not-enforced finding is MUST where no call came at all.
+    "Q-ARGS-INVENTED-ON-TRUNCATION": MUST,
+    "Q-ARGS-INVALID-JSON": MUST,
+    "Q-REQUIRED-NOT-ENFORCED": SHOULD,
 }
 
 # Quirks the robust strategy cannot repair: the right calls are not on the wire.
 UNRECOVERABLE = frozenset(
     {
         "Q-ARGS-SERVER-PARSER-CORRUPTION",
+        "Q-ARGS-INVALID-JSON",
         "Q-ARGS-LOST-MULTITOKEN-DELTA",
         "Q-ARGS-CONTROL-MARKUP",
         "Q-INDEX-INCONSISTENT-WITHIN-CALL",

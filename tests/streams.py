@@ -487,6 +487,40 @@ ARGS_SERVER_PARSER_CORRUPTION = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
+# Q-ARGS-SERVER-PARSER-CORRUPTION with its evidence: the stream above, after the model's own
+# text of the call streamed as content (as servers that echo the raw output do, catalogue
+# Q-TOOLCALL-DUPLICATED-IN-CONTENT): that text holds valid arguments, the parse does not.
+ARGS_SERVER_PARSER_CORRUPTION_SEEN = (
+    '{"id":"c1","object":"chat.completion.chunk","created":1,"model":"qwen3","choices":[{"index":0,"delta":{"content":"<tool_call>\\n{\\"name\\": \\"add_items\\", \\"arguments\\": {\\"items\\": [{\\"name\\": \\"a\\"}]}}\\n</tool_call>"},"finish_reason":null}]}\n'
+    + ARGS_SERVER_PARSER_CORRUPTION
+)
+
+# Q-ARGS-INVENTED-ON-TRUNCATION, reconstructed from docs/lanes/vllm.md (vLLM 0.32.0 hermes,
+# `max_tokens: 14`): the model had written only `<tool_call>\n{"name": "get_weather",`; the
+# server sent one chunk with id, name, `arguments: "{}"` and `finish_reason: "length"`
+# (the id in OpenAI's shape here, to isolate the quirk from Q-ID-FORMAT).
+ARGS_INVENTED_ON_TRUNCATION = """\
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},"finish_reason":"length"}]}
+"""
+
+# Q-REQUIRED-NOT-ENFORCED, reconstructed from docs/lanes/llamacpp.md (`tool_choice:
+# "required"` without a prefill: the required grammar lets free text come first): prose,
+# then the call.
+REQUIRED_NOT_ENFORCED = """\
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"content":"The weather in Paris is mostly sunny. "},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": \\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+# ... and the same prose with no call at all, until max_tokens (the lane's plain request).
+REQUIRED_PROSE_ONLY = """\
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{"content":"The weather in Paris is mostly sunny."},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"smollm2","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}
+"""
+
 # Q-ARGS-JSON-OBJECT, verbatim huggingface/text-generation-inference#2136 tool call (as a
 # streamed delta; `description: null` dropped).
 ARGS_JSON_OBJECT = """\

@@ -211,8 +211,21 @@ _CASES: dict[str, tuple] = {
         request={"model": "m", "stream": True, "tools": S.TOOLS_WEATHER},
     ),
     "Q-ARGS-ABSENT-NO-PARAMS": case(S.ARGS_ABSENT_NO_PARAMS, event=0),
+    "Q-ARGS-INVALID-JSON": case(S.ARGS_SERVER_PARSER_CORRUPTION, event=0, verdict="fails"),
     "Q-ARGS-SERVER-PARSER-CORRUPTION": case(
-        S.ARGS_SERVER_PARSER_CORRUPTION, event=0, verdict="fails"
+        S.ARGS_SERVER_PARSER_CORRUPTION_SEEN,
+        {"Q-TOOLCALL-DUPLICATED-IN-CONTENT"},
+        event=1,
+        verdict="fails",
+        why="the model's own text in content is the evidence that the server parsed it",
+    ),
+    "Q-ARGS-INVENTED-ON-TRUNCATION": case(
+        S.ARGS_INVENTED_ON_TRUNCATION,
+        {WHOLE, "Q-FINISH-SAME-CHUNK-AS-CALL"},
+        event=1,
+        pointer=tc(0),
+        request={"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "max_tokens": 14},
+        why="vLLM sends the invented call whole, with the finish, in one chunk",
     ),
     "Q-ARGS-JSON-OBJECT": case(S.ARGS_JSON_OBJECT, event=0, pointer=tc(0, "function/arguments")),
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
@@ -251,6 +264,9 @@ _CASES: dict[str, tuple] = {
     ),
     "Q-FINISH-NONSTANDARD-VALUE": case(
         S.FINISH_NONSTANDARD_VALUE, event=1, pointer="/choices/0/finish_reason"
+    ),
+    "Q-REQUIRED-NOT-ENFORCED": case(
+        S.REQUIRED_NOT_ENFORCED, event=1, pointer="/choices/0/delta/content", request=REQUIRED
     ),
     # --- H. outside tool_calls
     "Q-TOOLCALL-AS-TEXT": case(S.TOOLCALL_AS_TEXT, event=0, verdict="fails"),
@@ -344,6 +360,67 @@ def test_missing_calls_need_a_forcing_request():
     auto = dict(REQUIRED, tool_choice="auto")
     assert run(S.TOOLCALLS_MISSING_IN_STREAM, request=auto).quirks == []
     assert run(S.TOOLCALLS_MISSING_IN_STREAM).quirks == []
+
+
+# --------------------------------------------------------------------------- issue 13 ids
+
+WEATHER_CUT = {"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "max_tokens": 14}
+PING_TOOL = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {}}}}]
+
+
+def test_invented_arguments_need_a_cut_and_a_tool_that_wants_parameters():
+    invented = "Q-ARGS-INVENTED-ON-TRUNCATION"
+    # the same "{}" for a declared tool without parameters is a whole call
+    no_params = dict(WEATHER_CUT, tools=PING_TOOL)
+    assert invented not in run(S.ARGS_INVENTED_ON_TRUNCATION, request=no_params).quirks
+    # ... and with finish_reason "tool_calls" nothing was cut
+    whole = S.ARGS_INVENTED_ON_TRUNCATION.replace('"finish_reason":"length"',
+                                                  '"finish_reason":"tool_calls"')
+    assert invented not in run(whole, request=WEATHER_CUT).quirks
+    # a tool the request never declared (vLLM once named one itself): invented too
+    other = S.ARGS_INVENTED_ON_TRUNCATION.replace('"get_weather"', '"weather_lookup"')
+    r = run(other, request=WEATHER_CUT)
+    assert invented in r.quirks
+    assert "'weather_lookup' is not a declared tool" in next(
+        f.message for f in r.findings if f.quirk == invented)
+    # a bare capture: judged on the "{}" and the cut alone
+    assert invented in run(S.ARGS_INVENTED_ON_TRUNCATION).quirks
+
+
+def test_prose_before_a_call_is_a_quirk_only_under_required():
+    auto = dict(REQUIRED, tool_choice="auto")
+    assert run(S.REQUIRED_NOT_ENFORCED, request=auto).quirks == []
+    assert run(S.REQUIRED_NOT_ENFORCED).quirks == []
+
+
+def test_prose_instead_of_a_required_call_is_a_must_finding_not_missing_calls():
+    r = run(S.REQUIRED_PROSE_ONLY, request=REQUIRED)
+    assert r.quirks == ["Q-REQUIRED-NOT-ENFORCED"]  # not Q-TOOLCALLS-MISSING-IN-STREAM
+    (f,) = [f for f in r.findings if f.quirk == "Q-REQUIRED-NOT-ENFORCED"]
+    assert (f.rule, f.level, f.event) == ("R-TOOL-CHOICE", "MUST", 1)
+    assert f.message == 'tool_choice "required" but the model answered in prose, with no tool call'
+    # an empty turn under "required" stays the catalogued missing-calls quirk
+    assert run(S.TOOLCALLS_MISSING_IN_STREAM, request=REQUIRED).quirks == [
+        "Q-TOOLCALLS-MISSING-IN-STREAM"]
+
+
+def test_invalid_arguments_are_the_server_parsers_only_with_the_models_text_on_the_wire():
+    bare = run(S.ARGS_SERVER_PARSER_CORRUPTION)
+    assert "Q-ARGS-SERVER-PARSER-CORRUPTION" not in bare.quirks
+    assert bare.impact["robust"].detail == "Q-ARGS-INVALID-JSON"
+    seen = run(S.ARGS_SERVER_PARSER_CORRUPTION_SEEN)
+    assert seen.impact["robust"].detail == "Q-ARGS-SERVER-PARSER-CORRUPTION"
+    (f,) = [f for f in seen.findings if f.quirk == "Q-ARGS-SERVER-PARSER-CORRUPTION"]
+    assert f.message.endswith("the model's own text of the 'add_items' call is in content "
+                              "(event 0) with valid arguments: the server's parser broke them")
+    # the model's text with arguments as broken as the call's: no evidence of a parse
+    chunks = S.chunks(S.ARGS_SERVER_PARSER_CORRUPTION_SEEN)
+    delta = chunks[0]["choices"][0]["delta"]
+    delta["content"] = delta["content"].replace('[{"name": "a"}]}}', '[{"name": ')
+    assert delta["content"].endswith('[{"name": \n</tool_call>')
+    broken = "".join(json.dumps(c) + "\n" for c in chunks)
+    assert "Q-ARGS-SERVER-PARSER-CORRUPTION" not in run(broken).quirks
 
 
 def test_controls_go_through_the_files_door_too(tmp_path):

@@ -127,9 +127,12 @@ def test_fails_beats_inconclusive() -> None:
 
 
 def test_required_without_any_call_is_the_servers_fault_not_inconclusive() -> None:
-    cell = run_cell("required", PROSE)
-    assert cell.verdict == "fails"
-    assert "Q-TOOLCALLS-MISSING-IN-STREAM" in cell.quirks
+    cell = run_cell("required", PROSE)  # prose instead of the required call
+    assert (cell.verdict, cell.elicited) == ("quirk", True)
+    assert cell.unexpected == ["Q-REQUIRED-NOT-ENFORCED"]
+    empty = [chunk({"role": "assistant", "content": ""}), chunk({}, "stop")]
+    cell = run_cell("required", empty)  # nothing at all
+    assert (cell.verdict, cell.quirks) == ("fails", ["Q-TOOLCALLS-MISSING-IN-STREAM"])
 
 
 def test_required_by_elicitation_still_needs_the_scenarios_number_of_calls() -> None:

@@ -57,6 +57,7 @@ NEEDS = {
     "Q-TOOLCALLS-MISSING-IN-STREAM": "required",  # under "auto" a turn without calls is fine
     "Q-TOOLCALL-AS-TEXT": "required",
     "Q-FINISH-STOP-NAMED-TOOLCHOICE": "named",  # OpenAI's own behaviour, only when named
+    "Q-REQUIRED-NOT-ENFORCED": "required",  # under "auto" prose before a call is fine
 }
 
 # Quirks the stream cannot show, or that are not stream transforms: not in MUTATIONS, or in
@@ -86,6 +87,10 @@ ALSO: dict[str, dict[str, str]] = {
         "Q-EXTRA-FIELDS": "the annotation-only choice carries content_filter_results/offsets, "
         "as in microsoft/autogen#6465 (INFO)",
     },
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": {
+        "Q-TOOLCALL-DUPLICATED-IN-CONTENT": "the model's own text of the calls in content is "
+        "the evidence that the server parsed it (else the neutral Q-ARGS-INVALID-JSON)",
+    },
 }
 ALSO_BY_SHAPE: dict[tuple[str, str], dict[str, str]] = {}
 # (shape, quirk) pairs where the transform cannot apply: it is a no-op, or its output is
@@ -100,6 +105,8 @@ NOT_APPLICABLE: dict[tuple[str, str], tuple[str | None, str]] = {
     ("interleaved", "Q-ARGS-ABSENT-NO-PARAMS"): (None, "the calls have parameters"),
     ("parameterless", "Q-ARGS-CUMULATIVE"): (None, '"{}" is one fragment: nothing to re-send'),
     ("parameterless", "Q-ARGS-SERVER-PARSER-CORRUPTION"): (None, '"{}" has nothing to drop'),
+    ("parameterless", "Q-ARGS-INVALID-JSON"): (None, '"{}" has nothing to drop'),
+    ("parameterless", "Q-ARGS-INVENTED-ON-TRUNCATION"): (None, '"{}" already: nothing to invent'),
     ("single", "Q-INDEX-ABSENT-PARALLEL-SPLIT"): (
         "Q-INDEX-ABSENT-WHOLE-CALL",
         "one index-less whole call is the whole-call shape; the split needs two calls",
@@ -114,7 +121,7 @@ NOT_APPLICABLE: dict[tuple[str, str], tuple[str | None, str]] = {
         "a call without parameters has nothing to lose: no arguments is legitimate",
     ),
     ("interleaved", "Q-INDEX-REUSED-ACROSS-CALLS"): (
-        "Q-ARGS-SERVER-PARSER-CORRUPTION",
+        "Q-ARGS-INVALID-JSON",
         "variant b (later calls on index 0 with no id and no name) with interleaved "
         "fragments is, on the wire, one call whose argument text is garbled: exactly a "
         "corrupted call (the catalogue: variant b is not recoverable from the envelope)",
@@ -187,6 +194,10 @@ def expected_calls(quirk: str, calls: list[CallSpec]) -> list[tuple[str, str, An
             for c in calls
         ]
         return [(calls[0].id, "multi_tool_use.parallel", {"tool_uses": uses})]
+    if quirk == "Q-ARGS-INVENTED-ON-TRUNCATION":  # the cut call as sent: "{}", kept as is
+        cut = max(k for k, c in enumerate(calls) if c.arguments != "{}")
+        return [(c.id, c.name, json.loads(c.arguments)) for c in calls[:cut]] + [
+            (calls[cut].id, calls[cut].name, {})]
     return [(c.id, c.name, json.loads(c.arguments)) for c in calls]
 
 
@@ -270,11 +281,12 @@ def test_not_applicable_pairs_really_are(shape, quirk):
         assert look_alike in r.quirks and quirk not in r.quirks
 
 
-# Without the request (a bare capture) three quirks cannot be told from their look-alikes.
+# Without the request (a bare capture) four quirks cannot be told from their look-alikes.
 BARE_LOOK_ALIKE = {
     "Q-ARGS-LOST-MULTITOKEN-DELTA": "Q-ARGS-ABSENT-NO-PARAMS",  # no schema: nothing required
     "Q-FINISH-STOP-NAMED-TOOLCHOICE": "Q-FINISH-STOP-WITH-TOOLCALLS",  # no tool_choice seen
     "Q-TOOLCALLS-MISSING-IN-STREAM": None,  # an empty turn is legitimate under "auto"
+    "Q-REQUIRED-NOT-ENFORCED": None,  # prose before a call is legitimate under "auto"
 }
 
 

@@ -203,7 +203,9 @@ TOUCHES = {
     "Q-ARGS-DUPLICATED-ON-FLUSH": {"tool_deltas", "count"},
     "Q-ARGS-LOST-MULTITOKEN-DELTA": {"tool_deltas", "count"},
     "Q-ARGS-ABSENT-NO-PARAMS": {"tool_deltas", "count"},
-    "Q-ARGS-SERVER-PARSER-CORRUPTION": {"tool_deltas", "count"},
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": {"tool_deltas", "count", "content"},  # + the text
+    "Q-ARGS-INVALID-JSON": {"tool_deltas", "count"},
+    "Q-ARGS-INVENTED-ON-TRUNCATION": {"tool_deltas", "count", "finish"},
     "Q-ARGS-JSON-OBJECT": {"tool_deltas", "count"},
     "Q-ARGS-CONTROL-MARKUP": {"tool_deltas", "count"},
     "Q-ARGS-TRUNCATED": {"tool_deltas", "count"},
@@ -220,6 +222,7 @@ TOUCHES = {
     "Q-TOOLCALL-AS-TEXT": {"tool_deltas", "count", "content", "finish"},
     "Q-TOOLCALL-DUPLICATED-IN-CONTENT": {"count", "content"},
     "Q-TOOLCALLS-MISSING-IN-STREAM": {"tool_deltas", "count", "finish"},
+    "Q-REQUIRED-NOT-ENFORCED": {"count", "content"},
     "Q-REASONING-SAME-DELTA": {"content"},
     "Q-REASONING-LEAK-AT-FINISH": {"content", "count"},
     "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": {"tool_deltas", "count"},
@@ -281,7 +284,7 @@ def _args_of(frames, index):
 @pytest.mark.parametrize("seed", range(20))
 def test_corruption_is_not_a_truncation_and_truncation_is(seed):
     rng = random.Random(seed)
-    corrupted = MUTATIONS["Q-ARGS-SERVER-PARSER-CORRUPTION"](ref(), rng)
+    corrupted = MUTATIONS["Q-ARGS-INVALID-JSON"](ref(), rng)
     text = _args_of(corrupted, 0)
     assert not is_json_prefix(text) and len(text) < len(CALLS[0].arguments)
     truncated = MUTATIONS["Q-ARGS-TRUNCATED"](ref(), random.Random(seed))

@@ -350,10 +350,34 @@ def _args_absent(f, c, r):
     assert [tc["function"] for tc in deltas(f)] == [{"name": c[0]["name"]}]
 
 
+@shape("Q-ARGS-INVALID-JSON")
+def _args_invalid(f, c, r):
+    text = args_of(f, 0)
+    assert not is_json_prefix(text) and len(text) < len(c[0]["arguments"])
+    assert not content(f)  # nothing on the wire says whose fault it is
+
+
 @shape("Q-ARGS-SERVER-PARSER-CORRUPTION")
 def _args_corrupt(f, c, r):
     text = args_of(f, 0)
     assert not is_json_prefix(text) and len(text) < len(c[0]["arguments"])
+    # the evidence: the model's own text of the call, with its whole arguments, in content
+    assert json.dumps({"arguments": json.loads(c[0]["arguments"])}, ensure_ascii=False)[1:-1] \
+        in content(f)
+
+
+@shape("Q-ARGS-INVENTED-ON-TRUNCATION")
+def _args_invented(f, c, r):
+    assert [x["arguments"] for x in assemble(f)] == [x["arguments"] for x in c[:-1]] + ["{}"]
+    assert c[-1]["arguments"] != "{}" and finishes(f) == ["length"]
+
+
+@shape("Q-REQUIRED-NOT-ENFORCED")
+def _required_prose(f, c, r):
+    assert content(f) and not content(r) and assemble(f) == c
+    first_call = next(k for k, ch in enumerate(choices(f)) if (ch.get("delta") or {}).get(
+        "tool_calls"))
+    assert all(not (ch.get("delta") or {}).get("content") for ch in choices(f)[first_call:])
 
 
 @shape("Q-ARGS-JSON-OBJECT")
@@ -429,7 +453,9 @@ def _call_as_text(f, c, r):
 
 @shape("Q-TOOLCALL-DUPLICATED-IN-CONTENT")
 def _call_in_content(f, c, r):
-    assert content(f).startswith("<tool_call>") and assemble(f) == c
+    # ids and names as meant (the arguments may be broken: the parser-corruption profile)
+    assert content(f).startswith("<tool_call>")
+    assert [(x["id"], x["name"]) for x in assemble(f)] == [(x["id"], x["name"]) for x in c]
 
 
 @shape("Q-TOOLCALLS-MISSING-IN-STREAM")

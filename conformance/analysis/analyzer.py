@@ -73,6 +73,8 @@ END_DETECTORS: list[Callable[..., None]] = [
     tool_deltas.detect_nonzero_start,
     tool_deltas.detect_indexless_shape,
     finish.detect_finish_at_end,
+    finish.detect_invented_on_truncation,
+    content.detect_required_not_enforced,  # before the next: it reads whether prose came
     content.detect_calls_outside_tool_calls,
     request.detect_request_semantics,
     envelope.detect_collected,
@@ -119,6 +121,8 @@ class Analyzer:
         self.length_judged = False
         self.cut_inside_event = False  # the body ended inside an event (an SSE fault)
         self.body_cut: str | None = None  # why a 200 body is an error, not a stream
+        self.first_prose_event: int | None = None  # content before any tool-call delta
+        self.parser_evidence: str | None = None  # set by `named` ("" when there is none)
 
     # ------------------------------------------------------------------ findings
     def find(
@@ -229,10 +233,13 @@ class Analyzer:
                 continue  # reported by their own detectors, with pointers
             if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
                 continue  # the transport cut the stream: a consequence, not the server's quirk
-            rule = WORKAROUND_RULE.get(w.quirk, w.quirk)
-            if (rule, w.quirk) in detected:
+            quirk, message = self.named(w.quirk, turn), w.message
+            if quirk != w.quirk:
+                message += "; " + str(self.parser_evidence)
+            rule = WORKAROUND_RULE.get(quirk, quirk)
+            if (rule, quirk) in detected:
                 continue  # a detector reported it already, with its pointer
-            self.find(rule, w.message, quirk=w.quirk, event=w.event)
+            self.find(rule, message, quirk=quirk, event=w.event)
         check_length_and_usage(self, turn)
         calls = {
             "naive": self.naive.calls(),
@@ -285,7 +292,8 @@ class Analyzer:
         if turn.recoverable and not missing:
             out["robust"] = Impact("ok", "repaired arguments" if turn.repaired else "")
         else:
-            lost = {w.quirk for w in turn.workarounds if not w.recovered} | missing
+            lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
+            lost |= missing
             why = ", ".join(sorted(lost))
             if not why:
                 why = (
@@ -295,6 +303,15 @@ class Analyzer:
                 )
             out["robust"] = Impact("unrecoverable", why)
         return out
+
+    def named(self, quirk: str, turn: Turn) -> str:
+        """The id a robust-client note is reported under: invalid arguments are the server
+        parser's fault only where the model's own text of the call is on the wire."""
+        if quirk != "Q-ARGS-INVALID-JSON":
+            return quirk
+        if self.parser_evidence is None:
+            self.parser_evidence = content.server_parser_evidence(self, turn) or ""
+        return "Q-ARGS-SERVER-PARSER-CORRUPTION" if self.parser_evidence else quirk
 
     def _error_reason(self, turn: Turn) -> str | None:
         if self.t.transport_error:
@@ -352,6 +369,7 @@ class Analyzer:
 WORKAROUND_RULE = {
     "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
     "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
+    "Q-ARGS-INVALID-JSON": "R-ARGS-JSON",
     "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
     "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
     "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",

@@ -166,6 +166,13 @@ _NEEDS = {
     # With tool_choice "auto" a turn without a call is legitimate; "required" makes it a fault.
     "Q-TOOLCALLS-MISSING-IN-STREAM": "required",
     "Q-TOOLCALL-AS-TEXT": "required",
+    # Prose before a call is a fault only when the request demands a call.
+    "Q-REQUIRED-NOT-ENFORCED": "required",
+}
+# Quirks a profile shows along with its own, because they are its evidence.
+_ALSO = {
+    # The model's own text of the calls in content shows that the server parsed it.
+    "Q-ARGS-SERVER-PARSER-CORRUPTION": frozenset({"Q-TOOLCALL-DUPLICATED-IN-CONTENT"}),
 }
 
 # A stall is timing, not bytes: an analysis of the body cannot see it.
@@ -184,8 +191,9 @@ def _single(quirk: str, name: str | None = None, description: str | None = None)
         name=name or profile_name(quirk),
         description=description or _DESCRIPTIONS.get(quirk) or doc,
         mutations=(quirk,),
-        quirks=frozenset({quirk}),
-        expected=frozenset() if quirk in _INVISIBLE else frozenset({quirk}),
+        quirks=frozenset({quirk}) | _ALSO.get(quirk, frozenset()),
+        expected=frozenset() if quirk in _INVISIBLE
+        else frozenset({quirk}) | _ALSO.get(quirk, frozenset()),
         when="named" if quirk == "Q-FINISH-STOP-NAMED-TOOLCHOICE" else None,
         needs=_NEEDS.get(quirk),
     )

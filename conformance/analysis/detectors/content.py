@@ -1,15 +1,19 @@
 """Groups H/I, content and reasoning: tool calls written as text, reasoning next to calls.
 
 Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH, Q-TOOLCALL-AS-TEXT,
-Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM.
+Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM, Q-REQUIRED-NOT-ENFORCED;
+the evidence that names Q-ARGS-SERVER-PARSER-CORRUPTION (the model's own text of a call).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import REASONING_FIELDS, _excerpt, _nonempty
+from conformance.client import Turn
+from conformance.rules import MUST
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
@@ -35,6 +39,8 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             )
         a.reasoning_seen = True
     if _nonempty(content):
+        if a.first_prose_event is None and not a.any_tool_delta and content.strip():
+            a.first_prose_event = n
         if sum(len(c) for c in a.content) < 200_000:
             a.content.append(content)
         if a.first_markup_event is None and TOOL_MARKUP.search(content):
@@ -72,6 +78,8 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
         return
     choice = (a.req or {}).get("tool_choice")
     forced = choice == "required" or isinstance(choice, dict)
+    if choice == "required" and a.first_prose_event is not None:
+        return  # prose instead of a call: Q-REQUIRED-NOT-ENFORCED says so
     if (
         forced
         and not calls
@@ -85,3 +93,54 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
             f"tool_choice {_excerpt(choice, 60)} but no tool call streamed",
             quirk="Q-TOOLCALLS-MISSING-IN-STREAM",
         )
+
+
+def detect_required_not_enforced(a: Analyzer) -> None:
+    """Q-REQUIRED-NOT-ENFORCED: `tool_choice: "required"`, and the model wrote prose before
+    its first call (SHOULD) or instead of any call (MUST, R-TOOL-CHOICE). llama.cpp's
+    required grammar allows free text before the first call (docs/lanes/llamacpp.md).
+    Calls written as text are group H's (Q-TOOLCALL-AS-TEXT), not this."""
+    if (a.req or {}).get("tool_choice") != "required" or a.first_prose_event is None:
+        return
+    if a.first_markup_event is not None or a.error_seen or a.body_cut or a.t.transport_error:
+        return
+    prose = "".join(a.content)
+    if a.robust.turn().calls:
+        a.find("R-TOOL-CHOICE", 'tool_choice "required" but prose came before the first call',
+               quirk="Q-REQUIRED-NOT-ENFORCED", event=a.first_prose_event,
+               pointer="/choices/0/delta/content", excerpt=prose[:160])
+    else:
+        a.find("R-TOOL-CHOICE", 'tool_choice "required" but the model answered in prose, '
+               "with no tool call", quirk="Q-REQUIRED-NOT-ENFORCED", level=MUST,
+               event=a.first_prose_event, pointer="/choices/0/delta/content",
+               excerpt=prose[:160])
+
+
+_CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
+
+
+def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
+    """Why an invalid call is the server parser's fault, or "": the model's own text of that
+    call is on the wire (content next to the structured call, Q-TOOLCALL-DUPLICATED-IN-CONTENT)
+    and its arguments there are valid JSON, so the server broke them while parsing."""
+    text = "".join(a.content)
+    written: set[str] = set()
+    decoder = json.JSONDecoder()
+    for m in _CALL_TEXT.finditer(text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        args = obj.get("arguments", obj.get("parameters")) if isinstance(obj, dict) else None
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                continue
+        if isinstance(obj.get("name"), str) and isinstance(args, dict):
+            written.add(obj["name"])
+    broken = [c.name for c in turn.calls if not c.valid and c.name in written]
+    if not broken:
+        return ""
+    return (f"the model's own text of the {broken[0]!r} call is in content (event "
+            f"{a.first_markup_event}) with valid arguments: the server's parser broke them")

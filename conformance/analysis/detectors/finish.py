@@ -3,7 +3,7 @@
 Q-FINISH-EMPTY-STRING, Q-FINISH-CAMELCASE, Q-FINISH-NONSTANDARD-VALUE, Q-FINISH-REPEATED,
 Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL, Q-FINISH-NEVER-SENT,
 Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE, Q-FINISH-TOOLCALLS-WITHOUT-DELTAS;
-R-LENGTH-CUT, R-LENGTH-VISIBLE (Q-ARGS-TRUNCATED), R-USAGE.
+R-LENGTH-CUT, R-LENGTH-VISIBLE (Q-ARGS-TRUNCATED), R-USAGE; Q-ARGS-INVENTED-ON-TRUNCATION.
 """
 
 from __future__ import annotations
@@ -152,3 +152,35 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
                     f'{turn.finish_reason!r}, not "length"',
                     quirk="Q-ARGS-TRUNCATED" if cut[0].repaired else None,
                 )
+
+
+def detect_invented_on_truncation(a: Analyzer) -> None:
+    """Q-ARGS-INVENTED-ON-TRUNCATION: `finish_reason: "length"` and a call whose arguments
+    are exactly `{}` although its tool requires parameters, or is not declared at all: the
+    model was cut before writing them and the server filled in `{}` (vLLM 0.32 hermes,
+    docs/lanes/vllm.md). Valid JSON the model never wrote; only finish_reason warns. A
+    parameterless declared tool's `{}` is complete, and a stream without the request is
+    judged on the `{}` and the cut alone."""
+    if a.last_finish is None or a.last_finish[1] != "length" or a.error_seen:
+        return
+    declared = {}
+    for t in a.tools if isinstance(a.tools, list) else []:
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            declared[fn["name"]] = [r for r in _list(params.get("required")) if isinstance(r, str)]
+    for c in a.robust.turn().calls:
+        if c.raw_arguments.strip() != "{}":
+            continue
+        if a.req is not None and declared.get(c.name) == []:
+            continue  # a declared tool without required parameters: {} is a whole call
+        why = (f"{c.name!r} requires {', '.join(declared[c.name])}" if declared.get(c.name)
+               else f"{c.name!r} is not a declared tool" if a.req is not None
+               else "the stream was cut")
+        state = a.indexes.get((0, c.provider_index)) if c.provider_index is not None else None
+        a.find("R-LENGTH-CUT", f'call {c.index}: arguments "{{}}" with finish_reason "length" '
+               f"although {why}: the server filled them in, the model never wrote them",
+               quirk="Q-ARGS-INVENTED-ON-TRUNCATION",
+               event=state.first_event if state else a.last_finish[0],
+               pointer=state.ptr if state else None)
+        return
