@@ -120,9 +120,10 @@ _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
 
 
 def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
-    """Why an invalid call is the server parser's fault, or "": the model's own text of that
-    call is on the wire (content next to the structured call, Q-TOOLCALL-DUPLICATED-IN-CONTENT)
-    and its arguments there are valid JSON, so the server broke them while parsing."""
+    """Q-ARGS-SERVER-PARSER-CORRUPTION rather than the neutral Q-ARGS-INVALID-JSON (the robust
+    client's note for unrepairable arguments): why an invalid call is the server parser's
+    fault, or "". The model's own text of that call is on the wire, in content next to the
+    structured call, with valid arguments: the server broke them while parsing."""
     text = "".join(a.content)
     written: set[str] = set()
     decoder = json.JSONDecoder()
