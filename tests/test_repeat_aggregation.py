@@ -1,0 +1,360 @@
+"""conformance.runner in-process, against a fake endpoint (httpx.MockTransport) that answers
+queued bodies: how `--repeat` trials are aggregated into one cell (one test per rule), the
+scenario expectations, expected and unexpected quirks, and the round trip with its probes.
+
+Every stream is OpenAI's reference stream (conformance.mutations) with at most one quirk
+injected, so the expected verdicts and quirk sets below are read off the catalogue, not
+computed by the runner."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.client import RoundTripPolicy
+from conformance.mutations import MUTATIONS, CallSpec, reference_stream, render_sse
+from conformance.providers import Provider
+from conformance.runner import Cell, CellRunner, check_expectations, unsupported_cell
+from conformance.scenarios import SCENARIOS
+
+WEATHER = CallSpec("call_W1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Paris"}')
+TIME = CallSpec("call_T1a2b3c4d5e6f7g8h9i0j1k2", "get_time", '{"timezone": "Asia/Tokyo"}')
+ZURICH = CallSpec("call_Z1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Zürich"}')
+ASCII_ZURICH = CallSpec("call_Z1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Zurich"}')
+
+
+def sse(calls: list[CallSpec], quirk: str | None = None, seed: int = 0, **kw: Any) -> bytes:
+    rng = random.Random(seed)
+    frames = reference_stream(calls, rng=rng, model="m", **kw)
+    return render_sse(MUTATIONS[quirk](frames, rng) if quirk else frames)
+
+
+OK = (200, sse([WEATHER]))
+DONE_MISSING = (200, sse([WEATHER], "Q-SSE-DONE-MISSING"))  # SHOULD: a quirk cell
+PROSE = (200, sse([], content="It is sunny."))  # no call: not elicited
+BROKEN = (500, b'{"error": {"message": "boom"}}')
+
+
+class Wire:
+    """A fake endpoint: answers the queued (status, body) pairs in order, keeps requests."""
+
+    def __init__(self, *answers: tuple[int, bytes]):
+        self.answers = list(answers)
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(json.loads(request.content))
+        status, body = self.answers.pop(0)
+        ctype = "text/event-stream" if status == 200 else "application/json"
+        return httpx.Response(status, headers={"content-type": ctype}, content=body)
+
+
+def run(scenario: str, *answers: tuple[int, bytes], repeat: int = 1,
+        cassette: str | None = "c.yaml", **provider: Any) -> tuple[Cell, Wire]:
+    wire = Wire(*answers)
+    runner = CellRunner(replay=True, client=httpx.Client(transport=httpx.MockTransport(wire)))
+    try:
+        cell = runner.run(Provider("fake", "http://fake.test/v1", "m", **provider),
+                          SCENARIOS[scenario], repeat=repeat, cassette=cassette)
+    finally:
+        runner.close()
+    assert wire.answers == [], "every queued answer is asked for"
+    return cell, wire
+
+
+# ------------------------------------------------------------------ --repeat aggregation
+
+def test_one_trial_counts_itself() -> None:
+    cell, _ = run("single", DONE_MISSING)
+    assert (cell.verdict, cell.quirks) == ("quirk", ["Q-SSE-DONE-MISSING"])
+    assert cell.trials == {"n": 1, "quirk_counts": {"Q-SSE-DONE-MISSING": 1},
+                           "verdict_counts": {"quirk": 1}}
+    assert (cell.cassette, cell.interaction) == ("c.yaml", 0)
+
+
+def test_no_cassette_no_interaction() -> None:
+    cell, _ = run("single", OK, cassette=None)
+    assert (cell.verdict, cell.quirks, cell.cassette, cell.interaction) == \
+        ("conforms", [], None, None)
+
+
+def test_repeat_reads_as_the_worst_trial_and_counts_each_verdict() -> None:
+    cell, _ = run("single", OK, DONE_MISSING, OK, repeat=3)
+    assert cell.verdict == "quirk"
+    assert cell.trials == {"n": 3, "quirk_counts": {"Q-SSE-DONE-MISSING": 1},
+                           "verdict_counts": {"conforms": 2, "quirk": 1},
+                           "exchanges_per_trial": [1, 1, 1]}
+    assert cell.quirks == ["Q-SSE-DONE-MISSING"]
+    assert (cell.cassette, cell.interaction) == ("c.yaml", 0)
+
+
+def test_repeat_quirks_are_the_union_counted_once_per_trial() -> None:
+    two = (200, sse([WEATHER, TIME], "Q-SSE-DONE-MISSING"))
+    cell, _ = run("single", DONE_MISSING, (200, sse([WEATHER], "Q-EXTRA-FIELDS")), two,
+                  repeat=3)
+    assert cell.quirks == ["Q-EXTRA-FIELDS", "Q-SSE-DONE-MISSING"]
+    assert cell.trials["quirk_counts"] == {"Q-EXTRA-FIELDS": 1, "Q-SSE-DONE-MISSING": 2}
+    # Q-EXTRA-FIELDS is INFO: that trial conforms; the first trial is the worst (quirk)
+    assert cell.trials["verdict_counts"] == {"conforms": 1, "quirk": 2}
+    assert cell.verdict == "quirk"
+
+
+def test_repeat_error_is_the_worst_and_not_elicited_is_counted_apart() -> None:
+    cell, _ = run("single", PROSE, OK, BROKEN, repeat=3, cassette="r.yaml")
+    assert (cell.verdict, cell.reason) == ("error", "HTTP 500: boom")
+    assert cell.trials == {"n": 3, "quirk_counts": {},
+                           "verdict_counts": {"conforms": 1, "conforms (not elicited)": 1,
+                                              "error": 1},
+                           "exchanges_per_trial": [1, 1, 1]}
+    assert (cell.cassette, cell.interaction) == ("r.yaml", 0)
+
+
+def test_repeat_keeps_the_first_trial_when_it_is_already_the_worst() -> None:
+    cell, _ = run("single", DONE_MISSING, OK, repeat=2)
+    assert cell.verdict == "quirk" and cell.elicited is True
+    assert cell.trials["verdict_counts"] == {"conforms": 1, "quirk": 1}
+    assert cell.trials["exchanges_per_trial"] == [1, 1]
+
+
+def test_repeat_fails_outranks_quirk() -> None:
+    quirky = (200, sse([ZURICH], "Q-SSE-DONE-MISSING"))
+    lost = (200, sse([ASCII_ZURICH]))  # non-ASCII lost: an uncatalogued MUST finding
+    cell, _ = run("unicode-arguments", quirky, lost, repeat=2)
+    assert cell.verdict == "fails"
+    assert cell.quirks == ["Q-SSE-DONE-MISSING"]  # the union, though the worst trial has none
+    assert cell.trials["verdict_counts"] == {"fails": 1, "quirk": 1}
+
+
+# ------------------------------------------------------------------ one trial
+
+def test_unsupported_scenario_sends_nothing() -> None:
+    cell, wire = run("parallel", capabilities={"parallel_calls": False})
+    assert (cell.verdict, cell.reason) == ("unsupported", "fake declares no parallel calls")
+    assert wire.requests == []
+    assert unsupported_cell(Provider("p", "http://x", "m"), SCENARIOS["parallel"]) is None
+
+
+def test_error_cell_is_neither_elicited_nor_not() -> None:
+    cell, _ = run("single", BROKEN)
+    assert (cell.verdict, cell.elicited, cell.quirks) == ("error", None, [])
+
+
+def test_prose_answer_is_not_elicited_and_says_why() -> None:
+    cell, _ = run("single", PROSE)
+    assert (cell.verdict, cell.elicited) == ("conforms", False)
+    assert cell.reason == ("not elicited: 0 tool call(s), the scenario needs 1 "
+                           "(model behaviour, not a wire fault)")
+
+
+def test_wrong_tool_is_not_elicited() -> None:
+    cell, _ = run("single", (200, sse([TIME])))
+    assert cell.reason == "not elicited: the model did not call get_weather"
+    assert cell.elicited is False
+
+
+def test_expected_quirks_and_missing_expected() -> None:
+    expects = {"Q-SSE-DONE-MISSING": {"reason": "r", "scenarios": ["single"]},
+               "Q-ID-REPEATED": {"reason": "r", "scenarios": ["single"]},
+               "Q-INDEX-ALL-ZERO": {"reason": "r", "scenarios": ["parallel"]}}
+    cell, _ = run("single", DONE_MISSING, expected_quirks=expects)
+    assert (cell.expected, cell.unexpected, cell.missing_expected) == \
+        (["Q-SSE-DONE-MISSING"], [], ["Q-ID-REPEATED"])
+    cell, _ = run("single", DONE_MISSING)
+    assert (cell.expected, cell.unexpected, cell.missing_expected) == \
+        ([], ["Q-SSE-DONE-MISSING"], [])
+
+
+def test_missing_expected_is_not_claimed_for_error_or_not_elicited_cells() -> None:
+    expects = {"Q-ID-REPEATED": {"reason": "r", "scenarios": ["single"]}}
+    assert run("single", BROKEN, expected_quirks=expects)[0].missing_expected == []
+    assert run("single", PROSE, expected_quirks=expects)[0].missing_expected == []
+
+
+def test_info_quirks_are_listed_but_neither_expected_nor_unexpected() -> None:
+    cell, _ = run("single", (200, sse([WEATHER], "Q-EXTRA-FIELDS")))
+    assert (cell.verdict, cell.quirks, cell.expected, cell.unexpected) == \
+        ("conforms", ["Q-EXTRA-FIELDS"], [], [])
+
+
+def test_an_expected_finer_quirk_expects_the_coarser_one_it_implies() -> None:
+    whole_call = (200, sse([WEATHER], "Q-INDEX-ABSENT-WHOLE-CALL"))
+    cell, _ = run("single", whole_call, expected_quirks={
+        "Q-INDEX-ABSENT-WHOLE-CALL": {"reason": "r", "scenarios": ["single"]}})
+    assert cell.quirks == ["Q-ARGS-WHOLE-IN-ONE-DELTA", "Q-INDEX-ABSENT",
+                           "Q-INDEX-ABSENT-WHOLE-CALL"]
+    assert (cell.expected, cell.unexpected) == \
+        (["Q-INDEX-ABSENT", "Q-INDEX-ABSENT-WHOLE-CALL"], [])
+    cell, _ = run("single", whole_call)
+    assert (cell.expected, cell.unexpected) == \
+        ([], ["Q-INDEX-ABSENT", "Q-INDEX-ABSENT-WHOLE-CALL"])
+    cell, _ = run("single", whole_call, expected_quirks={  # expected elsewhere only
+        "Q-INDEX-ABSENT-WHOLE-CALL": {"reason": "r", "scenarios": ["parallel"]}})
+    assert cell.expected == []
+
+
+def test_cell_json_redacts_and_folds_the_reason() -> None:
+    cell = Cell("p", "s", "error", reason="line one\n  line two sk-" + "a" * 20)
+    assert cell.to_json()["reason"] == "line one line two <redacted>"
+    assert (cell.to_json()["column"], cell.to_json()["row"]) == ("p", "s")
+    assert "provider" not in cell.to_json()
+
+
+# ------------------------------------------------------------------ scenario expectations
+
+def _result(calls: list[CallSpec], **kw: Any) -> Any:
+    from conformance.analysis import analyze_bytes
+    return analyze_bytes(sse(calls, **kw))
+
+
+@pytest.mark.parametrize(("tool_choice", "note"), [
+    (None, "not elicited: 0 tool call(s), the scenario needs 1 (model behaviour, not a wire "
+           "fault)"),
+    ("auto", "not elicited: 0 tool call(s), the scenario needs 1 (model behaviour, not a "
+             "wire fault)"),
+    ("required", None),  # forced: a missing call is R-TOOL-CHOICE's finding, not the model's
+    ({"type": "function", "function": {"name": "get_time"}}, None),
+])
+def test_a_forced_tool_choice_is_never_not_elicited(tool_choice: Any, note: str | None) -> None:
+    request = {} if tool_choice is None else {"tool_choice": tool_choice}
+    found, not_elicited = check_expectations(SCENARIOS["required"], _result([], content="Hi"),
+                                             request)
+    assert (found, not_elicited) == ([], note)
+
+
+def test_named_tool_missing_with_forced_choice_is_not_a_note() -> None:
+    forced = {"tool_choice": {"type": "function", "function": {"name": "get_time"}}}
+    assert check_expectations(SCENARIOS["named"], _result([WEATHER]), forced) == ([], None)
+    assert check_expectations(SCENARIOS["named"], _result([WEATHER]), {}) == \
+        ([], "not elicited: the model did not call get_time")
+    assert check_expectations(SCENARIOS["named"], _result([TIME]), {}) == ([], None)
+
+
+def test_parallel_needs_two_calls() -> None:
+    one = check_expectations(SCENARIOS["parallel"], _result([WEATHER]), {})
+    assert one == ([], "not elicited: 1 tool call(s), the scenario needs 2 (model behaviour, "
+                       "not a wire fault)")
+    assert check_expectations(SCENARIOS["parallel"], _result([WEATHER, TIME]), {}) == ([], None)
+
+
+def test_truncation_scenario_needs_a_cut_call() -> None:
+    sc = SCENARIOS["truncated-arguments"]
+    assert check_expectations(sc, _result([]), {}) == \
+        ([], "not elicited: the model made no tool call to cut")
+    assert check_expectations(sc, _result([WEATHER]), {}) == \
+        ([], "not elicited: the arguments were complete within max_tokens")
+    cut = _result([WEATHER], quirk="Q-ARGS-TRUNCATED") if "Q-ARGS-TRUNCATED" in MUTATIONS \
+        else _result([CallSpec(WEATHER.id, WEATHER.name, '{"city": "Pa')],
+                     finish_reason="length")
+    assert check_expectations(sc, cut, {}) == ([], None)
+
+
+def test_non_ascii_lost_is_a_must_finding_else_not_elicited() -> None:
+    sc = SCENARIOS["unicode-arguments"]
+    assert check_expectations(sc, _result([ZURICH]), {}) == ([], None)
+    found, note = check_expectations(sc, _result([ASCII_ZURICH]), {})
+    assert note is None
+    assert [(f["rule"], f["level"], f["quirk"], f["message"]) for f in found] == [
+        ("R-ARGS-JSON", "MUST", None, "non-ASCII text lost from the arguments")]
+    paris = check_expectations(sc, _result([WEATHER]), {})
+    assert paris == ([], "not elicited: no non-ASCII text in the arguments")
+    assert check_expectations(sc, _result([]), {})[0] == []
+
+
+def test_strict_schema_violation_is_q_strict_ignored() -> None:
+    sc = SCENARIOS["strict"]
+    ok = CallSpec(WEATHER.id, "get_weather", '{"city": "Paris", "unit": "celsius"}')
+    assert check_expectations(sc, _result([ok]), {}) == ([], None)
+    found, _ = check_expectations(sc, _result([WEATHER]), {})
+    assert [(f["rule"], f["level"], f["quirk"]) for f in found] == \
+        [("R-ARGS-JSON", "SHOULD", "Q-STRICT-IGNORED")]
+    assert found[0]["message"] == "strict schema not enforced: 'unit' is a required property"
+    other = CallSpec(WEATHER.id, "get_time", '{"zone": 1}')  # not a declared tool: not judged
+    assert check_expectations(sc, _result([other]), {})[0] == []
+
+
+# ------------------------------------------------------------------ round trip
+
+ANSWER = (200, sse([], content="It is 15 °C in Paris."))
+REJECTED = (400, b'{"error": {"message": "invalid message"}}')
+
+
+def test_round_trip_sends_the_calls_and_one_result_each() -> None:
+    cell, wire = run("round-trip", OK, ANSWER)
+    assert cell.verdict == "conforms" and cell.trials["verdict_counts"] == {"conforms": 1}
+    first, second = wire.requests
+    assert "tool_choice" not in second and "stream_options" not in second
+    assert second["messages"][-2:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": WEATHER.id, "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": WEATHER.id,
+         "content": '{"city": "Paris", "temperature_c": 15, "sky": "partly cloudy"}'}]
+    assert second["messages"][:-2] == first["messages"]
+
+
+def test_round_trip_without_a_call_is_not_elicited() -> None:
+    cell, wire = run("round-trip", PROSE)
+    assert len(wire.requests) == 1
+    assert cell.reason == ("not elicited: 0 tool call(s), the scenario needs 1 "
+                           "(model behaviour, not a wire fault)")
+
+
+def test_round_trip_server_error_makes_an_error_cell() -> None:
+    cell, _ = run("round-trip", OK, BROKEN)
+    assert (cell.verdict, cell.reason) == ("error", "round trip: HTTP 500: boom")
+
+
+def test_round_trip_rejection_is_probed_and_named() -> None:
+    # rejected, then the probes in order: content "" (accepted) names the quirk
+    cell, wire = run("round-trip", OK, REJECTED, ANSWER)
+    assert len(wire.requests) == 3
+    assert wire.requests[2]["messages"][-2]["content"] == ""
+    (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
+    assert (f["quirk"], f["exchange"]) == ("Q-RT-CONTENT-NULL-REJECTED", 1)
+    assert f["message"].endswith("; accepted when content is empty")
+    assert "Q-RT-CONTENT-NULL-REJECTED" in cell.quirks
+
+
+def test_round_trip_probe_order_and_no_match() -> None:
+    # content "" still rejected → tool messages with `name` rejected → mistral ids rejected
+    cell, wire = run("round-trip", OK, REJECTED, REJECTED, REJECTED, REJECTED)
+    probes = wire.requests[2:]
+    assert [p["messages"][-2].get("content", "absent") for p in probes] == ["", None, None]
+    assert [("name" in p["messages"][-1]) for p in probes] == [False, True, False]
+    assert [p["messages"][-1]["tool_call_id"] for p in probes] == \
+        [WEATHER.id, WEATHER.id, probes[2]["messages"][-2]["tool_calls"][0]["id"]]
+    assert len(probes[2]["messages"][-1]["tool_call_id"]) == 9
+    (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
+    assert f["quirk"] is None and "accepted when" not in f["message"]
+
+
+def test_round_trip_probe_tool_message_name() -> None:
+    cell, wire = run("round-trip", OK, REJECTED, REJECTED, ANSWER)
+    (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
+    assert f["quirk"] == "Q-RT-TOOL-MESSAGE-NAME"
+    assert f["message"].endswith("; accepted when tool messages carry `name`")
+    assert wire.requests[3]["messages"][-1]["name"] == "get_weather"
+
+
+def test_round_trip_probe_with_empty_content_policy_tries_null() -> None:
+    cell, wire = run("round-trip", OK, REJECTED, ANSWER,
+                     roundtrip=RoundTripPolicy(content="empty", tool_message_name=True))
+    assert wire.requests[1]["messages"][-2]["content"] == ""
+    assert wire.requests[1]["messages"][-1]["name"] == "get_weather"
+    assert wire.requests[2]["messages"][-2]["content"] is None
+    (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
+    assert f["quirk"] == "Q-RT-CONTENT-EMPTY-REJECTED"
+
+
+def test_id_omission_sends_ids_back_byte_for_byte() -> None:
+    cell, wire = run("id-omission", OK, ANSWER,
+                     roundtrip=RoundTripPolicy(id_format="mistral9", tool_message_name=True))
+    back = wire.requests[1]["messages"]
+    assert back[-2]["tool_calls"][0]["id"] == WEATHER.id == back[-1]["tool_call_id"]
+    assert "name" in back[-1]
+    assert not [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-IDS"]
+    assert cell.verdict == "conforms"

@@ -1,0 +1,185 @@
+"""conformance.secrets against hand-written expectations: literal header and parameter
+lists (not read back from the module), case variants, length thresholds, the order of
+replacements and the one-line shape of a reason."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance import secrets
+from conformance.cassettes import scrub_request, scrub_response, vcr_options
+
+# Written out by hand: removing one from secrets.SECRET_HEADERS must fail a test.
+CREDENTIAL_HEADERS = ["Authorization", "Proxy-Authorization", "api-key", "X-Api-Key",
+                      "x-goog-api-key", "Cookie", "Set-Cookie", "X-Auth-Token",
+                      "X-Amz-Security-Token", "OpenAI-Organization", "OpenAI-Project"]
+KEY_PARAMETERS = ["key", "api_key", "api-key", "apikey", "token", "access_token", "auth",
+                  "sig", "signature", "x-api-key", "code", "password", "secret"]
+LONG = "Zq8wXv3nT5"  # 10 characters, no key shape
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    secrets.forget()
+    yield
+    secrets.forget()
+
+
+class _Request:
+    def __init__(self, headers: dict[str, str], uri: str = "https://h/v1/chat",
+                 body: bytes | str | None = None):
+        self.headers, self.uri, self.body = dict(headers), uri, body
+
+
+@pytest.mark.parametrize("name", CREDENTIAL_HEADERS)
+def test_every_credential_header_is_dropped_from_a_cassette(name: str) -> None:
+    req = scrub_request(_Request({name: "v", "Content-Type": "application/json"}))
+    assert req.headers == {"Content-Type": "application/json"}
+    resp = scrub_response({"headers": {name: ["v"], "Server": ["uvicorn"]}, "body": {}})
+    assert resp["headers"] == {"Server": ["uvicorn"]}
+    assert (name.lower(), None) in vcr_options()["filter_headers"]
+
+
+@pytest.mark.parametrize("name", KEY_PARAMETERS)
+def test_every_key_parameter_is_a_secret_in_any_case(name: str) -> None:
+    for variant in (name, name.upper(), name.title()):
+        url = f"https://h/v1?model=m&{variant}={LONG}"
+        assert secrets.url_secrets(url) == [LONG]
+        assert secrets.redact(url) == f"https://h/v1?model=m&{variant}=<redacted>"
+        assert secrets.redact(f"see https://h/v1?{variant}={LONG} now") == \
+            f"see https://h/v1?{variant}=<redacted> now"
+    assert (name, None) in vcr_options()["filter_query_parameters"]
+
+
+def test_ordinary_parameters_and_empty_values_are_not_secrets() -> None:
+    assert secrets.url_secrets("https://h/v1?model=gpt&keys=abcdefgh&key=") == []
+    assert secrets.redact("https://h/v1?model=gpt-4o-mini") == "https://h/v1?model=gpt-4o-mini"
+    assert secrets.url_secrets("https://user:hunter22@h/v1?key=abcdefgh") == \
+        ["abcdefgh", "hunter22"]
+    assert secrets.url_secrets("http://[::1") == []  # unparsable: nothing, no exception
+
+
+def test_query_redaction_needs_a_separator_before_the_name() -> None:
+    assert secrets.redact("key=Zq8wXv3nT5") == "key=Zq8wXv3nT5"
+    assert secrets.redact("a&token=Zq8wXv3nT5#frag") == "a&token=<redacted>#frag"
+    assert secrets.redact("?key=Zq8wXv3nT5&x=1") == "?key=<redacted>&x=1"
+
+
+def test_userinfo_password_is_redacted_user_kept() -> None:
+    assert secrets.redact("https://alice:pa55word@h.example/v1") == \
+        "https://alice:<redacted>@h.example/v1"
+    assert secrets.redact("mail alice@h.example") == "mail alice@h.example"
+
+
+def test_minimum_secret_length_is_six() -> None:
+    secrets.register("abcde", None, "", secrets.REDACTED)
+    assert secrets.known() == frozenset()
+    assert secrets.redact("abcde") == "abcde"
+    secrets.register("abcdef")
+    assert secrets.known() == {"abcdef"}
+    assert secrets.redact("xabcdefx") == "x<redacted>x"
+
+
+def test_longest_known_secret_is_replaced_first() -> None:
+    secrets.register("Zq8wXv", "Zq8wXv3nT5")
+    assert secrets.redact("[Zq8wXv3nT5] [Zq8wXv]") == "[<redacted>] [<redacted>]"
+
+
+def test_forget_some_or_all() -> None:
+    secrets.register("Zq8wXv3nT5", "Yp7vWu2mS4")
+    secrets.forget("Zq8wXv3nT5")
+    assert secrets.known() == {"Yp7vWu2mS4"}
+    assert secrets.redact("Zq8wXv3nT5 Yp7vWu2mS4") == "Zq8wXv3nT5 <redacted>"
+    secrets.forget()
+    assert secrets.known() == frozenset()
+    assert secrets.redact("Yp7vWu2mS4") == "Yp7vWu2mS4"
+
+
+def test_register_env_and_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("I18_KEY", "envsecret99")
+    monkeypatch.delenv("I18_UNSET", raising=False)
+    secrets.register_env(["I18_KEY", None, "I18_UNSET"])
+    secrets.register_url("https://u:pw123456@h/v1?api_key=urlsecret77")
+    secrets.register_url(None)
+    assert secrets.known() == {"envsecret99", "pw123456", "urlsecret77"}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("sk-" + "a" * 16, "<redacted>"),
+    ("sk-" + "a" * 15, "sk-" + "a" * 15),
+    ("sk-proj-" + "b" * 16, "<redacted>"),
+    ("AIza" + "c" * 30, "<redacted>"),
+    ("AIza" + "c" * 29, "AIza" + "c" * 29),
+    ("gsk_" + "d" * 20, "<redacted>"),
+    ("xai-" + "e" * 20, "<redacted>"),
+    ("hf_" + "f" * 20, "<redacted>"),
+    ("hf_" + "f" * 19, "hf_" + "f" * 19),
+    ("Authorization: Bearer abcdefgh", "Authorization: Bearer <redacted>"),
+    ("Authorization: Bearer abcdefg", "Authorization: Bearer abcdefg"),
+    ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic <redacted>"),
+    ("Authorization: Basic dXNlcjp", "Authorization: Basic dXNlcjp"),
+])
+def test_key_shapes_and_their_minimum_lengths(text: str, expected: str) -> None:
+    assert secrets.redact(text) == expected
+
+
+def test_redact_bytes_and_body() -> None:
+    secrets.register("Zq8wXv3nT5")
+    clean = b"data: {\"a\": 1}\n\n\xff"
+    assert secrets.redact_bytes(clean) is clean  # untouched bytes come back as they were
+    assert secrets.redact_bytes(b"x Zq8wXv3nT5 \xff") == b"x <redacted> \xff"
+    split = ('data: {"choices":[{"index":0,"delta":{"content":"Zq8w"}}]}\n\n'
+             'data: {"choices":[{"index":0,"delta":{"content":"Xv3nT5!"}}]}\n\n')
+    assert secrets.redact_body(split) == (
+        'data: {"choices": [{"index": 0, "delta": {"content": "<redacted>"}}]}\n\n'
+        'data: {"choices": [{"index": 0, "delta": {"content": "<redacted>!"}}]}\n\n')
+
+
+def test_redact_obj_walks_keys_values_lists_and_tuples() -> None:
+    secrets.register("Zq8wXv3nT5")
+    got = secrets.redact_obj({"Zq8wXv3nT5": ["a Zq8wXv3nT5", ("Zq8wXv3nT5", 3)],
+                              "b": b"Zq8wXv3nT5", "n": None})
+    assert got == {"<redacted>": ["a <redacted>", ("<redacted>", 3)], "b": b"<redacted>",
+                   "n": None}
+
+
+def test_one_line_is_redacted_collapsed_and_bounded() -> None:
+    secrets.register("Zq8wXv3nT5")
+    assert secrets.one_line("a\n  b\tZq8wXv3nT5 ") == "a b <redacted>"
+    assert secrets.one_line("x" * 200) == "x" * 200
+    assert secrets.one_line("x" * 201) == "x" * 199 + "…"
+    assert secrets.one_line("abcdef", limit=5) == "abcd…"
+
+
+def test_log_record_with_a_key_in_its_exception_loses_the_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    secrets.register("Zq8wXv3nT5")
+    log = logging.getLogger("i18.secrets")
+    with caplog.at_level(logging.INFO, logger="i18.secrets"):
+        try:
+            raise ValueError("bad key Zq8wXv3nT5")
+        except ValueError:
+            log.exception("failed for %s", "Zq8wXv3nT5")
+        try:
+            raise ValueError("harmless")
+        except ValueError:
+            log.exception("plain %s", "failure")
+    first, second = caplog.records
+    assert first.getMessage() == ("failed for <redacted> (ValueError: bad key <redacted>)")
+    assert first.exc_info is None and first.args is None
+    assert second.getMessage() == "plain failure" and second.args == ("failure",)
+    assert second.exc_info is not None
+
+
+def test_write_atomic_redacts_text_and_bytes_and_makes_the_directory(tmp_path: Path) -> None:
+    secrets.register("Zq8wXv3nT5")
+    target = tmp_path / "a" / "b" / "f.txt"
+    secrets.write_atomic(target, "k=Zq8wXv3nT5")
+    assert target.read_text() == "k=<redacted>"
+    secrets.write_atomic(target, b"\xffZq8wXv3nT5")
+    assert target.read_bytes() == b"\xff<redacted>"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]
