@@ -35,6 +35,7 @@ from conformance.readers import exchange_transcript
 from conformance.transcript import Transcript
 
 LIMITS_EXTENSION = "conformance.limits"  # per-request Limits, read by LimitedTransport
+_sleep = time.sleep  # the retry wait; tests replace it with a fake clock
 # Set by the transport on a response, never taken from a server (stripped on arrival):
 FAULT_HEADER = "x-conformance-transport-error"  # the body ended early; the one-line reason
 QUIRK_HEADER = "x-conformance-transport-quirk"  # the catalogue id that fault shows
@@ -404,7 +405,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
                                 "retry_after": after, "waited": round(wait, 3),
                                 "slept": retry.sleep})
                 if retry.sleep:
-                    time.sleep(wait)
+                    _sleep(wait)
                 attempt += 1
                 continue
             retries.append({"attempt": attempt + 1, "status": status, "retry_after": after,
