@@ -358,3 +358,112 @@ def test_id_omission_sends_ids_back_byte_for_byte() -> None:
     assert "name" in back[-1]
     assert not [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-IDS"]
     assert cell.verdict == "conforms"
+
+
+def _with_reasoning(calls: list[CallSpec], text: str = "I should look it up.") -> bytes:
+    """The reference stream with a reasoning_content delta before the calls."""
+    raw = sse(calls)
+    first, rest = raw.split(b"\n\n", 1)
+    thinking = json.loads(first[len(b"data: "):])
+    thinking["choices"][0]["delta"] = {"reasoning_content": text}
+    return first + b"\n\n" + b"data: " + json.dumps(thinking).encode() + b"\n\n" + rest
+
+
+def _accepted(cell: Cell) -> dict[str, Any]:
+    (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
+    return f
+
+
+def test_round_trip_probe_reasoning_echo() -> None:
+    cell, wire = run("round-trip", (200, _with_reasoning([WEATHER])), REJECTED, REJECTED,
+                     REJECTED, ANSWER)
+    f = _accepted(cell)
+    assert f["quirk"] == "Q-REASONING-MUST-BE-ECHOED"
+    assert f["message"].endswith("; accepted when the turn's reasoning_content is sent back")
+    assistant, result = wire.requests[4]["messages"][-2:]
+    assert assistant["reasoning_content"] == "I should look it up."
+    assert assistant["content"] is None and "name" not in result
+    assert result["tool_call_id"] == WEATHER.id == assistant["tool_calls"][0]["id"]
+    assert "reasoning_content" not in wire.requests[1]["messages"][-2]
+
+
+def test_round_trip_reasoning_already_echoed_is_not_probed_again() -> None:
+    cell, wire = run("round-trip", (200, _with_reasoning([WEATHER])), REJECTED, REJECTED,
+                     REJECTED, ANSWER,
+                     roundtrip=RoundTripPolicy(echo_reasoning=True))
+    assert wire.requests[1]["messages"][-2]["reasoning_content"] == "I should look it up."
+    assert _accepted(cell)["quirk"] == "Q-RT-MISTRAL-TOOL-CALL-ID"
+
+
+def test_round_trip_probe_mistral_ids() -> None:
+    cell, wire = run("round-trip", OK, REJECTED, REJECTED, REJECTED, ANSWER)
+    f = _accepted(cell)
+    assert f["quirk"] == "Q-RT-MISTRAL-TOOL-CALL-ID"
+    assert f["message"].endswith("; accepted when ids are 9 alphanumerics")
+    assistant, result = wire.requests[4]["messages"][-2:]
+    short = assistant["tool_calls"][0]["id"]
+    assert len(short) == 9 and short.isalnum() and result["tool_call_id"] == short
+    assert assistant["content"] is None and "name" not in result
+    assert [m["content"] for m in wire.requests[4]["messages"][-1:]] == \
+        ['{"city": "Paris", "temperature_c": 15, "sky": "partly cloudy"}']
+
+
+def test_round_trip_probes_keep_the_rest_of_the_policy() -> None:
+    policy = RoundTripPolicy(content="null", tool_message_name=True, id_format="mistral9")
+    cell, wire = run("round-trip", OK, REJECTED, REJECTED, ANSWER, roundtrip=policy)
+    sent, content_probe, name_probe = (r["messages"][-2:] for r in wire.requests[1:])
+    short = sent[0]["tool_calls"][0]["id"]
+    assert len(short) == 9
+    # content "" probe: name and short ids kept
+    assert content_probe[0]["content"] == "" and content_probe[1]["name"] == "get_weather"
+    assert content_probe[1]["tool_call_id"] == short
+    # name probe: `name` dropped, content and short ids kept, no id probe after it
+    assert name_probe[0]["content"] is None and "name" not in name_probe[1]
+    assert name_probe[1]["tool_call_id"] == short
+    f = _accepted(cell)
+    assert f["quirk"] == "Q-RT-TOOL-MESSAGE-NAME"
+    assert f["message"].endswith("; accepted when tool messages omit `name`")
+
+
+def test_round_trip_with_prose_skips_the_content_probe() -> None:
+    mixed = (200, sse([WEATHER], content="Let me check."))
+    cell, wire = run("round-trip", mixed, REJECTED, ANSWER)
+    assert wire.requests[1]["messages"][-2]["content"] == "Let me check."
+    assert "name" in wire.requests[2]["messages"][-1]
+    assert _accepted(cell)["quirk"] == "Q-RT-TOOL-MESSAGE-NAME"
+
+
+def test_cell_json_redacts_a_non_ascii_secret() -> None:
+    from conformance import secrets
+    secrets.register("Zürich-geheim-42")
+    try:
+        cell = Cell("p", "s", "error", reason="key Zürich-geheim-42 refused",
+                    meta={"note": "Zürich-geheim-42"})
+        d = cell.to_json()
+        assert (d["reason"], d["meta"]) == ("key <redacted> refused", {"note": "<redacted>"})
+    finally:
+        secrets.forget("Zürich-geheim-42")
+
+
+def test_non_ascii_finding_is_a_whole_finding() -> None:
+    cell, _ = run("unicode-arguments", (200, sse([ASCII_ZURICH])))
+    assert [f for f in cell.findings if f["rule"] == "R-ARGS-JSON"] == [
+        {"rule": "R-ARGS-JSON", "level": "MUST", "quirk": None, "event": None,
+         "pointer": None, "message": "non-ASCII text lost from the arguments", "exchange": 0}]
+    assert cell.verdict == "fails" and cell.uncatalogued_must == \
+        [f for f in cell.findings if f["rule"] == "R-ARGS-JSON"]
+
+
+@pytest.mark.parametrize(("city", "note"), [
+    ("Paris\u007f", "not elicited: no non-ASCII text in the arguments"),  # DEL is ASCII
+    ("Paris\u0080", None),
+])
+def test_non_ascii_starts_at_128(city: str, note: str | None) -> None:
+    c = CallSpec(WEATHER.id, "get_weather", json.dumps({"city": city}, ensure_ascii=False))
+    assert check_expectations(SCENARIOS["unicode-arguments"], _result([c]), {}) == ([], note)
+
+
+def test_strict_schema_is_checked_on_every_valid_call() -> None:
+    undeclared = CallSpec("call_X1a2b3c4d5e6f7g8h9i0j1k2", "get_time", '{"zone": 1}')
+    found, _ = check_expectations(SCENARIOS["strict"], _result([undeclared, WEATHER]), {})
+    assert [f["quirk"] for f in found] == ["Q-STRICT-IGNORED"]
