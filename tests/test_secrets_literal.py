@@ -4,6 +4,7 @@ replacements and the one-line shape of a reason."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,3 +184,69 @@ def test_write_atomic_redacts_text_and_bytes_and_makes_the_directory(tmp_path: P
     secrets.write_atomic(target, b"\xffZq8wXv3nT5")
     assert target.read_bytes() == b"\xff<redacted>"
     assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]
+
+
+def test_the_first_register_installs_the_log_redaction(monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """From a process where nothing was registered yet (the factory is process-wide)."""
+    monkeypatch.setattr(secrets, "_factory_installed", False)
+    original = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(logging.LogRecord)
+    try:
+        secrets.register("Zq8wXv3nT5")
+        installed = logging.getLogRecordFactory()
+        assert installed is not logging.LogRecord
+        secrets.install_log_redaction()  # a second install is a no-op
+        assert logging.getLogRecordFactory() is installed
+        log = logging.getLogger("i18.install")
+        with caplog.at_level(logging.INFO, logger="i18.install"):
+            log.info("key %s", "Zq8wXv3nT5")
+            log.info("plain %s", "words")
+            try:
+                raise KeyError("Zq8wXv3nT5")
+            except KeyError:
+                log.exception("lookup")
+        key, plain, exc = caplog.records
+        assert (key.msg, key.args, key.getMessage()) == ("key <redacted>", None,
+                                                         "key <redacted>")
+        assert (plain.msg, plain.args) == ("plain %s", ("words",))
+        assert exc.getMessage() == "lookup (KeyError: '<redacted>')"
+        assert (exc.exc_info, exc.exc_text) == (None, None)
+    finally:
+        logging.setLogRecordFactory(original)
+
+
+def _event(tool_calls: list[dict[str, object]]) -> str:
+    return "data: " + json.dumps({"choices": [{"index": 0, "delta": {
+        "tool_calls": tool_calls}}]}) + "\n\n"
+
+
+def test_a_split_secret_is_joined_per_call_index_not_per_position() -> None:
+    secrets.register("CANARY12345")
+    text = (_event([{"index": 1, "function": {"arguments": '{"k": "CANA'}}])
+            + _event([{"index": 0, "function": {"arguments": "xyz"}}])
+            + _event([{"index": 1, "function": {"arguments": 'RY12345"}'}}]))
+    out = [json.loads(e[6:]) for e in secrets.redact_body(text).split("\n\n") if e]
+    args = [e["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] for e in out]
+    assert args == ['{"k": "<redacted>', "xyz", '<redacted>"}']
+
+
+def test_a_split_secret_without_usable_indices_is_joined_by_position() -> None:
+    secrets.register("CANARY12345")
+    text = (_event([{"index": None, "function": {"arguments": "CANA"}},
+                    {"index": None, "function": {"arguments": "plain"}}])
+            + _event([{"index": None, "function": {"arguments": "RY12345"}},
+                      {"index": None, "function": {"arguments": "text"}}]))
+    out = [json.loads(e[6:]) for e in secrets.redact_body(text).split("\n\n") if e]
+    args = [[tc["function"]["arguments"] for tc in e["choices"][0]["delta"]["tool_calls"]]
+            for e in out]
+    assert args == [["<redacted>", "plain"], ["<redacted>", "text"]]
+
+
+def test_a_split_secret_in_a_list_of_strings_and_untouched_events() -> None:
+    secrets.register("CANARY12345")
+    text = ('data: {"a": ["x", "CANA"]}\n\n: comment\n\ndata: not json\n\n'
+            'data: {"a": ["y", "RY12345"], "b": "CANA"}\n\ndata: {"b": "other"}\n\n')
+    assert secrets.redact_body(text) == (
+        'data: {"a": ["x", "<redacted>"]}\n\n: comment\n\ndata: not json\n\n'
+        'data: {"a": ["y", "<redacted>"], "b": "CANA"}\n\ndata: {"b": "other"}\n\n')
