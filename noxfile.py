@@ -1,4 +1,5 @@
-"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench, clean.
+"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench,
+mutation, clean.
 
 Replay is the default everywhere and never touches the network; `live` records.
 
@@ -217,3 +218,23 @@ def profiles(session: nox.Session) -> None:
                 "--record-mode=all", f"--report-dir={_scratch(session, 'reports')}",
                 *session.posargs, success_codes=[0, 1], external=True)
     session.notify("matrix", posargs=[])
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing (mutmut) of the modules that judge and protect → docs/mutation.md.
+
+    python3 noxw -s mutation -- [MODULE…]   (analysis, client, secrets, report/diff, runner,
+    readers; all by default). CPU-heavy: run it under `nice` on a shared machine.
+    """
+    _install(session)
+    session.install("-q", "--disable-pip-version-check", "mutmut==3.8.1")
+    sys.path.insert(0, str(HERE / "tools"))
+    from mutation_report import MODULES, module_of, mutant_glob
+
+    names = [module_of(a) for a in session.posargs] or list(MODULES)
+    captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
+    env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
+    session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2),
+                *[mutant_glob(n) for n in names], env=env)
+    session.run("python", "tools/mutation_report.py", *names)
