@@ -44,6 +44,11 @@ def cell(verdict: str, quirks: tuple[str, ...] = (), column: str = "p", row: str
     ("quirk", "quirk", ["unchanged"]),
     ("fails", "fails", ["unchanged"]),
     ("error", "error", ["unchanged"]),
+    ("conforms", "inconclusive", ["now inconclusive"]),  # neither better nor worse
+    ("fails", "inconclusive", ["now inconclusive"]),
+    ("inconclusive", "conforms", ["now conclusive"]),
+    ("inconclusive", "error", ["now conclusive"]),
+    ("inconclusive", "inconclusive", ["unchanged"]),
 ])
 def test_verdict_transitions(old: str, new: str, statuses: list[str]) -> None:
     d = diff_cell("p", "s", cell(old), cell(new))
@@ -83,6 +88,16 @@ def test_client_impact_transitions_with_the_same_verdict(
     d = diff_cell("p", "s", cell("quirk", **{strategy: old}), cell("quirk", **{strategy: new}))
     assert d.statuses == statuses
     assert d.impact == {strategy: (old, new)}
+
+
+def test_an_inconclusive_cell_still_compares_its_quirks_and_impact() -> None:
+    d = diff_cell("p", "s", cell("inconclusive", ("Q-A",), guarded="ok"),
+                  cell("inconclusive", ("Q-B",), guarded="wrong"))
+    assert d.statuses == ["regressed", "new quirk", "gone quirk"]
+    d = diff_cell("p", "s", cell("conforms", guarded="wrong"),
+                  cell("inconclusive", guarded="ok"))
+    assert d.statuses == ["fixed", "now inconclusive"]
+    assert not diff_cell("p", "s", cell("quirk"), cell("inconclusive")).regressed
 
 
 def test_impact_missing_on_one_side_is_not_a_change() -> None:
@@ -144,7 +159,8 @@ def test_matrix_order_summary_and_renderings() -> None:
         ("b", "parallel", ["added"]),
         ("gone", "single", ["removed"]),
     ]
-    assert summary(diffs) == {"regressed": 1, "fixed": 1, "new quirk": 1, "gone quirk": 0,
+    assert summary(diffs) == {"regressed": 1, "fixed": 1, "now inconclusive": 0,
+                              "now conclusive": 0, "new quirk": 1, "gone quirk": 0,
                               "changed": 0, "added": 1, "removed": 1, "unchanged": 1}
     assert format_text(diffs, ["a: model m1 → m2"]) == (
         "FIXED                    a × parallel: ✗ fails → ✓ conforms\n"

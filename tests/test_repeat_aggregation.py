@@ -18,7 +18,13 @@ import pytest
 from conformance.client import RoundTripPolicy
 from conformance.mutations import MUTATIONS, CallSpec, reference_stream, render_sse
 from conformance.providers import Provider
-from conformance.runner import Cell, CellRunner, check_expectations, unsupported_cell
+from conformance.runner import (
+    Cell,
+    CellRunner,
+    check_expectations,
+    inconclusive_verdict,
+    unsupported_cell,
+)
 from conformance.scenarios import SCENARIOS
 
 WEATHER = CallSpec("call_W1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Paris"}')
@@ -107,10 +113,24 @@ def test_repeat_error_is_the_worst_and_not_elicited_is_counted_apart() -> None:
     cell, _ = run("single", PROSE, OK, BROKEN, repeat=3, cassette="r.yaml")
     assert (cell.verdict, cell.reason) == ("error", "HTTP 500: boom")
     assert cell.trials == {"n": 3, "quirk_counts": {},
-                           "verdict_counts": {"conforms": 1, "conforms (not elicited)": 1,
-                                              "error": 1},
+                           "verdict_counts": {"conforms": 1, "error": 1, "inconclusive": 1},
                            "exchanges_per_trial": [1, 1, 1]}
     assert (cell.cassette, cell.interaction) == ("r.yaml", 0)
+
+
+def test_repeat_not_elicited_with_an_unexpected_quirk_is_counted_as_such() -> None:
+    prose_quirk = (200, sse([], "Q-SSE-DONE-MISSING", content="It is sunny."))
+    cell, _ = run("single", prose_quirk, PROSE, repeat=2)
+    assert cell.trials["verdict_counts"] == {"inconclusive": 1, "quirk (not elicited)": 1}
+    assert (cell.verdict, cell.elicited) == ("quirk", False)
+
+
+def test_repeat_is_inconclusive_only_when_no_trial_showed_the_behaviour() -> None:
+    cell, _ = run("single", PROSE, PROSE, repeat=2)
+    assert cell.verdict == "inconclusive"
+    assert cell.trials["verdict_counts"] == {"inconclusive": 2}
+    cell, _ = run("single", PROSE, OK, repeat=2)
+    assert (cell.verdict, cell.elicited, cell.reason) == ("conforms", True, None)
 
 
 def test_repeat_keeps_the_first_trial_when_it_is_already_the_worst() -> None:
@@ -145,7 +165,7 @@ def test_error_cell_is_neither_elicited_nor_not() -> None:
 
 def test_prose_answer_is_not_elicited_and_says_why() -> None:
     cell, _ = run("single", PROSE)
-    assert (cell.verdict, cell.elicited) == ("conforms", False)
+    assert (cell.verdict, cell.elicited) == ("inconclusive", False)
     assert cell.reason == ("not elicited: 0 tool call(s), the scenario needs 1 "
                            "(model behaviour, not a wire fault)")
 
@@ -467,3 +487,17 @@ def test_strict_schema_is_checked_on_every_valid_call() -> None:
     undeclared = CallSpec("call_X1a2b3c4d5e6f7g8h9i0j1k2", "get_time", '{"zone": 1}')
     found, _ = check_expectations(SCENARIOS["strict"], _result([undeclared, WEATHER]), {})
     assert [f["quirk"] for f in found] == ["Q-STRICT-IGNORED"]
+
+
+@pytest.mark.parametrize(("verdict", "not_elicited", "unexpected", "expected"), [
+    ("conforms", "not elicited: x", [], "inconclusive"),
+    ("quirk", "not elicited: x", [], "inconclusive"),  # on expected quirks alone
+    ("quirk", "not elicited: x", ["Q-X"], "quirk"),  # an unexpected quirk still shows
+    ("fails", "not elicited: x", [], "fails"),
+    ("error", "not elicited: x", [], "error"),
+    ("conforms", None, [], "conforms"),
+    ("quirk", None, ["Q-X"], "quirk"),
+])
+def test_inconclusive_verdict(verdict: str, not_elicited: str | None, unexpected: list[str],
+                              expected: str) -> None:
+    assert inconclusive_verdict(verdict, not_elicited, unexpected) == expected
