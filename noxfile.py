@@ -220,21 +220,55 @@ def profiles(session: nox.Session) -> None:
     session.notify("matrix", posargs=[])
 
 
+def _sync_mutants(mutated: tuple[str, ...]) -> None:
+    """mutmut copies the package's unmutated files into mutants/ once and never again:
+    refresh them (and drop what is gone), so a later run tests today's code."""
+    src, dst = HERE / "conformance", HERE / "mutants" / "conformance"
+    if not dst.is_dir():
+        return
+    for p in sorted(dst.rglob("*"), reverse=True):
+        rel = p.relative_to(dst)
+        orig = src / (rel.with_suffix("") if p.suffix == ".meta" else rel)
+        if not orig.exists() and "__pycache__" not in rel.parts:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for p in src.rglob("*"):
+        rel = p.relative_to(src)
+        if not p.is_file() or "__pycache__" in rel.parts or f"conformance/{rel}" in mutated:
+            continue
+        target = dst / rel
+        if not target.exists() or target.read_bytes() != p.read_bytes():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, target)
+
+
 @nox.session
 def mutation(session: nox.Session) -> None:
     """Mutation testing (mutmut) of the modules that judge and protect → docs/mutation.md.
 
-    python3 noxw -s mutation -- [MODULE…]   (analysis, client, secrets, report/diff, runner,
-    readers; all by default). CPU-heavy: run it under `nice` on a shared machine.
+    python3 noxw -s mutation -- [MODULE…] [--survivors]
+    MODULE: analysis, client, secrets, report/diff, runner, readers (default: all of them,
+    each mutant not yet judged). Naming modules re-judges all their mutants; --survivors
+    re-judges only their survivors (after adding tests). CPU-heavy: run it under `nice`.
     """
     _install(session)
     session.install("-q", "--disable-pip-version-check", "mutmut==3.8.1")
     sys.path.insert(0, str(HERE / "tools"))
-    from mutation_report import MODULES, module_of, mutant_glob
+    from mutation_report import MODULES, module_of, mutant_glob, survivors
 
-    names = [module_of(a) for a in session.posargs] or list(MODULES)
+    args = [a for a in session.posargs if a != "--survivors"]
+    names = [module_of(a) for a in args] or list(MODULES)
+    _sync_mutants(tuple(str(p.relative_to(HERE)) for m in MODULES for src in MODULES[m]
+                        for p in ([HERE / src] if src.endswith(".py") else
+                                  (HERE / src).rglob("*.py"))))
+    if "--survivors" in session.posargs:
+        targets = [k for n in names for k in survivors(n)]
+        if not targets:
+            session.log("mutation: no survivors to re-judge")
+    else:
+        targets = [mutant_glob(n) for n in args and names]
     captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
     env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
-    session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2),
-                *[mutant_glob(n) for n in names], env=env)
+    if targets or "--survivors" not in session.posargs:
+        session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets,
+                    env=env)
     session.run("python", "tools/mutation_report.py", *names)

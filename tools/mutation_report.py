@@ -64,6 +64,15 @@ def _metas(name: str) -> list[Path]:
     return [p for p in out if p.exists()]
 
 
+def survivors(name: str) -> list[str]:
+    """The mutants of a module that no test killed yet (for `--survivors`)."""
+    out = []
+    for meta in _metas(name):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        out += [k for k, c in codes.items() if c in SURVIVED | NO_TESTS]
+    return out
+
+
 def _diff(mutant: str) -> str:
     """The changed lines of a mutant (`- old` / `+ new`), as `mutmut show` prints them."""
     try:
