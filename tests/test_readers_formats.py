@@ -222,3 +222,37 @@ def test_sse_file_is_read_in_blocks(tmp_path: Path) -> None:
     (t,) = read_path(p)
     assert (t.fmt, t.framing) == ("sse", True)
     assert kinds(t) == [CHUNK, DONE] * 5000
+
+
+def test_jsonl_numbers_every_event_and_cuts_a_long_bad_line(tmp_path: Path) -> None:
+    p = tmp_path / "a.jsonl"
+    bad = "x" * 70
+    p.write_text('{"a": 1}\n{"a": 2}\n{"a": 3}\n' + bad + "\n")
+    (t,) = read_path(p)
+    events = t.events()
+    assert [next(events).n for _ in range(3)] == [0, 1, 2]
+    with pytest.raises(InputError) as e:
+        next(events)
+    assert str(e.value) == f"{p}:4: not a JSON line: " + "x" * 60
+
+
+def test_har_that_is_json_but_not_an_object(tmp_path: Path) -> None:
+    from conformance.readers import read_har_file
+    p = tmp_path / "a.har"
+    p.write_text("[1, 2]")
+    with pytest.raises(InputError) as e:
+        read_har_file(p)
+    assert str(e.value) == f"{p}: a JSON file without log.entries (not a HAR file)"
+
+
+def test_har_entry_without_text_or_header_fields(tmp_path: Path) -> None:
+    har = {"log": {"entries": [{
+        "request": {"headers": [{"value": "v"}, {"name": "n"}]},
+        "response": {"status": 204, "headers": [{"value": "w"}, {"name": "m"}],
+                     "content": {}}}]}}
+    p = tmp_path / "a.har"
+    p.write_text(json.dumps(har))
+    (t,) = read_path(p)
+    assert (t.status, t.raw) == (204, b"")
+    assert t.headers == {"": "w", "m": ""}
+    assert t.request["headers"] == {"": "v", "n": ""}

@@ -88,6 +88,8 @@ def test_minimum_secret_length_is_six() -> None:
 def test_longest_known_secret_is_replaced_first() -> None:
     secrets.register("Zq8wXv", "Zq8wXv3nT5")
     assert secrets.redact("[Zq8wXv3nT5] [Zq8wXv]") == "[<redacted>] [<redacted>]"
+    secrets.register("zzzzzz", "Azzzzzzz")  # the longer one sorts first by length only
+    assert secrets.redact("[Azzzzzzz]") == "[<redacted>]"
 
 
 def test_forget_some_or_all() -> None:
