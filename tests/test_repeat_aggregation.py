@@ -46,23 +46,30 @@ BROKEN = (500, b'{"error": {"message": "boom"}}')
 
 
 class Wire:
-    """A fake endpoint: answers the queued (status, body) pairs in order, keeps requests."""
+    """A fake endpoint: answers the queued (status, body) pairs in order, keeps requests
+    (their bodies; their headers and the limits the transport was given, apart)."""
 
     def __init__(self, *answers: tuple[int, bytes]):
         self.answers = list(answers)
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[httpx.Headers] = []
+        self.limits: list[Any] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(json.loads(request.content))
+        self.headers.append(request.headers)
+        self.limits.append(request.extensions.get("conformance.limits"))
         status, body = self.answers.pop(0)
         ctype = "text/event-stream" if status == 200 else "application/json"
         return httpx.Response(status, headers={"content-type": ctype}, content=body)
 
 
 def run(scenario: str, *answers: tuple[int, bytes], repeat: int = 1,
-        cassette: str | None = "c.yaml", **provider: Any) -> tuple[Cell, Wire]:
+        cassette: str | None = "c.yaml", runner_limits: Any = None,
+        **provider: Any) -> tuple[Cell, Wire]:
     wire = Wire(*answers)
-    runner = CellRunner(replay=True, client=httpx.Client(transport=httpx.MockTransport(wire)))
+    runner = CellRunner(replay=True, limits=runner_limits,
+                        client=httpx.Client(transport=httpx.MockTransport(wire)))
     try:
         cell = runner.run(Provider("fake", "http://fake.test/v1", "m", **provider),
                           SCENARIOS[scenario], repeat=repeat, cassette=cassette)
@@ -334,9 +341,108 @@ def test_round_trip_rejection_is_probed_and_named() -> None:
     assert len(wire.requests) == 3
     assert wire.requests[2]["messages"][-2]["content"] == ""
     (f,) = [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-ACCEPTED"]
-    assert (f["quirk"], f["exchange"]) == ("Q-RT-CONTENT-NULL-REJECTED", 1)
-    assert f["message"].endswith("; accepted when content is empty")
-    assert "Q-RT-CONTENT-NULL-REJECTED" in cell.quirks
+    assert (f["quirk"], f["level"], f["exchange"]) == ("Q-RT-CONTENT-NULL-REJECTED", "MUST", 1)
+    assert f["message"] == "round trip rejected: HTTP 400; accepted when content is empty"
+    assert cell.quirks == ["Q-RT-CONTENT-NULL-REJECTED"]
+    assert (cell.verdict, cell.reason) == ("quirk", None)  # a catalogued rejection
+
+
+def test_round_trip_422_is_probed_too() -> None:
+    cell, wire = run("round-trip", OK, (422, b'{"error": {"message": "bad"}}'), ANSWER)
+    assert len(wire.requests) == 3 and cell.quirks == ["Q-RT-CONTENT-NULL-REJECTED"]
+
+
+def test_round_trip_rejection_that_names_its_quirk_is_not_probed() -> None:
+    named = (400, b'{"error": {"message": "Tool call id was abc but must be a-z, A-Z, 0-9, '
+                  b'with a length of 9."}}')
+    cell, wire = run("round-trip", OK, named)
+    assert len(wire.requests) == 2
+    assert cell.quirks == ["Q-RT-MISTRAL-TOOL-CALL-ID"]
+    assert "accepted when" not in _accepted(cell)["message"]
+
+
+def test_round_trip_keeps_the_body_drops_prefill_tool_choice_and_stream_options() -> None:
+    cell, wire = run("round-trip", OK, ANSWER,
+                     elicitation={"prefill": "Sure, calling the tools."},
+                     extra_body={"tool_choice": "auto",
+                                 "stream_options": {"include_usage": True}})
+    first, second = wire.requests
+    assert first["messages"][-1] == {"role": "assistant", "content": "Sure, calling the tools."}
+    assert (first["tool_choice"], first["stream_options"]) == ("auto", {"include_usage": True})
+    assert "tool_choice" not in second and "stream_options" not in second
+    assert second["messages"][:-2] == first["messages"][:-1]
+    assert (second["model"], second["stream"], second["tools"]) == \
+        ("m", True, first["tools"])
+
+
+def test_round_trip_findings_are_only_the_round_trip_s_own() -> None:
+    cell, _ = run("round-trip", OK, (200, sse([], "Q-SSE-DONE-MISSING", content="15 °C.")))
+    assert cell.quirks == [] and cell.verdict == "conforms"
+    cell, _ = run("round-trip", OK, (200, sse([], content="15 °C.")[:-30]))
+    assert [f["rule"] for f in cell.findings] == [] or \
+        {f["exchange"] for f in cell.findings} == {1}
+
+
+def test_round_trip_error_event_in_a_200_answer_is_an_error_cell() -> None:
+    error = (200, b'data: {"error": {"message": "upstream died", "type": "server_error"}}\n\n')
+    cell, _ = run("round-trip", OK, error)
+    assert cell.verdict == "error" and cell.reason.startswith("round trip: ")
+    assert "upstream died" in cell.reason
+
+
+def test_round_trip_retries_are_in_the_cell() -> None:
+    limited = (429, b'{"error": {"message": "slow down"}}')
+    cell, wire = run("round-trip", OK, limited, ANSWER,
+                     retries={"max": 1, "base_delay": 0.5, "max_delay": 2})
+    assert len(wire.requests) == 3 and cell.verdict == "conforms"
+    assert [(r["attempt"], r["status"], r["slept"]) for r in cell.retries] == [(1, 429, False)]
+
+
+def test_round_trip_sends_the_provider_headers_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("I18_FAKE_KEY", "sk-fakekey0123456789abcdef")
+    cell, wire = run("round-trip", OK, ANSWER, headers={"X-Team": "conformance"},
+                     api_key_env="I18_FAKE_KEY")
+    for h in wire.headers:
+        assert h["x-team"] == "conformance"
+        assert h["authorization"] == "Bearer sk-fakekey0123456789abcdef"
+
+
+def test_the_limits_reach_the_transport() -> None:
+    from conformance.transport import Limits
+    _, wire = run("round-trip", OK, ANSWER, limits={"total_timeout": 7})
+    assert [lim.total_timeout for lim in wire.limits] == [7, 7]
+    _, wire = run("single", OK, runner_limits=Limits(total_timeout=3), limits={"total_timeout": 7})
+    assert wire.limits[0].total_timeout == 3
+
+
+def test_a_runner_without_a_client_makes_one_with_the_provider_limits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance import transport
+    made: list[Any] = []
+    wire = Wire(OK)
+
+    def fake(limits: Any) -> httpx.Client:
+        made.append(limits)
+        return httpx.Client(transport=httpx.MockTransport(wire))
+
+    monkeypatch.setattr(transport, "make_client", fake)
+    runner = CellRunner(replay=True)
+    cell = runner.run(Provider("fake", "http://fake.test/v1", "m",
+                               limits={"idle_timeout": 9}), SCENARIOS["single"])
+    runner.close()
+    assert cell.verdict == "conforms"
+    assert [lim.idle_timeout for lim in made] == [9]
+
+
+def test_a_catalogued_must_quirk_is_a_quirk_cell_not_fails() -> None:
+    cell, _ = run("single", (200, sse([WEATHER], "Q-ID-REPEATED")))
+    assert (cell.verdict, cell.quirks) == ("quirk", ["Q-ID-REPEATED"])
+
+
+def test_a_scenario_quirk_makes_a_quirk_cell() -> None:
+    cell, _ = run("strict", (200, sse([WEATHER])))
+    assert (cell.verdict, cell.quirks) == ("quirk", ["Q-STRICT-IGNORED"])
+    assert cell.unexpected == ["Q-STRICT-IGNORED"]
 
 
 def test_round_trip_probe_order_and_no_match() -> None:
@@ -371,9 +477,12 @@ def test_round_trip_probe_with_empty_content_policy_tries_null() -> None:
 
 
 def test_id_omission_sends_ids_back_byte_for_byte() -> None:
+    _, wire = run("id-omission", OK, ANSWER, roundtrip=RoundTripPolicy(content="empty"))
+    assert wire.requests[1]["messages"][-2]["content"] == ""  # the rest of the policy holds
     cell, wire = run("id-omission", OK, ANSWER,
                      roundtrip=RoundTripPolicy(id_format="mistral9", tool_message_name=True))
     back = wire.requests[1]["messages"]
+    assert back[-2]["content"] is None
     assert back[-2]["tool_calls"][0]["id"] == WEATHER.id == back[-1]["tool_call_id"]
     assert "name" in back[-1]
     assert not [f for f in cell.findings if f["rule"] == "R-ROUNDTRIP-IDS"]

@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "mutation.md"
 DATA = ROOT / "docs" / "mutation.json"
@@ -171,6 +169,8 @@ def render(data: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     names = [module_of(a) for a in argv] or list(MODULES)
+    import yaml  # here, not at the top: noxfile.py imports this module without PyYAML
+
     equivalent = (yaml.safe_load(EQUIVALENT.read_text()) or {}) if EQUIVALENT.exists() else {}
     data = json.loads(DATA.read_text()) if DATA.exists() else {}
     missing = []
