@@ -46,6 +46,10 @@ TWO_CALLS = stream(ROLE, chunk(call(0, ID_W, "get_weather", '{"city": "Paris"}')
                    chunk(call(1, ID_T, "get_time", '{"timezone": "Asia/Tokyo"}')),
                    chunk({}, "tool_calls"))
 PROSE = stream(chunk({"role": "assistant", "content": "Sunny."}), chunk({}, "stop"))
+SILENT = stream(ROLE, chunk({}, "stop"))  # neither a call nor a word
+PROSE_THEN_CALL = stream(chunk({"role": "assistant", "content": "Let me check."}),
+                         chunk(call(0, ID_W, "get_weather", '{"city": "Paris"}')),
+                         chunk({}, "tool_calls"))
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 ONE_CALL_WITH_USAGE = stream(ROLE, chunk(call(0, ID_W, "get_weather", '{"city": "Paris"}')),
                              chunk({}, "tool_calls"), chunk(None, usage=USAGE))
@@ -96,9 +100,11 @@ def test_r_usage_message_and_empty_stream() -> None:
 @pytest.mark.parametrize(("choice", "raw", "status", "expected"), [
     ("none", ONE_CALL, "fail", {("R-TOOL-CHOICE", None)}),
     ("none", PROSE, "pass", set()),
-    ("required", PROSE, "fail",
-     {("R-TOOL-CHOICE", "Q-TOOLCALLS-MISSING-IN-STREAM")}),
+    ("required", PROSE, "fail", {("R-TOOL-CHOICE", "Q-REQUIRED-NOT-ENFORCED")}),
+    ("required", SILENT, "fail", {("R-TOOL-CHOICE", "Q-TOOLCALLS-MISSING-IN-STREAM")}),
+    ("required", PROSE_THEN_CALL, "fail", {("R-TOOL-CHOICE", "Q-REQUIRED-NOT-ENFORCED")}),
     ("required", ONE_CALL, "pass", set()),
+    ("auto", PROSE_THEN_CALL, "not applicable", set()),
     ({"type": "function", "function": {"name": "get_time"}}, ONE_CALL, "fail",
      {("R-TOOL-CHOICE", None)}),
     ({"type": "function", "function": {"name": "get_weather"}}, ONE_CALL, "pass", set()),
@@ -125,7 +131,13 @@ def test_r_tool_choice_messages() -> None:
         ['tool_choice "none" but a tool call was streamed']
     required = judge(PROSE, tool_choice="required")
     assert [f.message for f in required.findings if f.rule == "R-TOOL-CHOICE"] == \
+        ['tool_choice "required" but the model answered in prose, with no tool call']
+    silent = judge(SILENT, tool_choice="required")
+    assert [f.message for f in silent.findings if f.rule == "R-TOOL-CHOICE"] == \
         ["tool_choice required but no tool call streamed"]
+    first = judge(PROSE_THEN_CALL, tool_choice="required")
+    assert [(f.message, f.level) for f in first.findings if f.rule == "R-TOOL-CHOICE"] == \
+        [('tool_choice "required" but prose came before the first call', "SHOULD")]
 
 
 def test_a_missing_forced_call_is_not_claimed_on_an_error_or_an_empty_stream() -> None:
@@ -140,7 +152,7 @@ def test_a_missing_forced_call_is_not_claimed_on_an_error_or_an_empty_stream() -
     assert ("R-TOOL-CHOICE", "Q-TOOLCALLS-MISSING-IN-STREAM") not in found(analyze(t))
     t = exchange_transcript("s", "live", {"body": {"stream": True, "tool_choice": "required",
                                                     "tools": [WEATHER]}},
-                            200, {"content-type": "text/event-stream"}, PROSE)
+                            200, {"content-type": "text/event-stream"}, SILENT)
     assert ("R-TOOL-CHOICE", "Q-TOOLCALLS-MISSING-IN-STREAM") in found(analyze(t))
     t.transport_error = "cut"
     assert ("R-TOOL-CHOICE", "Q-TOOLCALLS-MISSING-IN-STREAM") not in found(analyze(t))
