@@ -1,5 +1,5 @@
 """nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench,
-mutation, clean.
+mutation, clean, clients.
 
 Replay is the default everywhere and never touches the network; `live` records.
 
@@ -272,3 +272,40 @@ def mutation(session: nox.Session) -> None:
         session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets,
                     env=env)
     session.run("python", "tools/mutation_report.py", *names)
+
+
+def _stamp(*paths: str) -> str:
+    digest = hashlib.sha256()
+    for p in paths:
+        digest.update(Path(p).read_bytes())
+    return digest.hexdigest()
+
+
+@nox.session
+def clients(session: nox.Session) -> None:
+    """Real client libraries on every stream: reports/client-matrix.{json,md,html}.
+
+    python3 noxw -s clients [-- --captures ../shared/captures] [-- --ecosystem python]
+    The Python clients live in this session's own venv (never the test venv: litellm pulls
+    an aiohttp that breaks vcrpy's stub); the npm clients in clients/js/node_modules.
+    Installs are skipped while the pins are unchanged.
+    """
+    pins = ("pyproject.toml", "clients/python/requirements.txt", "clients/python/constraints.txt")
+    marker = Path(session.virtualenv.location) / ".clients-installed"
+    if not marker.exists() or marker.read_text() != _stamp(*pins):
+        session.install("-q", "-e", ".", "-r", "clients/python/requirements.txt",
+                        "-c", "clients/python/constraints.txt")
+        marker.write_text(_stamp(*pins))
+    args = list(session.posargs)
+    node, npm = shutil.which("node"), shutil.which("npm")
+    wants_npm = "--ecosystem" not in args or "npm" in args
+    if wants_npm and node and npm:
+        stamp = Path("clients/js/node_modules/.conformance-lock")
+        if not stamp.exists() or stamp.read_text() != _stamp("clients/js/package-lock.json"):
+            session.run("npm", "ci", "--prefix", "clients/js", "--no-audit", "--no-fund",
+                        "--loglevel=error", external=True)
+            stamp.write_text(_stamp("clients/js/package-lock.json"))
+    elif wants_npm:
+        session.log("node/npm not found: the npm clients' cells will be `error` "
+                    "(apt-get install nodejs npm)")
+    session.run("python", "-m", "conformance.client_matrix", *args)

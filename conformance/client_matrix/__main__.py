@@ -1,0 +1,81 @@
+"""``python -m conformance.client_matrix``: run the clients and write the reports."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from conformance.client_matrix.clients import BY_ID, CLIENTS
+from conformance.client_matrix.report import write_reports
+from conformance.client_matrix.run import run_matrix
+from conformance.client_matrix.streams import capture_streams, profile_streams, provider_streams
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m conformance.client_matrix",
+                                 description=__doc__)
+    ap.add_argument("--out", type=Path, default=Path("reports"), help="report directory")
+    ap.add_argument("--root", type=Path, default=Path("."),
+                    help="the repository (clients/ and cassettes/ under it)")
+    ap.add_argument("--clients", default="", help="comma-separated client ids (default all)")
+    ap.add_argument("--ecosystem", choices=("python", "npm"), action="append",
+                    help="only clients of this ecosystem (repeatable)")
+    ap.add_argument("--streams", default="",
+                    help="only streams whose id contains one of these comma-separated words")
+    ap.add_argument("--captures", type=Path, help="a directory of field captures (JSONL)")
+    ap.add_argument("--no-profiles", action="store_true")
+    ap.add_argument("--no-providers", action="store_true")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for Python adapters")
+    ap.add_argument("--node", default=shutil.which("node"), help="node for the npm adapters")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per job")
+    ap.add_argument("--workers", type=int, default=2, help="clients run at once")
+    ap.add_argument("--min-own-ok", type=float, default=0.95,
+                    help="exit 1 when conformance.client is ok on fewer of its streams")
+    args = ap.parse_args(argv)
+
+    wanted = [c for c in args.clients.split(",") if c]
+    unknown = [c for c in wanted if c not in BY_ID]
+    if unknown:
+        print(f"client-matrix: unknown client {unknown[0]!r} (known: {', '.join(BY_ID)})",
+              file=sys.stderr)
+        return 4
+    clients = [BY_ID[c] for c in wanted] if wanted else list(CLIENTS)
+    if args.ecosystem:
+        clients = [c for c in clients if c.ecosystem in args.ecosystem]
+    streams = [] if args.no_profiles else profile_streams()
+    if not args.no_providers:
+        streams += provider_streams(args.root / "cassettes")
+    if args.captures is not None:
+        if not args.captures.is_dir():
+            print(f"client-matrix: {args.captures}: not a directory", file=sys.stderr)
+            return 4
+        streams += capture_streams(args.captures)
+    words = [w for w in args.streams.split(",") if w]
+    if words:
+        streams = [s for s in streams if any(w in s.id for w in words)]
+    if not clients or not streams:
+        print("client-matrix: nothing to run (no client or no stream selected)", file=sys.stderr)
+        return 4
+    started = time.monotonic()
+    print(f"client-matrix: {len(clients)} clients x {len(streams)} streams", file=sys.stderr)
+    matrix = run_matrix(clients, streams, root=args.root.resolve(), python=args.python,
+                        node=args.node, timeout=args.timeout, workers=args.workers,
+                        log=lambda m: print("client-matrix: " + m, file=sys.stderr))
+    paths = write_reports(matrix, args.out)
+    print(f"client-matrix: wrote {', '.join(map(str, paths))} in "
+          f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+    own = [c for c in matrix["cells"] if c["client"] == "conformance"]
+    if own:
+        share = sum(c["outcome"] == "ok" for c in own) / len(own)
+        print(f"client-matrix: conformance.client ok on {share:.1%} of {len(own)} streams",
+              file=sys.stderr)
+        if share < args.min_own_ok:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

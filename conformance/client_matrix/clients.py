@@ -1,0 +1,47 @@
+"""The client libraries under test, as data: one adapter each under ``clients/``.
+
+Each adapter is started once and answers a batch of jobs (docs/clients.md has the protocol);
+``package`` is the distribution whose version the adapter reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Client:
+    id: str
+    package: str
+    ecosystem: str  # python | npm
+    script: str  # under clients/<python|js>/
+    label: str  # what a reader calls it
+
+    def to_json(self, version: str | None) -> dict[str, str]:
+        return {"id": self.id, "package": self.package, "version": version or "unknown",
+                "ecosystem": self.ecosystem, "label": self.label}
+
+
+CLIENTS: tuple[Client, ...] = (
+    Client("conformance", "conformance", "python", "conformance_client.py",
+           "conformance.client (this project)"),
+    Client("openai-python", "openai", "python", "openai_sdk.py",
+           "openai (Python) chat.completions.stream"),
+    Client("litellm", "litellm", "python", "litellm_client.py",
+           "LiteLLM completion + stream_chunk_builder"),
+    Client("langchain-openai", "langchain-openai", "python", "langchain_openai_client.py",
+           "LangChain ChatOpenAI.stream, chunks added"),
+    Client("pydantic-ai", "pydantic-ai-slim", "python", "pydantic_ai_client.py",
+           "pydantic-ai model_request_stream"),
+    Client("openai-agents", "openai-agents", "python", "openai_agents_client.py",
+           "OpenAI Agents SDK Runner.run_streamed"),
+    Client("llama-index", "llama-index-llms-openai", "python", "llama_index_client.py",
+           "LlamaIndex OpenAI.stream_chat + get_tool_calls_from_response"),
+    Client("openai-node", "openai", "npm", "openai.mjs",
+           "openai (npm) chat.completions.stream"),
+    Client("ai-sdk", "ai", "npm", "ai-sdk.mjs",
+           "AI SDK streamText + @ai-sdk/openai-compatible"),
+    Client("langchain-js", "@langchain/openai", "npm", "langchain.mjs",
+           "LangChain.js ChatOpenAI.stream, chunks concatenated"),
+)
+BY_ID = {c.id: c for c in CLIENTS}

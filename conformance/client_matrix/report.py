@@ -1,0 +1,263 @@
+"""Writing the client matrix: JSON (validated against its schema), Markdown and HTML.
+
+Views: clients × seed quirks (the README's table), clients × quirks (from the profiles),
+providers × clients (from the recordings), captures × clients (field evidence) when present.
+Every cell links to its evidence in the HTML: the outcome, what the client assembled, the
+robust reading of the same bytes, the quirks those bytes showed and the bytes themselves.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from conformance.client_matrix.streams import SEED_QUIRKS
+
+SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "‼", "hung": "⌛", "error": "!"}
+LEGEND = ("✓ ok (the same calls as the robust reading of the same bytes) · ✗ wrong (how, "
+          "in short: merged, dropped, id, name, args…) · ‼ crashed (raised on a stream that "
+          "reported no error) · ⌛ hung · ! error (the adapter could not run) · "
+          "° the bytes this client received did not show the profile's quirk (its request "
+          "did not elicit it)")
+SHORT = {"calls merged": "merged", "call dropped": "dropped", "extra call": "extra",
+         "id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
+         "name concatenated": "name+", "arguments concatenated": "args+",
+         "arguments truncated": "args cut", "arguments changed": "args",
+         "error not surfaced": "silent error"}
+
+
+def schema() -> dict[str, Any]:
+    text = files("conformance").joinpath("schemas/client-matrix.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate(matrix: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``matrix`` is valid and complete."""
+    jsonschema.validate(matrix, schema())
+    pairs = {(c["client"], c["stream"]) for c in matrix["cells"]}
+    for client in matrix["clients"]:
+        for stream in matrix["streams"]:
+            if (client["id"], stream["id"]) not in pairs:
+                raise jsonschema.ValidationError(
+                    f"no cell for client {client['id']} on stream {stream['id']}")
+
+
+def anchor(cell: dict[str, Any]) -> str:
+    return "e-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{cell['client']}--{cell['stream']}")
+
+
+def mark(cell: dict[str, Any]) -> str:
+    text = SYMBOL[cell["outcome"]]
+    if cell["outcome"] == "wrong":
+        text += " " + ", ".join(SHORT.get(p, p) for p in cell.get("problems", []))
+    elif cell["outcome"] == "crashed":
+        text += " " + cell["detail"].split(":")[0]
+    if cell.get("elicited") is False:
+        text += " °"
+    return text
+
+
+def _index(matrix: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(c["client"], c["stream"]): c for c in matrix["cells"]}
+
+
+def _md_cell(cell: dict[str, Any], link: str) -> str:
+    return f"[{mark(cell)}]({link}#{anchor(cell)})".replace("|", "\\|")
+
+
+def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
+    """Clients × the five seed quirks (their reference profiles), for the README."""
+    cells = _index(matrix)
+    profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
+    cols = [(q, profiles.get(q[2:].lower())) for q in SEED_QUIRKS]
+    lines = ["| client | version | " + " | ".join(f"`{q}`" for q, _ in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
+    for c in matrix["clients"]:
+        row = [_md_cell(cells[(c["id"], sid)], link) if sid and (c["id"], sid) in cells
+               else "–" for _, sid in cols]
+        lines.append(f"| {c['id']} ({c['ecosystem']}) | {c['package']} {c['version']} | "
+                     + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _summary(matrix: dict[str, Any]) -> list[str]:
+    kinds = [k for k in ("profile", "provider", "capture")
+             if any(s["kind"] == k for s in matrix["streams"])]
+    kind_of = {s["id"]: s["kind"] for s in matrix["streams"]}
+    lines = ["| client | " + " | ".join(f"{k} streams: ok / wrong / crashed / hung / error"
+                                         for k in kinds) + " |",
+             "|---|" + "---|" * len(kinds)]
+    for c in matrix["clients"]:
+        row = []
+        for k in kinds:
+            mine = [x for x in matrix["cells"] if x["client"] == c["id"]
+                    and kind_of[x["stream"]] == k]
+            counts = [sum(x["outcome"] == o for x in mine) for o in SYMBOL]
+            row.append(" / ".join(map(str, counts)) + f" of {len(mine)}")
+        lines.append(f"| {c['id']} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _grid(matrix: dict[str, Any], streams: list[dict[str, Any]], label: Any,
+          link: str) -> list[str]:
+    cells = _index(matrix)
+    ids = [c["id"] for c in matrix["clients"]]
+    lines = ["| stream | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
+    for s in streams:
+        row = [_md_cell(cells[(cid, s["id"])], link) for cid in ids]
+        lines.append(f"| {label(s)} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _profile_label(s: dict[str, Any]) -> str:
+    quirks = ", ".join(f"`{q}`" for q in s.get("quirks", [])) or "control"
+    return f"{s['profile']} ({quirks})"
+
+
+def _provider_label(s: dict[str, Any]) -> str:
+    return f"{s['column']}: {s.get('scenario') or s['id']}"
+
+
+def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") -> str:
+    streams = matrix["streams"]
+    out = ["# Client matrix: which client libraries survive which streams", "",
+           f"Generated {matrix['generated_at']} by `python3 noxw -s clients` (suite "
+           f"{matrix['suite_version']}). Each client library streamed one request per stream "
+           "through its normal streaming API; what it assembled is judged against the robust "
+           "reading (`conformance.client`, through the analyzer) of the very bytes it "
+           f"received. A job is hung after {matrix['timeout_seconds']:g} s. Every cell links "
+           "to its evidence in the HTML view. See docs/clients.md.", "", LEGEND, "",
+           "## Clients", "", "| id | package | version | ecosystem | how it is used |",
+           "|---|---|---|---|---|"]
+    for c in matrix["clients"]:
+        out.append(f"| {c['id']} | {c['package']} | {c['version']} | {c['ecosystem']} | "
+                   f"{c.get('label', '')} |")
+    out += ["", "## Summary", "", *_summary(matrix), "",
+            "## Clients × seed quirks", "",
+            "The five quirks of the seed documents, each on its reference profile.", "",
+            seed_table(matrix, link), ""]
+    profiles = [s for s in streams if s["kind"] == "profile"]
+    if profiles:
+        out += ["## Clients × quirks (reference profiles, live over HTTP)", "",
+                *_grid(matrix, profiles, _profile_label, link), ""]
+    providers = [s for s in streams if s["kind"] == "provider"]
+    if providers:
+        out += ["## Providers × clients (recorded cassettes, replayed over HTTP)", "",
+                "Recorded traffic of a real server, replayed byte for byte.", "",
+                *_grid(matrix, providers, _provider_label, link),
+                ""]
+    captures = [s for s in streams if s["kind"] == "capture"]
+    if captures:
+        out += ["## Field captures × clients (field evidence)", "",
+                "Public recordings of real providers (sources in the HTML view); derived "
+                "verdicts only, the recordings themselves are not in this repository.", "",
+                *_grid(matrix, captures, lambda s: f"{s['column']} ({s['id'][8:]})", link), ""]
+    bad = [c for c in matrix["cells"] if c["outcome"] in ("wrong", "crashed", "hung")]
+    if bad:
+        out += ["## Findings", ""]
+        for c in bad:
+            out.append(f"- **{c['client']}** on `{c['stream']}`: {c['outcome']}: "
+                       f"{c['detail']}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _pre(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False)
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+def render_html(matrix: dict[str, Any]) -> str:
+    body = render_markdown(matrix, link="")
+    # The tables: Markdown rendered to HTML by a small converter (tables, headings, lists).
+    parts = [_md_to_html(body)]
+    streams = {s["id"]: s for s in matrix["streams"]}
+    parts.append("<h2>Evidence</h2>")
+    for c in matrix["cells"]:
+        s = streams[c["stream"]]
+        src = s.get("source")
+        source = (f' · source: <a href="{html.escape(src)}">{html.escape(src)}</a>'
+                  if src and src.startswith("http") else
+                  f" · source: {html.escape(src)}" if src else "")
+        parts.append(
+            f'<section id="{anchor(c)}" class="ev {c["outcome"]}"><h3>{html.escape(c["client"])}'
+            f' on {html.escape(c["stream"])}: {html.escape(mark(c))}</h3>'
+            f"<p>{html.escape(c['outcome'])}: {html.escape(c['detail'])}{source}"
+            + (" · field evidence (derived; no bytes kept)" if c.get("evidence") else "")
+            + (" · requests: " + str(c.get("requests", 0)))
+            + "</p>"
+            + ("<p>quirks in these bytes: " + html.escape(", ".join(c["quirks"]) or "none")
+               + "</p>" if "quirks" in c else "")
+            + "<h4>client assembled</h4>" + _pre(c.get("calls"))
+            + ("<h4>robust reading of the same bytes</h4>" + _pre(c["expected"])
+               if "expected" in c else "")
+            + ("<details><summary>bytes received</summary>" + _pre(c["wire"]) + "</details>"
+               if "wire" in c else "")
+            + "</section>")
+    return ("<!doctype html><html lang=en><meta charset=utf-8>"
+            "<title>Client matrix</title><style>"
+            "body{font:14px system-ui,sans-serif;margin:1.5em;max-width:100%}"
+            "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
+            "padding:2px 5px;white-space:nowrap}a{text-decoration:none}"
+            "pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:20em}"
+            ".ev{border-top:1px solid #ddd}.ev:target{background:#fff6d5}"
+            "</style><body>" + "\n".join(parts) + "</body></html>\n")
+
+
+def _inline(text: str) -> str:
+    text = html.escape(text, quote=False)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]*)\)", r'<a href="\2">\1</a>', text)
+
+
+def _md_to_html(md: str) -> str:
+    out: list[str] = []
+    rows: list[str] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if rows:
+            head, *rest = rows
+            cells = lambda r: [c.strip() for c in re.split(r"(?<!\\)\|", r.strip()[1:-1])]  # noqa: E731
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in cells(head))
+                       + "</tr>" + "".join("<tr>" + "".join(
+                           f"<td>{_inline(c.replace(chr(92) + '|', '|'))}</td>"
+                           for c in cells(r)) + "</tr>" for r in rest[1:]) + "</table>")
+            rows.clear()
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
+            items.clear()
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            rows.append(line)
+            continue
+        if line.startswith("- "):
+            items.append(line[2:])
+            continue
+        flush()
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def write_reports(matrix: dict[str, Any], out: Path) -> list[Path]:
+    validate(matrix)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "client-matrix.json", out / "client-matrix.md", out / "client-matrix.html"]
+    paths[0].write_text(json.dumps(matrix, indent=1, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+    paths[1].write_text(render_markdown(matrix) + "\n", encoding="utf-8")
+    paths[2].write_text(render_html(matrix), encoding="utf-8")
+    return paths
