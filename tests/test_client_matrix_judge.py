@@ -73,7 +73,23 @@ def test_merged_calls_are_named_on_the_all_zero_stream():
     v = verdict(ALL_ZERO, [merged])
     assert v.outcome == "wrong"
     assert v.problems == ["calls merged"]
-    assert "2 calls became 1" in v.detail
+    assert "get_weather+get_time in one call" in v.detail
+
+
+def test_merged_calls_next_to_a_phantom_call_in_another_order():
+    # LangChain.js on Ollama's stream: the merged call second, an empty one first.
+    merged = {"id": "call_a", "name": "get_weather",
+              "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}'}
+    phantom = {"id": "call_b", "name": "get_time", "arguments": {}}
+    v = verdict(ALL_ZERO, [phantom, merged])
+    assert v.problems == ["calls merged", "extra call"]
+
+
+def test_merged_ids_and_names_are_merged_calls():
+    # LlamaIndex on the same stream: ids and names concatenated, arguments unparsable.
+    v = verdict(ALL_ZERO, [{"id": "call_acall_b", "name": "get_weatherget_time",
+                            "arguments": {}}])
+    assert v.problems == ["calls merged"]
 
 
 def test_two_separate_calls_on_the_all_zero_stream_are_ok():
@@ -133,9 +149,10 @@ def test_equal_json_with_other_spacing_or_parsed_is_not_concatenated():
     assert verdict(ONE_CALL, [dict(WEATHER, arguments={"city": "Paris"})]).outcome == "ok"
 
 
-def test_truncated_and_changed_arguments():
+def test_truncated_lost_and_changed_arguments():
     assert verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": ')]).problems == \
         ["arguments truncated"]
+    assert verdict(ONE_CALL, [dict(WEATHER, arguments={})]).problems == ["arguments lost"]
     assert verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Rome"}')]).problems == \
         ["arguments changed"]
 

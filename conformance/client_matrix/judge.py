@@ -118,14 +118,42 @@ def _holds(got: Any, want: dict[str, Any]) -> bool:
     return any(p in g for p in _pieces(want))
 
 
-def _merged(client: list[dict[str, Any]], robust: list[dict[str, Any]]) -> list[str]:
-    """Client calls whose arguments hold the arguments of two or more robust calls."""
-    out = []
-    for c in client:
-        held = [w for w in robust if _holds(c.get("arguments"), w)]
-        if len(held) >= 2:
-            out.append("+".join(w["name"] or "?" for w in held))
-    return out
+def _merged_into(c: dict[str, Any], robust: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The robust calls one client call holds two or more of (by arguments or by ids)."""
+    held = [w for w in robust if _holds(c.get("arguments"), w)]
+    if len(held) >= 2:
+        return held
+    cid = c.get("id") if isinstance(c.get("id"), str) else ""
+    held = [w for w in robust if w["id"] and w["id"] in cid]
+    if len({w["id"] for w in held}) >= 2:
+        return held
+    return []
+
+
+def _pair(client: list[dict[str, Any]], robust: list[dict[str, Any]],
+          skip: set[int]) -> tuple[list[tuple[int, int]], set[int], set[int]]:
+    """Client calls paired with robust calls: by the wire's id first, then by position."""
+    pairs: list[tuple[int, int]] = []
+    used = set(skip)
+    for i, w in enumerate(robust):
+        j = next((k for k, c in enumerate(client) if k not in used and w["id"]
+                  and c.get("id") == w["id"]), None)
+        if j is not None:
+            pairs.append((j, i))
+            used.add(j)
+    paired = {i for _, i in pairs}
+    for i in range(len(robust)):
+        if i in paired:
+            continue
+        free = [k for k in range(len(client)) if k not in used]
+        if not free:
+            break
+        j = i if i in free else free[0]
+        pairs.append((j, i))
+        used.add(j)
+        paired.add(i)
+    return sorted(pairs, key=lambda p: p[1]), set(range(len(robust))) - paired, \
+        set(range(len(client))) - used
 
 
 def _compare_pair(c: dict[str, Any], w: dict[str, Any], n: int) -> list[tuple[str, str]]:
@@ -144,7 +172,10 @@ def _compare_pair(c: dict[str, Any], w: dict[str, Any], n: int) -> list[tuple[st
         if want and want != got and want in got:
             out.append(("arguments concatenated",
                         f"call {n}: arguments {_short(got)}, want {_short(want)}"))
-        elif got and want.startswith(got) or not got:
+        elif got in ("", "{}", "null") and want not in ("", "{}"):
+            out.append(("arguments lost",
+                        f"call {n}: arguments {_short(got)}, want {_short(want)}"))
+        elif want.startswith(got):
             out.append(("arguments truncated",
                         f"call {n}: arguments {_short(got)}, want {_short(want)}"))
         else:
@@ -188,24 +219,26 @@ def judge(expected: Expected, answer: dict[str, Any]) -> Verdict:
         problems.append(("error not surfaced", f"the stream reports an error "
                                                f"({_first_line(expected.error)}) and the "
                                                f"client returned {len(client)} call(s)"))
-    elif len(client) < len(robust):
-        merged = _merged(client, robust)
-        if merged:
-            problems.append(("calls merged", f"{len(robust)} calls became {len(client)} "
-                                             f"({', '.join(merged)} in one call)"))
-        else:
-            kept = {c.get("name") for c in client}
-            lost = [w["name"] or "?" for w in robust if w["name"] not in kept] or \
-                [w["name"] or "?" for w in robust[len(client):]]
-            why = " (arguments not JSON)" if any(not w["valid"] for w in robust) else ""
-            problems.append(("call dropped", f"{len(robust) - len(client)} of {len(robust)} "
-                                             f"calls missing: {', '.join(lost)}{why}"))
-    elif len(client) > len(robust):
-        problems.append(("extra call", f"{len(client)} calls, the stream holds "
-                                       f"{len(robust)}"))
     else:
-        for n, (c, w) in enumerate(zip(client, robust, strict=True)):
-            problems.extend(_compare_pair(c, w, n))
+        merged = {k: _merged_into(c, robust) for k, c in enumerate(client)}
+        merged = {k: v for k, v in merged.items() if v}
+        for held in merged.values():
+            problems.append(("calls merged", "+".join(w["name"] or "?" for w in held)
+                                             + " in one call"))
+        covered = {id(w) for held in merged.values() for w in held}
+        rest = [w for w in robust if id(w) not in covered]
+        pairs, lost, extra = _pair(client, rest, set(merged))
+        for j, i in pairs:
+            problems.extend(_compare_pair(client[j], rest[i], robust.index(rest[i])))
+        if lost:
+            names = ", ".join(rest[i]["name"] or "?" for i in sorted(lost))
+            why = " (arguments not JSON)" if any(not rest[i]["valid"] for i in lost) else ""
+            problems.append(("call dropped", f"{len(lost)} of {len(robust)} calls missing: "
+                                             f"{names}{why}"))
+        if extra:
+            names = ", ".join(str(client[k].get("name")) for k in sorted(extra))
+            problems.append(("extra call", f"{len(client)} calls, the stream holds "
+                                           f"{len(robust)}; not in it: {names}"))
     if not problems:
         detail = f"{len(client)} call(s) as the robust reading"
         return Verdict("ok", detail)

@@ -28,7 +28,7 @@ LEGEND = ("✓ ok (the same calls as the robust reading of the same bytes) · �
 SHORT = {"calls merged": "merged", "call dropped": "dropped", "extra call": "extra",
          "id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
          "name concatenated": "name+", "arguments concatenated": "args+",
-         "arguments truncated": "args cut", "arguments changed": "args",
+         "arguments truncated": "args cut", "arguments lost": "args lost", "arguments changed": "args",
          "error not surfaced": "silent error"}
 
 
