@@ -92,6 +92,19 @@ def test_merged_ids_and_names_are_merged_calls():
     assert v.problems == ["calls merged"]
 
 
+# The same call twice (a small model repeating itself, as llama.cpp's cassettes show).
+TWINS = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
+            opener(1, "call_c", "get_weather"), frag(1, '{"city": "Paris"}'), FINISH)
+
+
+def test_two_identical_calls_kept_apart_are_not_merged():
+    twin = dict(WEATHER, id="call_c")
+    assert verdict(TWINS, [WEATHER, twin]).outcome == "ok"
+    v = verdict(TWINS, [{"id": "call_c", "name": "get_weather",
+                         "arguments": '{"city": "Paris"}{"city": "Paris"}'}])
+    assert v.problems == ["calls merged"]
+
+
 def test_two_separate_calls_on_the_all_zero_stream_are_ok():
     assert verdict(ALL_ZERO, [WEATHER, TIME]).outcome == "ok"
 

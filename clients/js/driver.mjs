@@ -3,6 +3,7 @@
 // on stdout. Whatever a library logs goes to stderr. A job that does not finish within its
 // timeout is answered {hung: true} and the process exits (the runner starts a new one).
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,7 +31,34 @@ export function userText(request) {
   return users.length ? String(users[users.length - 1].content) : "";
 }
 
+// One throw-away request to a closed port before "ready": the first use of a library loads
+// most of its code, and on a loaded machine that alone can take longer than a job's bound.
+const WARM_UP = {
+  job: "warm-up", model: "warm-up", timeout: 60,
+  request: { messages: [{ role: "user", content: "ping" }],
+             tools: [{ type: "function", function: { name: "ping", description: "ping",
+                                                     parameters: { type: "object", properties: {} } } }] },
+};
+
+async function closedPort() {
+  // A port that was just free: nothing listens there.
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 export async function serve(pkg, run) {
+  const abort = new AbortController();
+  const warmUp = { ...WARM_UP, base_url: `http://127.0.0.1:${await closedPort()}/v1` };
+  let timer;
+  await Promise.race([
+    run(warmUp, abort.signal).catch(() => undefined),
+    new Promise((resolve) => { timer = setTimeout(resolve, 60000); }),
+  ]);
+  clearTimeout(timer);
+  abort.abort();
   say({ ready: true, package: pkg, version: packageVersion(pkg) });
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {

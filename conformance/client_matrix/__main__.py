@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-providers", action="store_true")
     ap.add_argument("--python", default=sys.executable, help="interpreter for Python adapters")
     ap.add_argument("--node", default=shutil.which("node"), help="node for the npm adapters")
-    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per job")
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds per job before it is hung (generous: a loaded 2-core "
+                         "machine is slow, and no stream here should take more than 4 s)")
     ap.add_argument("--workers", type=int, default=2, help="clients run at once")
     ap.add_argument("--min-own-ok", type=float, default=0.95,
                     help="exit 1 when conformance.client is ok on fewer of its streams")

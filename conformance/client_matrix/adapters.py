@@ -104,7 +104,7 @@ def _last_line(log: Any) -> str:
 
 
 def run_client(client: Client, argv: list[str] | str, jobs: list[dict[str, Any]], *,
-               startup: float = 90.0) -> tuple[str | None, dict[str, dict[str, Any]]]:
+               startup: float = 300.0) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """Run every job through the client's adapter; the version it reports and the answers."""
     answers: dict[str, dict[str, Any]] = {}
     if isinstance(argv, str):

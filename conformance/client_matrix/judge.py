@@ -119,11 +119,18 @@ def _holds(got: Any, want: dict[str, Any]) -> bool:
 
 
 def _merged_into(c: dict[str, Any], robust: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The robust calls one client call holds two or more of (by arguments or by ids)."""
-    held = [w for w in robust if _holds(c.get("arguments"), w)]
+    """The robust calls one client call holds two or more of (by arguments or by ids).
+
+    A call that equals one robust call (two identical calls are common) holds one."""
+    if any(same_arguments(c.get("arguments"), w) for w in robust):
+        held = []
+    else:
+        held = [w for w in robust if _holds(c.get("arguments"), w)]
     if len(held) >= 2:
         return held
     cid = c.get("id") if isinstance(c.get("id"), str) else ""
+    if any(cid == w["id"] for w in robust):
+        return []
     held = [w for w in robust if w["id"] and w["id"] in cid]
     if len({w["id"] for w in held}) >= 2:
         return held

@@ -72,7 +72,8 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
             {"id": None, "name": c.get("name"), "arguments": None} for c in cell["calls"]]
         cell.pop("expected", None)
         cell["evidence"] = "field"
-    elif wire is not None:
+    elif wire is not None and cell["outcome"] != "ok":
+        # The bytes of a finding; an ok cell's evidence is its calls and the stream's source.
         text = wire.decode("utf-8", "replace")
         cell["wire"] = text if len(text) <= WIRE_LIMIT else text[:WIRE_LIMIT] + "\n[…]"
     return cell
