@@ -243,7 +243,7 @@ def judge(expected: Expected, answer: dict[str, Any]) -> Verdict:
             problems.append(("call dropped", f"{len(lost)} of {len(robust)} calls missing: "
                                              f"{names}{why}"))
         if extra:
-            names = ", ".join(str(client[k].get("name")) for k in sorted(extra))
+            names = ", ".join(repr(client[k].get("name")) for k in sorted(extra))
             problems.append(("extra call", f"{len(client)} calls, the stream holds "
                                            f"{len(robust)}; not in it: {names}"))
     if not problems:
