@@ -127,8 +127,10 @@ def _provider_label(s: dict[str, Any]) -> str:
 def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") -> str:
     streams = matrix["streams"]
     out = ["# Client matrix: which client libraries survive which streams", "",
-           f"Generated {matrix['generated_at']} by `python3 noxw -s clients` (suite "
-           f"{matrix['suite_version']}). Each client library streamed one request per stream "
+           f"Generated {matrix['generated_at']} by `python3 noxw -s clients"
+           + (" -- --captures ../shared/captures" if any(
+               s["kind"] == "capture" for s in streams) else "") + "` (suite "
+           + f"{matrix['suite_version']}). Each client library streamed one request per stream "
            "through its normal streaming API; what it assembled is judged against the robust "
            "reading (`conformance.client`, through the analyzer) of the very bytes it "
            f"received. A job is hung after {matrix['timeout_seconds']:g} s. Every cell links "

@@ -67,7 +67,9 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
     cell["requests"] = len(exchanges)
     if stream.kind == "capture":
         # Field evidence: the verdict and the kinds of wrong, never the capture's content.
-        cell["detail"] = ", ".join(cell["problems"]) or cell["outcome"]
+        kind = cell["detail"].split(":")[0] if cell["outcome"] == "crashed" else ""
+        cell["detail"] = ", ".join(cell["problems"]) or " ".join(
+            x for x in (cell["outcome"], kind) if x)
         cell["calls"] = None if cell["calls"] is None else [
             {"id": None, "name": c.get("name"), "arguments": None} for c in cell["calls"]]
         cell.pop("expected", None)
