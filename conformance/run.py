@@ -95,6 +95,8 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
            # Isolated from the current directory's pytest configuration and conftest files.
            "-c", os.devnull, f"--rootdir={Path.cwd()}", f"--confcutdir={suite_dir}",
            "-rfE", "-v" if args.verbose else "-q",
+           # conformance is imported before pytest starts: nothing of it needs rewriting.
+           "-W", "ignore::pytest.PytestAssertRewriteWarning",
            f"--report-dir={report_dir}", f"--cassette-dir={args.cassette_dir}",
            f"--junitxml={report_dir / 'junit.xml'}", "-o", "junit_family=xunit2",
            f"--record-mode={'none' if args.replay else 'all'}", f"--repeat={args.repeat}"]
