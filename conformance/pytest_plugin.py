@@ -188,8 +188,8 @@ def pytest_configure(config: pytest.Config) -> None:
     cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
     config._conformance_outcomes = CellOutcomes()  # type: ignore[attr-defined]
     config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")
-    config._conformance_active = active = targets_suite(config)  # type: ignore[attr-defined]
-    if not active:
+    config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
+    if not active(config):
         return
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
@@ -340,9 +340,13 @@ def conclusive(cell: dict[str, Any]) -> bool:
     return cell.get("verdict") in CONCLUSIVE and cell.get("elicited") is not False
 
 
+def active(config: pytest.Config) -> bool:
+    return bool(getattr(config, "_conformance_active", False))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the controller owns the results directory
+    if hasattr(session.config, "workerinput") or not active(session.config):
+        return  # an xdist worker (the controller owns the results), or not a suite run
     results = suite(session.config).report_dir / "results"
     if results.is_dir():
         for p in results.glob("*.json"):
@@ -351,7 +355,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cfg = suite(session.config)
-    if hasattr(session.config, "workerinput"):
+    if hasattr(session.config, "workerinput") or not active(session.config):
         return
     # Under pytest-xdist the controller collects nothing itself: the cell files decide.
     results = cfg.report_dir / "results"

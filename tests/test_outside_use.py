@@ -141,9 +141,11 @@ def test_providers_file_door_and_junit_classnames(server: str, tmp_path: Path) -
         ("conformance.suite.test_scenarios", "test_single[mysrv]"),
         ("conformance.suite.test_scenarios", "test_parallel[mysrv]")}
     # The pytest door, with the package anywhere: the same classnames.
+    # Without pytest-xdist its xdist_group mark is still registered (no warning).
     r = pytest_door(tmp_path, "--providers=mine.yaml", "--provider=mysrv", "--scenario=single",
                     "--record-mode=none", "--cassette-dir=conformance-cassettes",
-                    "--junitxml=j.xml")
+                    "--junitxml=j.xml", "-p", "no:xdist",
+                    "-W", "error::pytest.PytestUnknownMarkWarning")
     assert r.returncode == 0, r.stdout + r.stderr
     names = {c.get("classname") for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
     assert names == {"conformance.suite.test_scenarios"}
@@ -202,13 +204,16 @@ def test_an_unrelated_project_with_its_own_providers_yaml_is_left_alone(tmp_path
     not read a providers.yaml that belongs to someone else, nor print anything."""
     (tmp_path / "providers.yaml").write_text("not: [ours\n")
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    (tmp_path / "reports" / "results").mkdir(parents=True)
+    (tmp_path / "reports" / "results" / "theirs.json").write_text("{}")
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W",
                         "error::pytest.PytestUnknownMarkWarning"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 passed" in r.stdout and "- conformance -" not in r.stdout
-    assert {p.name for p in tmp_path.iterdir()} - {"__pycache__"} == {"providers.yaml",
-                                                                      "test_one.py"}
+    assert {p.name for p in tmp_path.iterdir()} - {"__pycache__"} == {
+        "providers.yaml", "test_one.py", "reports"}
+    assert [p.name for p in (tmp_path / "reports").rglob("*")] == ["results", "theirs.json"]
 
 
 # ------------------------------------------------------------ small things a user hit
