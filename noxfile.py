@@ -74,7 +74,7 @@ def _scratch(session: nox.Session, name: str) -> str:
     """A fresh directory under .nox/<session>/tmp (not /tmp), passed to pytest as
     ``--opt=DIR`` so that it is never taken for a path to collect (which would make
     its parent pytest's root directory and skip pyproject.toml's configuration)."""
-    out = Path(session.create_tmp()) / name
+    out = Path(session.create_tmp()).resolve() / name
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     return str(out)
