@@ -19,10 +19,10 @@ import jsonschema
 
 from conformance.client_matrix.streams import SEED_QUIRKS
 
-SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "‼", "hung": "⌛", "error": "!"}
+SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "‼", "hung": "∞", "error": "!"}
 LEGEND = ("✓ ok (the same calls as the robust reading of the same bytes) · ✗ wrong (how, "
           "in short: merged, dropped, id, name, args…) · ‼ crashed (raised on a stream that "
-          "reported no error) · ⌛ hung · ! error (the adapter could not run) · "
+          "reported no error) · ∞ hung · ! error (the adapter could not run) · "
           "° the bytes this client received did not show the profile's quirk (its request "
           "did not elicit it)")
 SHORT = {"calls merged": "merged", "call dropped": "dropped", "extra call": "extra",
