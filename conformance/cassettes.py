@@ -7,8 +7,10 @@ one judged) and bounds it by the provider's limits. Replay returns the same byte
 ``iter_bytes()``, so a replayed cell sees what the live run saw.
 
 Before a cassette is written: the credential headers (Authorization, api-key,
-x-api-key, cookies, …) are removed from requests and responses, key-looking query
-parameters are removed from URIs, every known secret and key-shaped string is
+x-api-key, cookies, any header whose name has a credential part such as
+Ocp-Apim-Subscription-Key) are removed from requests and responses, the user info and
+every query parameter named like a credential or holding a known secret are removed
+from URIs, every known secret and key-shaped string is
 redacted from URIs, headers and bodies, and the serialized text gets a last redaction
 pass; then it is written through a temporary file and a rename.
 """
@@ -28,9 +30,9 @@ def scrub_request(request: Any) -> Any:
     if request.body:
         body = request.body if isinstance(request.body, bytes) else request.body.encode()
         request.body = secrets.redact_bytes(body)
-    request.uri = secrets.redact(request.uri)
+    request.uri = secrets.scrub_url(request.uri)
     for h in list(request.headers):
-        if h.lower() in secrets.SECRET_HEADERS:
+        if secrets.credential_name(h):
             del request.headers[h]
         else:
             request.headers[h] = secrets.redact(request.headers[h])
@@ -46,7 +48,7 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
         body["string"] = secrets.redact_bytes(s)
     headers = response.get("headers") or {}
     for h in list(headers):
-        if h.lower() in secrets.SECRET_HEADERS:
+        if secrets.credential_name(h):
             del headers[h]
         else:
             values = headers[h]

@@ -45,6 +45,7 @@ manager exits.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import email.utils
 import gzip
@@ -94,11 +95,27 @@ class _Ctx:
 
     @property
     def key(self) -> str:
+        """The credential the caller sent, wherever it sent it: a Bearer token, a key
+        header (``api-key``, ``x-api-key``, ``Ocp-Apim-Subscription-Key``), the base64 of
+        Basic credentials, a query parameter other than ``api-version``."""
         h = self.hit.headers
         auth = h.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            return auth[7:]
-        return h.get("api-key") or h.get("x-api-key") or self.hit.query.get("key") or auth
+        if auth.lower().startswith(("bearer ", "basic ")):
+            return auth.split(" ", 1)[1]
+        query = [v for k, v in self.hit.query.items() if k != "api-version"]
+        return (h.get("api-key") or h.get("x-api-key") or h.get("ocp-apim-subscription-key")
+                or self.hit.query.get("key") or (query[0] if query else "") or auth)
+
+    @property
+    def basic(self) -> str | None:
+        """``user:password`` of Basic credentials, decoded; None without them."""
+        auth = self.hit.headers.get("authorization", "")
+        if not auth.lower().startswith("basic "):
+            return None
+        try:
+            return base64.b64decode(auth[6:]).decode("utf-8", "replace")
+        except ValueError:
+            return None
 
     def request_body(self) -> dict[str, Any]:
         body = self.hit.json()
@@ -321,7 +338,7 @@ async def f_echo(ctx: _Ctx) -> None:
     half = max(1, len(key) // 2)
     echo = [
         f": key={key} url={ctx.hit.path}?{'&'.join(f'{k}={v}' for k, v in ctx.hit.query.items())}"
-        "\n\n".encode(),
+        f" basic={ctx.basic}\n\n".encode(),
         _chunk(_content_chunk(f"your key is {key}", events, x_echo=key)),
         # The key split across two fragments: only the assembled text holds it whole.
         _chunk(_content_chunk(f"split {key[:half]}", events)),
@@ -373,7 +390,8 @@ async def f_echo_401(ctx: _Ctx) -> None:
     url = ctx.hit.path + ("?" + "&".join(f"{k}={v}" for k, v in ctx.hit.query.items())
                           if ctx.hit.query else "")
     await _json(ctx, 401, _error_body(401, f"Incorrect API key provided: {ctx.key} "
-                                           f"(request {url})", "invalid_api_key"),
+                                           f"(request {url}, basic {ctx.basic})",
+                                      "invalid_api_key"),
                 {"www-authenticate": f'Bearer realm="{ctx.key}"'})
 
 

@@ -2,9 +2,11 @@
 
 A bad file fails fast with one line naming the file, the entry and the field. Keys are
 never in the file: an entry names the environment variable that holds its key, and the
-key is read only when a request is sent. A key written in the file anyway (an unknown
-``api_key`` field, a credential header, ``?key=`` in ``base_url``, a key-shaped string in
-any field) is refused with that line, without echoing the value.
+key is read only when a request is sent. A credential written in the file anyway (an
+unknown ``api_key`` field, a header whose name or value looks like a credential, user
+info or any query parameter but ``api-version`` in ``base_url``, a key-shaped string in
+any field) is refused with that line, which says how to pass it from the environment
+(``api_key_env``, ``headers_env``, ``base_url_env``), without echoing the value.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import jsonschema
 import yaml
@@ -37,16 +39,20 @@ class ConfigError(Exception):
 
 
 def public_url(url: str) -> str:
-    """The URL without its credentials: key-looking query parameters and the userinfo
-    are dropped (not masked: a report must not even hint at a key in a URL)."""
+    """The URL without its credentials: the user info and every query parameter but
+    ``api-version`` are dropped (not masked: a report must not even hint at a key)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return secrets.redact(url)
     query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if k.lower() not in secrets.SECRET_QUERY])
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return secrets.redact(urlunsplit(parts._replace(netloc=netloc, query=query)))
+                       if k.lower() in secrets.PUBLIC_QUERY])
+    return secrets.redact(urlunsplit(parts._replace(netloc=_host(parts), query=query)))
+
+
+def _host(parts: Any) -> str:
+    """``netloc`` without the user info."""
+    return str(parts.netloc).rsplit("@", 1)[-1]
 
 
 def _strip_slash(url: str) -> str:
@@ -70,6 +76,8 @@ class Provider:
     api_key_env: str | None = None
     auth: str = "bearer"
     headers: dict[str, str] = field(default_factory=dict)
+    # Credential headers: header name -> the environment variable holding its value.
+    headers_env: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, bool] = field(default_factory=dict)
@@ -90,12 +98,16 @@ class Provider:
             self.endpoint = self.base_url
         self.endpoint = _strip_slash(self.endpoint)
         secrets.register_url(self.endpoint)
+        secrets.register_env(self.headers_env.values())
         self.base_url = public_url(self.endpoint)
 
     def url(self, path: str) -> str:
-        """``endpoint`` + ``/path``, with the endpoint's query (``?key=…``) kept at the end."""
+        """``endpoint`` + ``/path``, with the endpoint's query (``?key=…``) kept at the end;
+        never the user info, which travels as a Basic header (``auth_headers``) so that no
+        request URI, log line or cassette holds it."""
         parts = urlsplit(self.endpoint)
-        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
+        return urlunsplit(parts._replace(
+            netloc=_host(parts), path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
     def supports(self, capability: str) -> bool:
         return self.capabilities.get(capability, True)
@@ -104,19 +116,31 @@ class Provider:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def missing_key_reason(self) -> str | None:
-        if self.api_key_env and not os.environ.get(self.api_key_env):
-            return f"set {self.api_key_env} to run it"
+        for var in [self.api_key_env, *self.headers_env.values()]:
+            if var and not os.environ.get(var):
+                return f"set {var} to run it"
         return None
 
     def auth_headers(self) -> dict[str, str]:
+        """Every credential header of a request: the key, the ``headers_env`` headers,
+        and the endpoint's user info as Basic credentials (unless the key already uses
+        ``Authorization``). The transport registers each value as a secret."""
+        out: dict[str, str] = {}
         key = self.api_key()
-        if not key:
-            return {}
-        if self.auth == "api-key":
-            return {"api-key": key}
-        if self.auth == "x-api-key":
-            return {"x-api-key": key}
-        return {"Authorization": f"Bearer {key}"}
+        if key:
+            name = {"api-key": "api-key", "x-api-key": "x-api-key"}.get(self.auth,
+                                                                       "Authorization")
+            out[name] = key if name != "Authorization" else f"Bearer {key}"
+        for name, var in self.headers_env.items():
+            value = os.environ.get(var)
+            if value:
+                out[name] = value
+        parts = urlsplit(self.endpoint)
+        if "@" in parts.netloc and "Authorization" not in out:
+            user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
+            out["Authorization"] = "Basic " + secrets.basic_token(unquote(user),
+                                                                  unquote(password))
+        return out
 
     def expects(self, quirk: str, scenario: str) -> str | None:
         e = self.expected_quirks.get(quirk)
@@ -179,7 +203,7 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
             scheme = str(inst).split("://", 1)[0] if "://" in str(inst) else str(inst)[:12]
             return parts, f"not an http(s) URL (scheme {scheme!r}); only http:// and " \
                           "https:// endpoints are tested"
-        if last in ("api_key_env", "base_url_env"):
+        if last in ("api_key_env", "base_url_env") or parts[-2:-1] == ["headers_env"]:
             return parts, ("must be the NAME of an environment variable (A-Z, 0-9, _), "
                            "not its value")
         return parts, f"does not match {err.validator_value}"
@@ -220,15 +244,17 @@ def _keys_in_file(p: Path, data: dict[str, Any]) -> str | None:
     """A credential written in the file: the one-line refusal, else None."""
     for name, e in data["providers"].items():
         where = f"{p}: provider '{name}'"
-        if secrets.url_secrets(e["base_url"]):
-            return (f"{where}, field 'base_url': the URL carries a credential (a key-looking "
-                    "query parameter or a password); keys are never written in providers.yaml"
-                    ": put the whole URL in an environment variable named by base_url_env")
-        for h in e.get("headers") or {}:
-            if h.lower() in secrets.SECRET_HEADERS:
-                return (f"{where}, field 'headers.{h}': credential headers are never written "
-                        "in providers.yaml: set api_key_env (and auth: bearer, api-key or "
-                        "x-api-key)")
+        places = secrets.url_credentials(e["base_url"])
+        if places:
+            return (f"{where}, field 'base_url': the URL carries a credential or a place "
+                    f"for one ({places[0]}; only api-version may be written in the file): "
+                    "put the whole URL in an environment variable named by base_url_env")
+        for h, v in (e.get("headers") or {}).items():
+            if secrets.credential_name(h) or secrets.redact(str(v)) != str(v):
+                return (f"{where}, field 'headers.{h}': credential headers are never "
+                        "written in providers.yaml: pass it from the environment with "
+                        f"headers_env: {{{h}: VAR}} (or api_key_env with auth: bearer, "
+                        "api-key or x-api-key)")
 
         def walk(value: Any, path: list[str]) -> str | None:
             if isinstance(value, str):
@@ -327,7 +353,8 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
     return Provider(
         name=name, base_url=base, model=e["model"], label=e.get("label", name),
         api_key_env=e.get("api_key_env"), auth=e.get("auth", "bearer"),
-        headers=dict(e.get("headers") or {}), extra_body=dict(e.get("extra_body") or {}),
+        headers=dict(e.get("headers") or {}), headers_env=dict(e.get("headers_env") or {}),
+        extra_body=dict(e.get("extra_body") or {}),
         server=dict(e.get("server") or {}), capabilities=dict(e.get("capabilities") or {}),
         expected_quirks=quirks, elicitation=dict(e.get("elicitation") or {}),
         roundtrip=RoundTripPolicy.from_provider(e), concurrency=e.get("concurrency", 4),

@@ -1,11 +1,12 @@
 """Keys never reach a file, a log line or an error message.
 
 Secrets are the values of the key variables named in providers.yaml (read from the
-environment only), the values of key-looking query parameters and URL passwords of the
-endpoints (``?key=…``, ``https://user:pass@host``), plus anything registered by tests
-(canaries). ``redact`` replaces every known secret, every key-shaped string
-(``sk-…``, ``Bearer …``) and every key-looking query parameter value, whether known or
-not. It is applied to cassettes (headers, query, bodies), results, reports, error
+environment only), every credential an endpoint URL can carry (the user info, a user
+alone or a user and a password, and the Basic credentials httpx makes of it; every query
+parameter but ``api-version``), the headers configured with ``headers_env``, plus
+anything registered by tests (canaries). ``redact`` replaces every known secret, every
+key-shaped string (``sk-…``, ``Bearer …``, ``Basic …``), the user info of any URL and the
+value of any query parameter whose name looks like a credential, whether known or not. It is applied to cassettes (headers, query, bodies), results, reports, error
 messages and, once a secret is registered, to every log record. ``write_atomic`` is the
 one way the suite writes a file: redacted, then renamed into place, so a crash never
 leaves half a file.
@@ -13,6 +14,7 @@ leaves half a file.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
 SECRET_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key",
@@ -40,11 +42,26 @@ _SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"),
             re.compile(KEY_SHAPES.pattern.split("|(?<=Bearer")[0])),
            (("Bearer ",), re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")),
            (("Basic ",), re.compile(r"(?<=Basic )[A-Za-z0-9+/=]{8,}"))]
-# ?key=VALUE / &api_key=VALUE inside any text (a URL in an error message, a log line).
-_QUERY = re.compile(r"([?&](?:" + "|".join(re.escape(q) for q in SECRET_QUERY)
+# Query parameters that never carry a credential: the only ones a base_url written in
+# providers.yaml may hold, and the only ones a report shows.
+PUBLIC_QUERY = ("api-version",)
+# A header or query parameter whose name has one of these parts (split at - _ .) holds a
+# credential, whatever its value looks like: Ocp-Apim-Subscription-Key, subscription-key,
+# X-Goog-Api-Key, x-amz-security-token, sig. ("tokens", as in x-ratelimit-*-tokens, is a
+# count, not a credential.)
+CREDENTIAL_PARTS = frozenset({"key", "apikey", "secret", "auth", "authorization", "password",
+                              "passwd", "pass", "credential", "credentials", "cookie",
+                              "signature", "sig", "subscription", "token", "session", "jwt"})
+_PARTS = re.compile(r"[-_.\s]+")
+_NAME = r"[A-Za-z0-9_.~%-]*"
+# ?key=VALUE / &subscription-key=VALUE inside any text (a URL in an error message, a log
+# line): the listed names, and any name with a credential part.
+_QUERY = re.compile(r"([?&](?:" + "|".join(re.escape(q) for q in SECRET_QUERY) + "|"
+                    + "|".join(rf"(?:{_NAME}[-_.])?{p}(?:[-_.]{_NAME})?"
+                               for p in sorted(CREDENTIAL_PARTS))
                     + r")=)([^&#\s\"'<>\\]+)", re.IGNORECASE)
-# scheme://user:password@host
-_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)")
+# scheme://user:password@host and scheme://user@host: a user name can be a token too.
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s@?#]+)(@)")
 MIN_SECRET = 6  # shorter values would redact ordinary words
 
 _known: set[str] = set()
@@ -77,17 +94,77 @@ def register_env(names: Iterable[str | None]) -> None:
             register(os.environ.get(n))
 
 
-def url_secrets(url: str) -> list[str]:
-    """The secret parts of a URL: key-looking query values and a password."""
+def credential_name(name: str) -> bool:
+    """Whether a header or query parameter of this name carries a credential."""
+    low = name.strip().lower()
+    if low in SECRET_HEADERS or low in SECRET_QUERY:
+        return True
+    return any(p in CREDENTIAL_PARTS for p in _PARTS.split(low)) or \
+        low.endswith(("key", "token", "secret", "password"))
+
+
+def url_credentials(url: str) -> list[str]:
+    """Where a URL carries a credential, as words for a refusal: ``user info``, and
+    ``query parameter 'name'`` for each parameter outside ``PUBLIC_QUERY``."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
-    out = [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
-           if k.lower() in SECRET_QUERY and v]
-    if parts.password:
-        out.append(parts.password)
+    out = ["user info"] if "@" in parts.netloc else []
+    return out + [f"query parameter {k!r}" for k, _ in
+                  parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in PUBLIC_QUERY]
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret parts of a URL: every query value but ``api-version``'s, the user name
+    and the password (as written and percent-decoded) and the Basic credentials that
+    httpx makes of them."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = []
+    for k, v in parse_qsl(parts.query, keep_blank_values=True):
+        if v and k.lower() not in PUBLIC_QUERY:
+            out += [v, quote(v, safe="")]
+    raw = [v for v in _raw_query_values(parts.query)]
+    out += raw
+    if "@" in parts.netloc:
+        user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
+        for v in (user, password):
+            if v:
+                out += [v, unquote(v)]
+        out.append(basic_token(unquote(user), unquote(password)))
     return out
+
+
+def scrub_url(url: str) -> str:
+    """A URL to record: without user info, without every query parameter whose name looks
+    like a credential or whose value is a known secret, the rest redacted."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    kept = [pair for pair in parts.query.split("&") if pair and not (
+        credential_name(unquote(pair.partition("=")[0]))
+        or redact(unquote(pair.partition("=")[2])) != unquote(pair.partition("=")[2]))]
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return redact(urlunsplit(parts._replace(netloc=netloc, query="&".join(kept))))
+
+
+def _raw_query_values(query: str) -> list[str]:
+    """Query values as written (percent-encoded), outside ``PUBLIC_QUERY``."""
+    out = []
+    for pair in query.split("&"):
+        k, _, v = pair.partition("=")
+        if v and unquote(k).lower() not in PUBLIC_QUERY:
+            out.append(v)
+    return out
+
+
+def basic_token(user: str, password: str) -> str:
+    """The base64 part of ``Authorization: Basic …`` for these credentials."""
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 def register_url(url: str | None) -> None:
@@ -118,9 +195,13 @@ def redact(text: str) -> str:
             text = shape.sub(REDACTED, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(r"\1" + REDACTED, text)
-    if "@" in text:
-        text = _USERINFO.sub(r"\1" + REDACTED + r"\3", text)
+    if "@" in text and "://" in text:
+        text = _USERINFO.sub(_userinfo, text)
     return text
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(2) == REDACTED else m.group(1) + REDACTED + m.group(3)
 
 
 def redact_bytes(data: bytes) -> bytes:
@@ -285,6 +366,8 @@ def install_log_redaction() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
+        if isinstance(record.args, tuple) and any(_holds_body(a) for a in record.args):
+            record.args = tuple(_without_body(a) for a in record.args)
         try:
             message = record.getMessage()
         except Exception:  # a broken format string: leave it to logging to report
@@ -300,6 +383,21 @@ def install_log_redaction() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+
+def _holds_body(arg: Any) -> bool:
+    return isinstance(arg, dict) and isinstance(arg.get("body"), dict)
+
+
+def _without_body(arg: Any) -> Any:
+    """A recorded response as vcrpy logs it, without its body: a key a server split
+    across events is redacted only by ``redact_split`` on the body itself, which a
+    ``repr`` of it defeats, so a log line never holds a body."""
+    if not _holds_body(arg):
+        return arg
+    s = arg["body"].get("string")
+    size = len(s) if isinstance(s, str | bytes) else 0
+    return {**arg, "body": f"<{size} bytes, not logged>"}
 
 
 # ------------------------------------------------------------------ files

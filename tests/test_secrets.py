@@ -11,6 +11,7 @@ the temporary directory and everything printed is searched for the canaries.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import logging
@@ -18,6 +19,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -33,28 +35,56 @@ CANARY_APIKEY = "CANARYapikey55e1b7c4aa"
 CANARY_XAPIKEY = "CANARYxapikey9d0c2e6f1b"
 CANARY_QUERY = "CANARYquery3b8d4f2a6c"
 CANARY_QUERY2 = "CANARYquerytwo4e7a1c9b"
-CANARIES = (CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY, CANARY_QUERY2)
+# Credentials in the other places a URL or a configuration can carry one (issue 16):
+CANARY_USER = "CANARYuseronly8c2e5a7f1d"  # http://TOKEN@host: user info without a password
+CANARY_BASIC_USER = "CANARYbasicuser3f9a1e7c"  # http://USER:PASS@host, sent as Basic
+CANARY_BASIC_PASS = "CANARYbasicpass6d2b8f4a"
+CANARY_SUBKEY = "CANARYsubkey9e4c7a2b5d"  # ?subscription-key=… (not a "key" parameter)
+CANARY_HEADER = "CANARYheader2a7d5f9c3e"  # Ocp-Apim-Subscription-Key from headers_env
+CANARIES = (CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY, CANARY_QUERY2,
+            CANARY_USER, CANARY_BASIC_USER, CANARY_BASIC_PASS, CANARY_SUBKEY, CANARY_HEADER)
 
 
 @pytest.fixture(autouse=True)
 def _forget_canaries() -> Iterator[None]:
     yield
-    secrets.forget(*CANARIES, "CANARYunit0123456", "CANARYlog0123456")
+    secrets.forget()
+
+
+def _forms(canary: str) -> dict[bytes, str]:
+    """Every 12-character piece of a canary, plain, URL-encoded, hex and base64 (each of
+    the three alignments a piece can have inside a longer encoded text, such as the
+    ``user:password`` of a Basic credential): what a leak can look like."""
+    out: dict[bytes, str] = {}
+    for i in range(len(canary) - 11):
+        piece = canary[i:i + 12].encode()
+        out[piece] = canary
+        out[quote(piece, safe="").encode()] = canary
+        out[piece.hex().encode()] = canary
+        out[piece.hex().upper().encode()] = canary
+        out[base64.b64encode(piece)] = canary  # aligned: every 3-byte group is whole
+    return out
+
+
+FORMS: dict[bytes, str] = {}
+for _c in CANARIES:
+    FORMS.update(_forms(_c))
 
 
 def _leaks(root: Path, texts: dict[str, str]) -> list[str]:
-    found = []
+    found = set()
     for p in sorted(root.rglob("*")):
         if p.is_file():
             data = p.read_bytes()
-            for c in CANARIES:
-                if c.encode() in data or c.encode() in _maybe_gunzip(data):
-                    found.append(f"{p.relative_to(root)}: {c}")
+            data += b"\n" + _maybe_gunzip(data)
+            found |= {f"{p.relative_to(root)}: {c} ({form.decode()})"
+                      for form, c in FORMS.items() if form in data}
     for name, text in texts.items():
-        for c in CANARIES:
-            if c in text:
-                found.append(f"<{name}>: {c}")
-    return found
+        data = text.encode("utf-8", "surrogateescape")
+        found |= {f"<{name}>: {c} ({form.decode()}): "
+                  + data[max(0, (i := data.find(form)) - 60):i + 60].decode("utf-8", "replace")
+                  for form, c in FORMS.items() if form in data}
+    return sorted(found)
 
 
 def _maybe_gunzip(data: bytes) -> bytes:
@@ -82,7 +112,20 @@ def _entries(fs: FaultServer) -> dict[str, dict[str, Any]]:
         # providers.yaml refuses a key in a URL written in the file.
         "query-echo": e("echo", base_url_env="CANARY_QUERY_URL", api_key_env=None),
         "query-error": e("echo-401", base_url_env="CANARY_QUERY2_URL", api_key_env=None),
+        # user info alone (a token as the user name), user and password (sent as Basic),
+        # a key parameter outside any fixed list, a credential header from the environment
+        "cred-userinfo": e("echo", base_url_env="CANARY_USER_URL", api_key_env=None),
+        "cred-basic": e("echo-401", base_url_env="CANARY_BASIC_URL", api_key_env=None),
+        "cred-query": e("echo", base_url_env="CANARY_SUBKEY_URL", api_key_env=None),
+        "cred-header": e("echo", api_key_env=None,
+                         headers={"X-Title": "conformance canary run"},
+                         headers_env={"Ocp-Apim-Subscription-Key": "CANARY_HEADER"}),
     }
+
+
+def _with_userinfo(url: str, userinfo: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{userinfo}@{rest}"
 
 
 def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
@@ -92,7 +135,13 @@ def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
                "CANARY_XAPIKEY": CANARY_XAPIKEY,
                "CANARY_GZIP_URL": fs.base_url("echo", query="gzip=1"),
                "CANARY_QUERY_URL": fs.base_url("echo", query=f"key={CANARY_QUERY}"),
-               "CANARY_QUERY2_URL": fs.base_url("echo-401", query=f"api_key={CANARY_QUERY2}")}
+               "CANARY_QUERY2_URL": fs.base_url("echo-401", query=f"api_key={CANARY_QUERY2}"),
+               "CANARY_USER_URL": _with_userinfo(fs.base_url("echo"), CANARY_USER),
+               "CANARY_BASIC_URL": _with_userinfo(fs.base_url("echo-401"),
+                                                  f"{CANARY_BASIC_USER}:{CANARY_BASIC_PASS}"),
+               "CANARY_SUBKEY_URL": fs.base_url(
+                   "echo", query=f"api-version=2024-10-21&subscription-key={CANARY_SUBKEY}"),
+               "CANARY_HEADER": CANARY_HEADER}
         loud = ["-vv", "-l", "--tb=long", "-rA", "-o", "log_cli=true",
                 "-o", "log_cli_level=DEBUG", "--log-level=DEBUG",
                 "--scenario", "single", "--scenario", "round-trip"]
@@ -100,15 +149,21 @@ def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
         seen_keys = {h.headers.get("authorization", "").removeprefix("Bearer ")
                      for h in fs.hits} | {h.headers.get("api-key") for h in fs.hits} | \
             {h.headers.get("x-api-key") for h in fs.hits} | {h.query.get("key") for h in fs.hits}
+        seen_keys |= {h.query.get("subscription-key") for h in fs.hits}
+        seen_keys |= {h.headers.get("ocp-apim-subscription-key") for h in fs.hits}
+        seen_keys |= {base64.b64decode(a[6:]).decode() for h in fs.hits
+                      if (a := h.headers.get("authorization", "")).startswith("Basic ")}
     # the keys did travel (the test would prove nothing otherwise)
-    assert {CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY} <= seen_keys
+    assert {CANARY_BEARER, CANARY_APIKEY, CANARY_XAPIKEY, CANARY_QUERY, CANARY_SUBKEY,
+            CANARY_HEADER, f"{CANARY_USER}:", f"{CANARY_BASIC_USER}:{CANARY_BASIC_PASS}"} \
+        <= seen_keys, seen_keys
     out = rec.stdout + rec.stderr
     assert "Traceback" not in out, out[-3000:]
     assert "HTTP Request: POST" in out, "live DEBUG logging must be on for this proof"
     cells = [json.loads(p.read_text()) for p in (tmp_path / "reports/results").glob("*.json")]
-    assert len(cells) == 16
-    echoed = [c for c in cells if c["column"].startswith(("echo", "query-echo"))
-              and c["row"] == "single"]
+    assert len(cells) == 24
+    echoed = [c for c in cells if c["column"].startswith(("echo", "query-echo", "cred-"))
+              and c["column"] != "cred-basic" and c["row"] == "single"]
     assert all(c["verdict"] == "quirk" for c in echoed), [(c["column"], c["verdict"],
                                                           c["reason"]) for c in echoed]
     # the key split across two argument fragments was redacted piece by piece
@@ -116,7 +171,7 @@ def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
                    for tc in c["tool_calls"]["robust"]) for c in echoed), \
         [c["tool_calls"]["robust"] for c in echoed]
     errors = [c for c in cells if c["column"].endswith("error") or
-              c["column"].startswith("error")]
+              c["column"].startswith("error") or c["column"] == "cred-basic"]
     assert errors and all(c["verdict"] == "error" and "<redacted>" in c["reason"]
                           for c in errors)
 
@@ -136,8 +191,11 @@ def test_canaries_never_leak_record_and_replay(tmp_path: Path) -> None:
                 names = {h.lower() for h in part.get("headers") or {}}
                 assert not names & set(secrets.SECRET_HEADERS), (p, names)
             assert "key=" not in it["request"]["uri"], it["request"]["uri"]
+            assert "@" not in it["request"]["uri"], it["request"]["uri"]
+            assert "subscription-key" not in str(it["request"]["headers"]).lower()
     matrix = json.loads((tmp_path / "reports/quirks-matrix.json").read_text())
     assert all("key" not in (c.get("base_url") or "") for c in matrix["columns"])
+    assert all("@" not in (c.get("base_url") or "") for c in matrix["columns"])
 
 
 def test_replay_without_keys_set_also_stays_clean(tmp_path: Path) -> None:
@@ -166,7 +224,118 @@ def test_redact_known_shaped_query_and_userinfo() -> None:
     for gone in ("CANARYunit0123456", "sk-abc", "abc.def-ghi_123", "zzz9", "yyy8", "pa55word",
                  "AIzaAAA"):
         assert gone not in out, out
-    assert "x=1" in out and "user:" in out
+    assert "x=1" in out and "https://<redacted>@h/" in out
+
+
+@pytest.mark.parametrize("text, gone", [
+    ("http://CANARYuseronly8c2e5a7f1d@h/v1", "CANARYuseronly8c2e5a7f1d"),  # a user alone
+    ("POST https://h/v1?api-version=1&subscription-key=CANARYsub1234 ", "CANARYsub1234"),
+    ("GET /v1?Ocp-Apim-Subscription-Key=CANARYocp1234&x=1", "CANARYocp1234"),
+    ("authorization: Basic Q0FOQVJZdXNlcm9ubHk6", "Q0FOQVJZdXNlcm9ubHk6"),
+])
+def test_redact_credentials_it_was_not_told_about(text: str, gone: str) -> None:
+    """Shapes redacted whether or not the value was registered (a replay in CI, where no
+    variable is set, prints the same text)."""
+    assert gone not in secrets.redact(text)
+
+
+def test_redaction_keeps_what_is_not_a_credential() -> None:
+    text = ("https://h/v1?api-version=2024-10-21&x-ratelimit-remaining-tokens=5 "
+            "mail me at a@b.example, path http://h/a@b")
+    assert secrets.redact(text) == text
+
+
+def test_url_secrets_cover_every_credential_place() -> None:
+    got = secrets.url_secrets("http://us%40er:pa%3Ass@h/v1?api-version=2&subscription-key=k3y"
+                              "%2Fvalue&other=plainvalue")
+    # the user, the password (as written and decoded), Basic's base64, every query value
+    # but api-version's (as written and decoded)
+    for want in ("us%40er", "us@er", "pa%3Ass", "pa:ss", "dXNAZXI6cGE6c3M=", "k3y/value",
+                 "k3y%2Fvalue", "plainvalue"):
+        assert want in got, (want, got)
+    assert "2" not in got
+
+
+@pytest.mark.parametrize("url, user, password", [
+    (f"http://{CANARY_USER}@h.example/v1", CANARY_USER, ""),
+    (f"http://{CANARY_BASIC_USER}:{CANARY_BASIC_PASS}@h.example/v1", CANARY_BASIC_USER,
+     CANARY_BASIC_PASS),
+])
+def test_user_info_travels_as_basic_and_never_in_a_uri(url: str, user: str,
+                                                       password: str) -> None:
+    p = Provider("p", url, "m")
+    assert p.url("chat/completions") == "http://h.example/v1/chat/completions"
+    assert p.base_url == "http://h.example/v1"
+    basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+    assert p.auth_headers() == {"Authorization": f"Basic {basic}"}
+    assert {user, basic} <= secrets.known()
+    assert secrets.redact(f"sent {basic} for {user}") == "sent <redacted> for <redacted>"
+
+
+def test_headers_env_are_sent_registered_and_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = {"base_url": "http://h.example/v1", "model": "m",
+             "headers": {"X-Title": "a run"},
+             "headers_env": {"Ocp-Apim-Subscription-Key": "CANARY_HEADER"}}
+    monkeypatch.delenv("CANARY_HEADER", raising=False)
+    p = provider_from_entry("p", entry)
+    assert p.missing_key_reason() == "set CANARY_HEADER to run it"
+    monkeypatch.setenv("CANARY_HEADER", CANARY_HEADER)
+    p = provider_from_entry("p", entry)
+    assert p.missing_key_reason() is None
+    assert p.auth_headers() == {"Ocp-Apim-Subscription-Key": CANARY_HEADER}
+    assert p.headers == {"X-Title": "a run"}
+    assert CANARY_HEADER in secrets.known()
+
+
+def test_a_query_credential_from_the_environment_is_registered_and_hidden(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZ_URL", "https://h.example/v1?api-version=2024-10-21"
+                                 f"&subscription-key={CANARY_SUBKEY}")
+    p = provider_from_entry("p", {"base_url": "http://x/v1", "base_url_env": "AZ_URL",
+                                  "model": "m"})
+    assert p.base_url == "https://h.example/v1?api-version=2024-10-21"
+    assert CANARY_SUBKEY in secrets.known()
+    assert p.url("chat/completions").endswith(f"subscription-key={CANARY_SUBKEY}")
+
+
+@pytest.mark.parametrize("entry, field, hint", [
+    ({"base_url": f"http://{CANARY_USER}@h.example/v1"}, "base_url", "base_url_env"),
+    ({"base_url": f"http://u:{CANARY_BASIC_PASS}@h.example/v1"}, "base_url", "base_url_env"),
+    ({"base_url": f"https://h.example/v1?subscription-key={CANARY_SUBKEY}"}, "base_url",
+     "base_url_env"),
+    ({"base_url": "https://h.example/v1?tenant=plain"}, "base_url", "base_url_env"),
+    ({"headers": {"Ocp-Apim-Subscription-Key": "plainvalue"}},
+     "headers.Ocp-Apim-Subscription-Key", "headers_env: {Ocp-Apim-Subscription-Key: VAR}"),
+    ({"headers": {"X-Custom": "Bearer abcdefghijklmnop"}}, "headers.X-Custom",
+     "headers_env: {X-Custom: VAR}"),
+    ({"headers_env": {"X-Key": "not a variable name"}}, "headers_env.X-Key",
+     "NAME of an environment variable"),
+])
+def test_a_credential_in_the_file_is_refused_with_one_line(
+        tmp_path: Path, entry: dict[str, Any], field: str, hint: str) -> None:
+    from conformance.providers import load_providers
+
+    e = {"base_url": "https://h.example/v1", "model": "m", **entry}
+    path = tmp_path / "providers.yaml"
+    path.write_text(providers_yaml({"p": e}))
+    with pytest.raises(ConfigError) as err:
+        load_providers(path)
+    msg = str(err.value)
+    assert "\n" not in msg and f"provider 'p', field '{field}'" in msg and hint in msg, msg
+    for c in (CANARY_USER, CANARY_BASIC_PASS, CANARY_SUBKEY, "plainvalue", "abcdefghijklmnop"):
+        assert c not in msg
+
+
+def test_a_file_with_only_public_places_loads(tmp_path: Path) -> None:
+    from conformance.providers import load_providers
+
+    path = tmp_path / "providers.yaml"
+    path.write_text(providers_yaml({"p": {
+        "base_url": "https://h.example/v1?api-version=2024-10-21", "model": "m",
+        "headers": {"X-Title": "conformance", "HTTP-Referer": "https://example.org"}}}))
+    p = load_providers(path)["p"]
+    assert p.base_url == "https://h.example/v1?api-version=2024-10-21"
+    assert p.headers == {"X-Title": "conformance", "HTTP-Referer": "https://example.org"}
 
 
 def test_redaction_keeps_json_valid() -> None:
