@@ -1,8 +1,10 @@
 """One reader per input format, one Transcript model out.
 
-Formats: JSONL (one chunk per line, no framing), raw SSE text, pytest-recording /
-vcrpy cassettes (YAML, plain or gzip ``!!binary`` bodies) and HAR files. The format is
-sniffed from the content, never trusted from the file name alone.
+Formats: JSONL (one chunk per line, no framing), raw SSE text, YAML cassettes of
+pytest-recording / vcrpy (plain or gzip ``!!binary`` bodies) and of go-vcr (formats 1
+and 2, as Go SDKs record), and HAR files. The format is sniffed from the content, never
+trusted from the file name alone. A container of the wrong shape (a field of the wrong
+type, a missing mapping) is an ``InputError`` naming the interaction and the field.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def sniff(path: Path) -> str:
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if text.startswith(("data:", "event:", ":", "id:", "retry:")):
         return "sse"
-    if text.startswith("interactions:") or "\ninteractions:" in text[:200]:
+    if _yaml_cassette_head(text):
         return "cassette"
     if (
         text.startswith("{")
@@ -51,6 +53,14 @@ def sniff(path: Path) -> str:
     raise InputError(
         str(path), f"not JSONL, SSE, a vcrpy cassette or a HAR file (starts with {text[:20]!r})"
     )
+
+
+def _yaml_cassette_head(text: str) -> bool:
+    """A YAML document with a top-level ``interactions:`` key near its start, after any
+    comments, ``%`` directives, ``---`` and a ``version:`` line (go-vcr writes those)."""
+    lines = [ln for ln in text.splitlines()
+             if ln.strip() and not ln.startswith(("#", "%", "---"))]
+    return any(ln.startswith("interactions:") for ln in lines[:3])
 
 
 def read_path(path: str | Path) -> list[Transcript]:
@@ -189,28 +199,101 @@ def load_cassette(path: Path) -> dict[str, Any]:
     return data
 
 
+def _mapping(value: Any, source: str, what: str) -> dict[str, Any]:
+    """``value`` as a mapping (absent is empty); anything else is an InputError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(source, f"{what} is {_json_kind(value)}, not a mapping")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    """What a YAML/JSON value is, in the words of JSON (never a Python type name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bytes):
+        return "binary data"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a date" if hasattr(value, "isoformat") else "an unsupported value"
+
+
+def _headers(value: Any, source: str, what: str) -> dict[str, str]:
+    _mapping(value, source, what)
+    return _flat_headers(value)
+
+
+def _status_code(value: Any, source: str, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(source, f"{what} is {_json_kind(value)}, not a number")
+    return value
+
+
+def _body_bytes(value: Any, source: str, what: str) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    if isinstance(value, bytes):
+        return value
+    raise InputError(source, f"{what} is {_json_kind(value)}, neither text nor binary")
+
+
+def _interaction(it: Any, source: str, i: int) -> tuple[dict[str, Any], int | None,
+                                                         dict[str, str], bytes]:
+    """One recorded exchange of either dialect: (request, status, headers, body).
+
+    vcrpy / pytest-recording: ``request.uri``, ``response.status.code``,
+    ``response.body.string``. go-vcr (cassette format 1 of go-vcr v1, format 2 of
+    go-vcr v2 to v4, as Go SDKs record): ``request.url``, ``response.code`` (``status``
+    is the text ``200 OK``), ``response.body`` a string."""
+    where = f"interaction {i}"
+    if not isinstance(it, dict):
+        raise InputError(source, f"{where} is {_json_kind(it)}, not a mapping")
+    req = _mapping(it.get("request"), source, f"{where}: `request`")
+    resp = _mapping(it.get("response"), source, f"{where}: `response`")
+    raw_body = resp.get("body")
+    if isinstance(raw_body, dict):  # vcrpy
+        body = _body_bytes(raw_body.get("string"), source, f"{where}: response body")
+    else:  # go-vcr
+        body = _body_bytes(raw_body, source, f"{where}: response body")
+    status = resp.get("status")
+    if isinstance(status, dict):  # vcrpy
+        code = _status_code(status.get("code"), source, f"{where}: response status code")
+    else:  # go-vcr: `code`, and `status` as text ("200 OK")
+        code = _status_code(resp.get("code"), source, f"{where}: response `code`")
+        if code is None and status is not None:
+            code = _status_code(status, source, f"{where}: response `status`")
+    uri = req.get("uri", req.get("url"))
+    request = {
+        "method": None if req.get("method") is None else str(req.get("method")),
+        "uri": None if uri is None else str(uri),
+        "headers": _headers(req.get("headers"), source, f"{where}: request headers"),
+        "body": _request_body(req.get("body")),
+    }
+    return request, code, _headers(resp.get("headers"), source,
+                                   f"{where}: response headers"), body
+
+
 def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
     out = []
     for i, it in enumerate(data["interactions"]):
-        if not isinstance(it, dict):
-            raise InputError(source, f"interaction {i} is not a mapping")
-        req, resp = it.get("request") or {}, it.get("response") or {}
-        body = (resp.get("body") or {}).get("string", b"")
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        elif not isinstance(body, bytes):
-            raise InputError(source, f"interaction {i}: response body is neither text nor binary")
-        status = (resp.get("status") or {}).get("code")
-        request = {
-            "method": req.get("method"),
-            "uri": req.get("uri"),
-            "headers": _flat_headers(req.get("headers")),
-            "body": _request_body(req.get("body")),
-        }
-        t = exchange_transcript(
-            f"{source}#{i}", "cassette", request, status, _flat_headers(resp.get("headers")), body
-        )
-        t.meta.update(it.get("conformance") or {})
+        request, status, headers, body = _interaction(it, source, i)
+        t = exchange_transcript(f"{source}#{i}", "cassette", request, status, headers, body)
+        meta = it.get("conformance")
+        if isinstance(meta, dict):
+            t.meta.update(meta)
         _recorded_fault(t)
         out.append(t)
     return out
@@ -239,29 +322,64 @@ def read_cassette_file(path: Path) -> list[Transcript]:
 def read_har_file(path: Path) -> list[Transcript]:
     try:
         data = json.loads(path.read_bytes())
-    except ValueError as e:
-        raise InputError(str(path), f"not valid JSON ({e})") from None
-    entries = (data.get("log") or {}).get("entries") if isinstance(data, dict) else None
+    except (ValueError, RecursionError) as e:
+        raise InputError(str(path), f"not valid JSON ({_one_line(e)})") from None
+    entries = (data.get("log") or {}).get("entries") if isinstance(data, dict) and \
+        isinstance(data.get("log") or {}, dict) else None
     if not isinstance(entries, list):
         raise InputError(str(path), "a JSON file without log.entries (not a HAR file)")
+    source = str(path)
     out = []
     for i, e in enumerate(entries):
-        req, resp = e.get("request") or {}, e.get("response") or {}
-        content = resp.get("content") or {}
-        text = content.get("text") or ""
-        body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode()
-        headers = {h.get("name", ""): h.get("value", "") for h in resp.get("headers") or []}
-        headers.pop("content-encoding", None)  # HAR bodies are stored decoded
-        headers = {k: v for k, v in headers.items() if k.lower() != "content-encoding"}
-        if content.get("mimeType") and not header(headers, "content-type"):
-            headers["content-type"] = content["mimeType"]
+        where = f"entry {i}"
+        if not isinstance(e, dict):
+            raise InputError(source, f"{where} is {_json_kind(e)}, not a mapping")
+        req = _mapping(e.get("request"), source, f"{where}: `request`")
+        resp = _mapping(e.get("response"), source, f"{where}: `response`")
+        content = _mapping(resp.get("content"), source, f"{where}: response content")
+        text = content.get("text")
+        if content.get("encoding") == "base64":
+            try:
+                body = base64.b64decode(_body_bytes(text, source, f"{where}: content.text"),
+                                        validate=False)
+            except ValueError:
+                raise InputError(source, f"{where}: content.text is not valid base64") \
+                    from None
+        else:
+            body = _body_bytes(text, source, f"{where}: content.text")
+        headers = {k: v for k, v in _har_headers(resp.get("headers"), source,
+                                                 f"{where}: response headers").items()
+                   if k.lower() != "content-encoding"}  # HAR bodies are stored decoded
+        mime = content.get("mimeType")
+        if isinstance(mime, str) and mime and not header(headers, "content-type"):
+            headers["content-type"] = mime
+        post = _mapping(req.get("postData"), source, f"{where}: request postData")
+        url = req.get("url")
         request = {
-            "method": req.get("method"),
-            "uri": req.get("url"),
-            "headers": {h.get("name", ""): h.get("value", "") for h in req.get("headers") or []},
-            "body": _request_body((req.get("postData") or {}).get("text")),
+            "method": None if req.get("method") is None else str(req.get("method")),
+            "uri": None if url is None else str(url),
+            "headers": _har_headers(req.get("headers"), source, f"{where}: request headers"),
+            "body": _request_body(post.get("text")),
         }
-        out.append(
-            exchange_transcript(f"{path}#{i}", "har", request, resp.get("status"), headers, body)
-        )
+        status = _status_code(resp.get("status"), source, f"{where}: response status")
+        out.append(exchange_transcript(f"{path}#{i}", "har", request, status, headers, body))
     return out
+
+
+def _har_headers(value: Any, source: str, what: str) -> dict[str, str]:
+    """HAR headers: a list of ``{name, value}``."""
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise InputError(source, f"{what} is {_json_kind(value)}, not a list")
+    out: dict[str, str] = {}
+    for h in value:
+        if not isinstance(h, dict):
+            raise InputError(source, f"{what}: an entry is {_json_kind(h)}, not a mapping")
+        out[str(h.get("name", ""))] = str(h.get("value", ""))
+    return out
+
+
+def _one_line(e: Exception) -> str:
+    """A parser's message, one line (the input may hold anything)."""
+    return " ".join(str(e).split())[:160]

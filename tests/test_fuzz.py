@@ -15,6 +15,11 @@ arbitrary bytes. Properties:
   (fed through ``conformance.sse.iter_sse(blocks)``).
 
 Each property runs 1,000 examples (``max_examples=1000, deadline=None``).
+
+Files, structure-aware (300 examples each): valid vcrpy and go-vcr (v1, v2) cassettes and
+HAR files with nodes replaced by values of another type, deleted or wrapped in a list, and
+SSE files with odd framing, go through ``read_path`` and ``analyze``: a result or one
+``InputError`` line naming the file, never another exception.
 """
 
 from __future__ import annotations
@@ -421,3 +426,155 @@ def test_error_reason_is_one_line(status: int, raw: bytes) -> None:
                       headers={"content-type": ctype})
     assert r.verdict == "error"
     assert r.error and "\n" not in r.error, r.error
+
+
+# ------------------------------------------------------------------ files, structure-aware
+#
+# `conformance analyze` on a file: whatever a cassette, a HAR or an SSE file holds, the
+# readers and the analyzer end in a result or in one InputError line naming the file,
+# never in another exception (a traceback). Valid documents of each supported format are
+# mutated where their structure is: a field of the wrong type, a missing key, a list
+# where a mapping belongs.
+
+FILES = settings(max_examples=300, deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.filter_too_much])
+GO_VCR = __import__("pathlib").Path(__file__).parent / "data" / "go-vcr"
+_SSE_BODY = ('data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+             '"type":"function","function":{"name":"f","arguments":""}}]}}]}\n\n'
+             'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":'
+             '{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
+
+
+def _vcrpy_doc() -> dict[str, Any]:
+    return {"version": 1, "interactions": [{
+        "request": {"body": '{"stream": true}', "headers": {"Content-Type": ["application/json"]},
+                    "method": "POST", "uri": "https://h.example/v1/chat/completions"},
+        "response": {"body": {"string": _SSE_BODY},
+                     "headers": {"Content-Type": ["text/event-stream"]},
+                     "status": {"code": 200, "message": "OK"}},
+        "conformance": {"scenario": "single"}}]}
+
+
+def _har_doc() -> dict[str, Any]:
+    return {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
+        "request": {"method": "POST", "url": "https://h.example/v1/chat/completions",
+                    "headers": [{"name": "content-type", "value": "application/json"}],
+                    "postData": {"mimeType": "application/json", "text": '{"stream":true}'}},
+        "response": {"status": 200,
+                     "headers": [{"name": "Content-Type", "value": "text/event-stream"}],
+                     "content": {"mimeType": "text/event-stream", "text": _SSE_BODY}}}]}}
+
+
+def _yaml_doc(name: str) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((GO_VCR / name).read_text())  # type: ignore[no-any-return]
+
+
+file_values = st.one_of(json_values, st.binary(max_size=20), st.just({"string": 5}),
+                        st.just([{"name": 1}]))
+
+
+@st.composite
+def mutated(draw: Any, doc: Any, values: Any) -> Any:
+    """``doc`` with one to three of its nodes replaced, deleted or wrapped in a list."""
+    doc = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, 3))):
+        parent, key, node = None, None, doc
+        while isinstance(node, dict | list) and node and draw(st.booleans()):
+            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+            parent, key = node, draw(st.sampled_from(keys))
+            node = node[key]
+        if parent is None:
+            continue
+        op = draw(st.sampled_from(["replace", "delete", "wrap"]))
+        if op == "delete":
+            del parent[key]
+        elif op == "wrap":
+            parent[key] = [node]
+        else:
+            parent[key] = copy.deepcopy(draw(values))  # never mutate a drawn object
+    return doc
+
+
+def _read_and_analyze(path: Any) -> None:
+    from conformance.readers import read_path
+    from conformance.transcript import InputError
+
+    try:
+        for t in read_path(path):
+            sane(analyze(t))
+    except InputError as e:
+        assert str(e).startswith(str(path)) and "\n" not in str(e), str(e)
+
+
+def _write_yaml(doc: Any, go_style: bool) -> Any:
+    import tempfile
+
+    import yaml
+
+    fd, name = tempfile.mkstemp(suffix=".yaml")
+    with open(fd, "w") as f:
+        f.write(("---\n" if go_style else "") + yaml.safe_dump(doc, allow_unicode=True))
+    return __import__("pathlib").Path(name)
+
+
+@pytest.mark.parametrize("base", ["vcrpy", "v2-tool-call-streams.yaml",
+                                  "v1-tool-call-stream.yaml"])
+def test_mutated_cassettes_never_raise(base: str) -> None:
+    doc = _vcrpy_doc() if base == "vcrpy" else _yaml_doc(base)
+
+    @FILES
+    @given(mutated(doc, file_values))
+    def check(bad: Any) -> None:
+        path = _write_yaml(bad, base != "vcrpy")
+        try:
+            _read_and_analyze(path)
+        finally:
+            path.unlink()
+
+    check()
+
+
+@FILES
+@given(mutated(_har_doc(), json_values))
+def test_mutated_har_files_never_raise(bad: Any) -> None:
+    import tempfile
+    from pathlib import Path
+
+    fd, name = tempfile.mkstemp(suffix=".har")
+    with open(fd, "w") as f:
+        json.dump(bad, f)
+    try:
+        _read_and_analyze(Path(name))
+    finally:
+        Path(name).unlink()
+
+
+sse_file_lines = st.lists(st.tuples(
+    st.sampled_from(["data: ", "data:", "data", ": ", "event: ", "id: ", "retry: ", "\ufeff",
+                     "DATA: ", " data: ", "data:\t", "", "id: \x00"]),
+    st.one_of(st.text(max_size=20), st.sampled_from(JUNK),
+              st.sampled_from(_SSE_BODY.split("\n\n")[:2]).map(lambda e: e[6:])),
+    st.sampled_from(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n", "\n\r", ""])), max_size=15)
+
+
+@FILES
+@given(st.sampled_from(["data: ", ": ", "event: x\n", "retry: 5\n"]), sse_file_lines,
+       st.booleans())
+def test_sse_files_with_odd_framing_never_raise(first: str, lines: list[tuple[str, str, str]],
+                                                binary_tail: bool) -> None:
+    import tempfile
+    from pathlib import Path
+
+    raw = (first + "".join(a + b + c for a, b, c in lines)).encode("utf-8", "surrogatepass")
+    if binary_tail:
+        raw += b"\xff\xfe\x00data: {\n\n"
+    fd, name = tempfile.mkstemp(suffix=".sse")
+    with open(fd, "wb") as f:
+        f.write(raw)
+    try:
+        _read_and_analyze(Path(name))
+    finally:
+        Path(name).unlink()
