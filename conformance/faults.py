@@ -36,6 +36,10 @@ Faults are chosen by path, ``/f/<fault>[/<arg>]/v1/chat/completions``:
 ``bad-utf8``                the answer with invalid UTF-8 bytes inside a content delta
 ``gzip``                    the answer gzip-encoded (Content-Encoding: gzip)
 ``gzip-bomb/<MB>``          ``MB`` megabytes of zeros, gzip-encoded to a few kB
+``keepalive-drop``          the answer on a kept-alive connection (no ``Connection:
+                            close``), then the connection is closed when the next
+                            request arrives on it, unanswered (as the xllamacpp
+                            wheel's server does after a streamed answer)
 ==========================  ===================================================
 
 Every wait is bounded (``max_wait``) and every connection is dropped when the context
@@ -61,7 +65,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 FAULTS = ("ok", "echo", "echo-401", "status", "flaky", "no-headers", "stall",
           "disconnect-mid-event", "close-mid-event", "json-error-200", "html-200",
-          "error-event", "endless", "big-event", "bad-utf8", "gzip", "gzip-bomb")
+          "error-event", "endless", "big-event", "bad-utf8", "gzip", "gzip-bomb",
+          "keepalive-drop")
 
 REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
@@ -92,6 +97,7 @@ class _Ctx:
     hit: Hit
     writer: asyncio.StreamWriter
     server: FaultServer
+    reader: asyncio.StreamReader | None = None
 
     @property
     def key(self) -> str:
@@ -238,7 +244,7 @@ class FaultServer:
         with self._lock:
             self.hits.append(hit)
         handler = _HANDLERS.get(fault)
-        ctx = _Ctx(hit, writer, self)
+        ctx = _Ctx(hit, writer, self, reader)
         if handler is None:
             await _json(ctx, 404, _error_body(404, f"unknown fault {fault!r}"))
             return
@@ -263,9 +269,10 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 
 
 async def _head(ctx: _Ctx, status: int, ctype: str, *, extra: dict[str, str] | None = None,
-                length: int | None = None, chunked: bool = False) -> None:
+                length: int | None = None, chunked: bool = False,
+                keep_alive: bool = False) -> None:
     lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}",
-             f"content-type: {ctype}", "connection: close",
+             f"content-type: {ctype}", *([] if keep_alive else ["connection: close"]),
              f"date: {email.utils.formatdate(usegmt=True)}"]
     if length is not None:
         lines.append(f"content-length: {length}")
@@ -519,13 +526,33 @@ async def f_gzip_bomb(ctx: _Ctx) -> None:
     await _end_chunks(ctx)
 
 
+async def f_keepalive_drop(ctx: _Ctx) -> None:
+    status, ctype, data = reference_answer(ctx.request_body())
+    if ctype.startswith("text/event-stream"):
+        await _head(ctx, status, ctype, chunked=True, keep_alive=True)
+        for e in _events(data):
+            await _send_chunk(ctx, e)
+        await _end_chunks(ctx)
+    else:
+        await _head(ctx, status, ctype, length=len(data), keep_alive=True)
+        ctx.writer.write(data)
+        await ctx.writer.drain()
+    assert ctx.reader is not None
+    head = await ctx.reader.readuntil(b"\r\n\r\n")  # the next request on this connection
+    target = head.split(b" ", 2)[1].decode("latin-1") if head.count(b" ") >= 2 else ""
+    with ctx.server._lock:
+        ctx.server.hits.append(Hit("keepalive-drop", "dropped", urlsplit(target).path, {},
+                                   {}, b""))
+    # Return unanswered: the connection is closed.
+
+
 _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
     "ok": f_ok, "echo": f_echo, "echo-401": f_echo_401, "status": f_status, "flaky": f_flaky,
     "no-headers": f_no_headers, "stall": f_stall,
     "disconnect-mid-event": f_disconnect_mid_event, "close-mid-event": f_close_mid_event,
     "json-error-200": f_json_error_200, "html-200": f_html_200, "error-event": f_error_event,
     "endless": f_endless, "big-event": f_big_event, "bad-utf8": f_bad_utf8, "gzip": f_gzip,
-    "gzip-bomb": f_gzip_bomb,
+    "gzip-bomb": f_gzip_bomb, "keepalive-drop": f_keepalive_drop,
 }
 
 

@@ -302,8 +302,11 @@ def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
 def _recorded_fault(t: Transcript) -> None:
     """A fault the suite met while recording (a stall, a cut body) is kept in the
     cassette as response headers; a reader of the cassette sees the same error."""
-    from conformance.transport import FAULT_HEADER, QUIRK_HEADER
+    from conformance.transport import FAULT_HEADER, QUIRK_HEADER, RETRY_HEADER
 
+    retried = header(t.headers, RETRY_HEADER)
+    if retried:
+        t.meta["connection_retry"] = retried
     reason = header(t.headers, FAULT_HEADER)
     if reason:
         t.transport_error = reason

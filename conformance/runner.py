@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,6 +166,12 @@ def _has_non_ascii(arguments: str) -> bool:
     return any(ord(ch) > 127 for ch in json.dumps(value, ensure_ascii=False))
 
 
+# A provider whose endpoint refused the connection or sent no response head on this many
+# cells in a row is down: its remaining cells end at once with the same reason instead
+# of each waiting out connect_timeout or first_byte_timeout (live runs only).
+FAIL_FAST_AFTER = 3
+
+
 class CellRunner:
     """Runs cells with one httpx client; live or (under vcrpy) replayed."""
 
@@ -173,6 +180,25 @@ class CellRunner:
         self.replay = replay
         self.limits = limits
         self._client = client
+        self._down: dict[str, tuple[int, str]] = {}  # provider -> (cells in a row, reason)
+        self._down_lock = threading.Lock()
+
+    def _failed_fast(self, provider: Provider, scenario: Scenario) -> Cell | None:
+        with self._down_lock:
+            n, reason = self._down.get(provider.name, (0, ""))
+        if self.replay or n < FAIL_FAST_AFTER:
+            return None
+        return Cell(provider.name, scenario.id, "error",
+                    reason=f"{reason} (not sent: the endpoint failed the same way on {n} "
+                           "cells in a row)", meta={"failed_fast": True})
+
+    def _note_transport(self, provider: Provider, t: Transcript) -> None:
+        with self._down_lock:
+            if t.meta.get("transport_stage") in ("connect", "headers") and t.transport_error:
+                n = self._down.get(provider.name, (0, ""))[0]
+                self._down[provider.name] = (n + 1, t.transport_error)
+            else:
+                self._down.pop(provider.name, None)
 
     def _client_for(self, provider: Provider) -> tuple[httpx.Client, Limits]:
         from conformance.transport import make_client
@@ -190,6 +216,9 @@ class CellRunner:
         unsupported = unsupported_cell(provider, scenario)
         if unsupported is not None:
             return unsupported
+        failed = self._failed_fast(provider, scenario)
+        if failed is not None:
+            return failed
         trials = [self._trial(provider, scenario, i) for i in range(repeat)]
         cell, exchanges = trials[0]
         cell.cassette = cassette
@@ -225,6 +254,7 @@ class CellRunner:
         t1 = exchange(client, url, body, headers=provider.headers,
                       auth_headers=provider.auth_headers(), limits=limits, retry=retry,
                       source=f"{provider.name}/{scenario.id}", rng=rng)
+        self._note_transport(provider, t1)
         r1 = analyze(t1)
         findings = [dict(f.to_json(), exchange=0) for f in r1.findings]
         evidence = _evidence(t1, findings, 0)

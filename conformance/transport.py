@@ -22,6 +22,8 @@ import email.utils
 import http.cookiejar
 import random
 import re
+import socket
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -40,7 +42,11 @@ _sleep = time.sleep  # the retry wait; tests replace it with a fake clock
 FAULT_HEADER = "x-conformance-transport-error"  # the body ended early; the one-line reason
 QUIRK_HEADER = "x-conformance-transport-quirk"  # the catalogue id that fault shows
 ENCODING_HEADER = "x-conformance-content-encoding"  # the content-encoding undone here
-INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER)
+# The request was sent again on a new connection: the server had dropped the kept-alive
+# one it first went on. The one-line reason; recorded, so a replay shows the finding.
+RETRY_HEADER = "x-conformance-connection-retry"
+INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER)
+KEEPALIVE_QUIRK = "Q-KEEPALIVE-DROPPED"
 
 
 @dataclass(frozen=True)
@@ -114,11 +120,12 @@ def parse_retry_after(value: str | None, date: str | None = None) -> float | Non
 
 class TransportFault(httpx.TransportError):
     """A classified transport failure: ``str()`` is the one-line reason (keys redacted),
-    ``quirk`` the catalogue id it shows, if any."""
+    ``quirk`` the catalogue id it shows, if any, ``stage`` where it happened: ``connect``
+    (no connection), ``headers`` (connected, no response head), ``body``."""
 
-    def __init__(self, reason: str, quirk: str | None = None):
+    def __init__(self, reason: str, quirk: str | None = None, stage: str = "body"):
         super().__init__(secrets.one_line(reason))
-        self.reason, self.quirk = str(self), quirk
+        self.reason, self.quirk, self.stage = str(self), quirk, stage
 
 
 # Kept for callers of the first version.
@@ -197,11 +204,28 @@ class _LimitedStream(httpx.SyncByteStream):
     and its replay ends in the same error cell with the same evidence."""
 
     def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
-                 decoder: _Decoder | None = None):
+                 decoder: _Decoder | None = None, sock: Any = None,
+                 on_close: Callable[[], None] | None = None):
         self._inner, self._limits, self._started = inner, limits, started
         self._decoder = decoder
+        self._sock, self._on_close = sock, on_close
+        self._expired = False
         self.response: httpx.Response | None = None
         self.headers_raw: list[tuple[bytes, bytes]] = []
+
+    def _expire(self) -> None:
+        """At the total deadline: shut the socket down, which ends a read blocked in
+        another thread at once (a trickle of bytes would otherwise keep each read within
+        ``idle_timeout`` and the cell past ``total_timeout``)."""
+        self._expired = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+
+    def _total_fault(self) -> TransportFault:
+        return TransportFault(f"stream still running after {self._limits.total_timeout:g} s "
+                              "(limits.total_timeout)")
 
     def _check(self, seen: int) -> None:
         lim = self._limits
@@ -212,8 +236,16 @@ class _LimitedStream(httpx.SyncByteStream):
                                  "(limits.total_timeout)")
 
     def __iter__(self) -> Iterator[bytes]:
+        left = self._limits.total_timeout - (time.monotonic() - self._started)
+        timer = threading.Timer(max(0.0, left), self._expire) if self._sock is not None \
+            else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
             yield from self._read()
+            if self._expired:
+                raise self._total_fault()
         except TransportFault as fault:
             if self.response is None:
                 raise
@@ -224,6 +256,9 @@ class _LimitedStream(httpx.SyncByteStream):
             if fault.quirk:
                 raw.append((QUIRK_HEADER.encode(), fault.quirk.encode()))
             self.response.headers = httpx.Headers(raw)
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def _read(self) -> Iterator[bytes]:
         seen = 0
@@ -245,21 +280,28 @@ class _LimitedStream(httpx.SyncByteStream):
                 if tail:
                     yield tail
         except httpx.ReadTimeout:
-            if time.monotonic() - self._started >= lim.total_timeout:
-                raise TransportFault(f"stream still running after {lim.total_timeout:g} s "
-                                     "(limits.total_timeout)") from None
+            if self._expired or time.monotonic() - self._started >= lim.total_timeout:
+                raise self._total_fault() from None
             raise TransportFault(f"stream stalled: no bytes for {lim.idle_timeout:g} s "
                                  "(limits.idle_timeout)", "Q-STREAM-STALLS") from None
         except httpx.RemoteProtocolError as e:
+            if self._expired:
+                raise self._total_fault() from None
             raise TransportFault("the server closed the connection in the middle of the "
                                  f"response body ({_detail(e)})") from None
         except httpx.ReadError as e:
+            if self._expired:
+                raise self._total_fault() from None
             raise TransportFault("the connection failed in the middle of the response body ("
                                  + secrets.one_line(str(e) or type(e).__name__, 100) + ")") \
                 from None
 
     def close(self) -> None:
-        self._inner.close()
+        try:
+            self._inner.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
 
 
 class LimitedTransport(httpx.HTTPTransport):
@@ -272,6 +314,49 @@ class LimitedTransport(httpx.HTTPTransport):
     def __init__(self, limits: Limits | None = None, **kw: Any):
         super().__init__(**kw)
         self.limits = limits or Limits()
+        self._kw = kw  # to open a one-off pool for a retry on a new connection
+
+    def _send(self, request: httpx.Request, limits: Limits, timeout: dict[str, Any],
+              transport: httpx.HTTPTransport) -> httpx.Response:
+        """One attempt; a failure before the response head is a TransportFault whose
+        ``stage`` says whether a connection was made. A kept-alive connection that the
+        server had dropped is the ``_Dropped`` fault: the caller retries it once."""
+        opened: list[str] = []
+        outer = request.extensions.get("trace")
+
+        def trace(event: str, info: dict[str, Any]) -> None:
+            if event.startswith("connection.connect_"):
+                opened.append(event)
+            if outer is not None:
+                outer(event, info)
+
+        request.extensions["trace"] = trace
+        try:
+            return httpx.HTTPTransport.handle_request(transport, request)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            raise TransportFault(_connect_reason(e, limits), stage="connect") from None
+        except httpx.ReadTimeout:
+            raise TransportFault(f"no response headers within {timeout['read']:g} s "
+                                 "(limits.first_byte_timeout)", stage="headers") from None
+        except (httpx.RemoteProtocolError, httpx.WriteError, httpx.ReadError) as e:
+            if not opened:  # no connection was opened for it: it went on a kept-alive one
+                raise _Dropped(e) from None
+            if isinstance(e, httpx.RemoteProtocolError):
+                raise TransportFault("the server closed the connection before a complete "
+                                     "response head (" + secrets.one_line(str(e), 100) + ")",
+                                     stage="headers") from None
+            raise TransportFault("the connection failed while sending the request ("
+                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
+                                 stage="headers") from None
+        except httpx.WriteTimeout as e:
+            raise TransportFault("the connection failed while sending the request ("
+                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
+                                 stage="headers") from None
+        finally:
+            if outer is None:
+                request.extensions.pop("trace", None)
+            else:
+                request.extensions["trace"] = outer
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         limits: Limits = request.extensions.get(LIMITS_EXTENSION) or self.limits
@@ -281,21 +366,27 @@ class LimitedTransport(httpx.HTTPTransport):
                        pool=limits.connect_timeout,
                        read=min(limits.first_byte_timeout, limits.total_timeout))
         request.extensions["timeout"] = timeout
+        retried: str | None = None
+        one_off: httpx.HTTPTransport | None = None
         try:
-            response = super().handle_request(request)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-            raise TransportFault(_connect_reason(e, limits)) from None
-        except httpx.ReadTimeout:
-            raise TransportFault(f"no response headers within {timeout['read']:g} s "
-                                 "(limits.first_byte_timeout)") from None
-        except httpx.RemoteProtocolError as e:
-            raise TransportFault("the server closed the connection before a complete "
-                                 "response head (" + secrets.one_line(str(e), 100) + ")") \
-                from None
-        except (httpx.WriteError, httpx.WriteTimeout, httpx.ReadError) as e:
-            raise TransportFault("the connection failed while sending the request ("
-                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")") \
-                from None
+            response = self._send(request, limits, timeout, self)
+        except _Dropped as dropped:
+            # The server closed a kept-alive connection between two requests without
+            # saying so (no `Connection: close`): the request never reached it. Sent once
+            # more, on a connection of its own (the pool may hold more dropped ones).
+            retried = ("the server dropped the kept-alive connection between two requests "
+                       f"({_detail(dropped.cause)}); sent again on a new connection")
+            one_off = httpx.HTTPTransport(**self._kw)
+            try:
+                response = self._send(request, limits, timeout, one_off)
+            except _Dropped as again:
+                one_off.close()
+                raise TransportFault("the server closed a new connection before a complete "
+                                     f"response head ({_detail(again.cause)})",
+                                     stage="headers") from None
+            except BaseException:
+                one_off.close()
+                raise
         # The body reads: what the server may idle between two reads. httpcore reads
         # this dict (shared with the request it was given) when the body is first read.
         left = limits.total_timeout - (time.monotonic() - started)
@@ -310,11 +401,32 @@ class LimitedTransport(httpx.HTTPTransport):
         raw = [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
         if decoder is not None:
             raw.append((ENCODING_HEADER.encode(), encoding.encode()))
-        stream = _LimitedStream(response.stream, limits, started, decoder)
+        if retried:
+            raw.append((RETRY_HEADER.encode(), retried.encode()))
+        stream = _LimitedStream(response.stream, limits, started, decoder,
+                                _socket_of(response),
+                                one_off.close if one_off is not None else None)
         limited = httpx.Response(response.status_code, headers=raw, stream=stream,
                                  extensions=response.extensions, request=request)
         stream.response, stream.headers_raw = limited, raw  # where a fault is written
         return limited
+
+
+class _Dropped(Exception):
+    """A request met a kept-alive connection the server had closed (internal)."""
+
+    def __init__(self, cause: Exception):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _socket_of(response: httpx.Response) -> Any:
+    """The response's socket (HTTP/1.1 over TCP), for the total-deadline watchdog."""
+    stream = response.extensions.get("network_stream")
+    try:
+        return stream.get_extra_info("socket") if stream is not None else None
+    except Exception:  # noqa: BLE001 - a stream without one: no watchdog, the checks hold
+        return None
 
 
 def _no_cookies() -> httpx.Cookies:
@@ -380,6 +492,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         parts: list[bytes] = []
         error: str | None = None
         quirk: str | None = None
+        stage: str | None = None
         started = time.monotonic()
         try:
             with client.stream("POST", url, json=body, headers=send_headers,
@@ -392,6 +505,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
         except Exception as exc:  # noqa: BLE001 - every failure is a reason, never a raise
             error, quirk = _reason(exc)
+            stage = getattr(exc, "stage", None) if resp_headers is None else "body"
         if resp_headers is not None and resp_headers.get(FAULT_HEADER):
             error = secrets.one_line(resp_headers[FAULT_HEADER])
             quirk = resp_headers.get(QUIRK_HEADER) or None
@@ -425,4 +539,9 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
                        "total_elapsed": round(time.monotonic() - total_started, 3)})
         if quirk:
             t.meta["transport_quirk"] = quirk
+        if stage in ("connect", "headers"):  # no response at all: see runner's fail-fast
+            t.meta["transport_stage"] = stage
+        retried = (resp_headers or {}).get(RETRY_HEADER)
+        if retried:
+            t.meta["connection_retry"] = secrets.one_line(retried)
         return t
