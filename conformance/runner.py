@@ -22,7 +22,7 @@ from conformance.providers import Provider
 from conformance.rules import IMPLIES, INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
 from conformance.scenarios import Scenario, build_request, tool_result_for
 from conformance.transcript import Transcript
-from conformance.transport import Limits, RetryPolicy, exchange
+from conformance.transport import KEEPALIVE_QUIRK, Limits, RetryPolicy, exchange
 
 # The worst trial names a repeated cell; an inconclusive trial ranks below every conclusive
 # one, so a cell is inconclusive only when no trial showed the scenario's behaviour.
@@ -328,7 +328,7 @@ class CellRunner:
         r2 = analyze(t2)
         rt = [dict(f.to_json(), exchange=1) for f in r2.findings
               if f.rule.startswith("R-ROUNDTRIP") or f.rule in ("R-COMPLETE",)
-              or (f.quirk or "").startswith("Q-RT-")]
+              or (f.quirk or "").startswith("Q-RT-") or f.quirk == KEEPALIVE_QUIRK]
         retries = list(t2.meta.get("retries", []))
         if t2.status in (400, 422) and not any(f.get("quirk") for f in rt):
             # A generic rejection: find the catalogued constraint (group J) by retrying with

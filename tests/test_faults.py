@@ -191,6 +191,118 @@ def test_a_server_cannot_forge_the_transport_verdict(fs: FaultServer) -> None:
     assert t.transport_error is None and r.verdict == "conforms"
 
 
+# ------------------------------------------------------------------ unit: keep-alive, deadline
+
+def test_a_dropped_keepalive_connection_is_retried_once_and_shown(fs: FaultServer) -> None:
+    """The xllamacpp wheel's server closes a kept-alive connection after a streamed
+    answer: the next request on it gets no response. It is sent again on a new
+    connection, the cell is judged on that answer, and the drop is a finding."""
+    url = fs.base_url("keepalive-drop") + "/chat/completions"
+    before = len(fs.hits_for("keepalive-drop"))
+    with make_client(FAST) as client:
+        t1 = exchange(client, url, BODY, limits=FAST, retry=NO_RETRY)
+        t2 = exchange(client, url, BODY, limits=FAST, retry=NO_RETRY)
+    assert t1.transport_error is None and "connection_retry" not in t1.meta
+    assert t2.transport_error is None and t2.status == 200
+    assert t2.meta["connection_retry"] == (
+        "the server dropped the kept-alive connection between two requests (Server "
+        "disconnected without sending a response.); sent again on a new connection")
+    r1, r2 = analyze(t1), analyze(t2)
+    assert r1.verdict == r2.verdict == "conforms"
+    assert "Q-KEEPALIVE-DROPPED" not in r1.quirks and "Q-KEEPALIVE-DROPPED" in r2.quirks
+    (f,) = [f for f in r2.findings if f.quirk == "Q-KEEPALIVE-DROPPED"]
+    assert f.level == "INFO" and f.message == t2.meta["connection_retry"]
+    assert r2.tool_calls["robust"] == r1.tool_calls["robust"]
+    seen = [h.arg for h in fs.hits_for("keepalive-drop")[before:]]
+    assert seen == [None, "dropped", None]  # answered, dropped unanswered, sent again
+
+
+def test_connections_that_close_are_never_retried(fs: FaultServer) -> None:
+    """Negative control: a server that says `Connection: close` shows no drop, and a
+    connection refused is an error, not a retry."""
+    with make_client(FAST) as client:
+        ts = [exchange(client, fs.base_url("ok") + "/chat/completions", BODY, limits=FAST,
+                       retry=NO_RETRY) for _ in range(3)]
+        refused = exchange(client, f"http://127.0.0.1:{closed_port()}/v1/chat/completions",
+                           BODY, limits=FAST, retry=NO_RETRY)
+    assert all("connection_retry" not in t.meta for t in ts + [refused])
+    assert refused.transport_error == "connection refused"
+    assert refused.meta["transport_stage"] == "connect"
+
+
+def test_a_read_blocked_at_the_total_deadline_is_ended_there() -> None:
+    """A trickling server keeps each read within idle_timeout; the cell may still not
+    run past total_timeout. At the deadline the socket is shut down, which ends the read
+    blocked in it (here a read that would wait 30 s), and the body ends with the
+    total-timeout reason and what arrived before."""
+    import threading
+
+    import httpx
+
+    from conformance.transport import FAULT_HEADER, _LimitedStream
+
+    class Sock:
+        def __init__(self) -> None:
+            self.down = threading.Event()
+
+        def shutdown(self, how: int) -> None:
+            self.down.set()
+
+    class Trickle(httpx.SyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            yield b"data: {}\n\n"
+            if sock.down.wait(30):  # what a blocked recv does when its socket is shut
+                raise httpx.ReadError("connection shut down")
+            yield b"data: late\n\n"
+
+    sock = Sock()
+    limits = Limits(idle_timeout=60, total_timeout=0.2)
+    stream = _LimitedStream(Trickle(), limits, time.monotonic(), sock=sock)
+    response = httpx.Response(200, stream=stream)
+    stream.response = response
+    assert b"".join(stream) == b"data: {}\n\n"
+    assert sock.down.is_set()
+    assert response.headers[FAULT_HEADER] == \
+        "stream still running after 0.2 s (limits.total_timeout)"
+
+
+def test_a_provider_that_is_down_fails_fast(fs: FaultServer) -> None:
+    """After 3 cells in a row without a response head, the provider's other cells end at
+    once with the same reason, saying so; the endpoint sees no further request."""
+    from conformance.runner import FAIL_FAST_AFTER, CellRunner
+
+    lim = {"connect_timeout": 2, "first_byte_timeout": 0.3, "idle_timeout": 1,
+           "total_timeout": 2}
+    down = Provider("down", fs.base_url("no-headers"), "reference", limits=lim,
+                    retries={"max": 0})
+    healthy = Provider("healthy", fs.base_url("ok"), "reference", limits=lim)
+    before = len(fs.hits_for("no-headers"))
+    runner = CellRunner(replay=False)
+    try:
+        cells = []
+        for sid in ("single", "parallel", "round-trip", "interleaved", "named"):
+            cells.append(runner.run(down, SCENARIOS[sid]))
+            assert runner.run(healthy, SCENARIOS["single"]).verdict == "conforms"
+    finally:
+        runner.close()
+    reason = "no response headers within 0.3 s (limits.first_byte_timeout)"
+    assert [c.reason for c in cells[:FAIL_FAST_AFTER]] == [reason] * FAIL_FAST_AFTER
+    for c in cells[FAIL_FAST_AFTER:]:
+        assert c.verdict == "error" and c.meta == {"failed_fast": True}
+        assert c.reason == (f"{reason} (not sent: the endpoint failed the same way on "
+                            f"{FAIL_FAST_AFTER} cells in a row)")
+    assert len(fs.hits_for("no-headers")) - before == FAIL_FAST_AFTER
+
+
+def test_replay_never_fails_fast() -> None:
+    from conformance.runner import CellRunner
+
+    runner = CellRunner(replay=True)
+    runner._down["p"] = (99, "connection refused")
+    assert runner._failed_fast(Provider("p", "http://127.0.0.1:1/v1", "m"),
+                               SCENARIOS["single"]) is None
+
+
 def test_limits_come_from_providers_yaml(tmp_path: Path) -> None:
     from conformance.providers import load_providers
     (tmp_path / "providers.yaml").write_text(providers_yaml({"p": {
@@ -208,12 +320,14 @@ LIM = {"connect_timeout": 2, "first_byte_timeout": 1, "idle_timeout": 1, "total_
 NO_RETRIES = {"max": 0}
 
 
-def _entries(fs: FaultServer) -> dict[str, dict[str, Any]]:
+def _entries(fs: FaultServer, own: FaultServer) -> dict[str, dict[str, Any]]:
     def e(url: str, **kw: Any) -> dict[str, Any]:
         return {"base_url": url, "model": "reference", "limits": LIM, "retries": NO_RETRIES,
                 **kw}
 
     return {
+        # on a server of its own: a kept-alive connection is pooled per host and port
+        "keepalive": e(own.base_url("keepalive-drop")),
         "healthy": e(fs.base_url("ok")),
         "gzip": e(fs.base_url("gzip")),
         "refused": e(f"http://127.0.0.1:{closed_port()}/v1"),
@@ -235,6 +349,7 @@ def _entries(fs: FaultServer) -> dict[str, dict[str, Any]]:
 
 
 EXPECTED = {  # provider -> (verdict, reason regex or None)
+    "keepalive": ("conforms", None),  # the drop is an INFO finding, not an error
     "healthy": ("conforms", None),
     "gzip": ("conforms", None),
     "refused": ("error", r"connection refused"),
@@ -275,8 +390,8 @@ def _check(cells: dict[tuple[str, str], dict[str, Any]], providers: set[str]) ->
 
 def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     scen = ["--scenario", "single", "--scenario", "round-trip"]
-    with fault_server(max_wait=20) as fs:
-        (tmp_path / "providers.yaml").write_text(providers_yaml(_entries(fs)))
+    with fault_server(max_wait=20) as fs, fault_server(max_wait=20) as own:
+        (tmp_path / "providers.yaml").write_text(providers_yaml(_entries(fs, own)))
         started = time.monotonic()
         rec = run_suite(tmp_path, "--record-mode=all", "-vv", *scen)
         took = time.monotonic() - started
@@ -288,6 +403,10 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     cells = _cells(tmp_path / "reports")
     _check(cells, set(EXPECTED))
     assert len(cells) == 2 * len(EXPECTED)
+    # the kept-alive connection dropped between two requests: retried, shown as a finding
+    dropped = [c for (p, _), c in cells.items() if p == "keepalive"
+               and "Q-KEEPALIVE-DROPPED" in c["quirks"]]
+    assert dropped, [(k, c["quirks"]) for k, c in cells.items() if k[0] == "keepalive"]
     # the retries of the 429 provider are in its cell
     assert [r["status"] for r in cells[("http-429", "single")]["retries"]] == [429]
     matrix = json.loads((tmp_path / "reports" / "quirks-matrix.json").read_text())
@@ -311,5 +430,6 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     _check(replayed, set(EXPECTED) - PRE_HEADER)
     for key, c in replayed.items():
         assert (c["verdict"], c["reason"]) == (cells[key]["verdict"], cells[key]["reason"]), key
+        assert c["quirks"] == cells[key]["quirks"], key  # the drop was recorded
     assert out.count("not recorded: record with") >= 1
     assert took < 30

@@ -21,6 +21,7 @@ from conformance.analysis.common import (
     _is_roundtrip,
     _one_line,
     _usage_requested,
+    json_type,
 )
 from conformance.analysis.detectors import (
     content,
@@ -113,7 +114,8 @@ class Analyzer:
         self.first_empty_delta: int | None = None
         self.extra_fields: dict[str, int] = {}
         self.reasoning_seen = False
-        self.content: list[str] = []
+        self.content: list[str] = []  # the first CONTENT_KEPT characters, for group H
+        self.content_chars = 0
         self.first_markup_event: int | None = None
         self.chunk_ordinal = 0
         self.error_seen = False
@@ -181,7 +183,7 @@ class Analyzer:
         if not isinstance(chunk, dict):
             self.find(
                 "R-CHUNK-OBJECT",
-                f"payload is a JSON {type(chunk).__name__}, not an object",
+                f"payload is {json_type(chunk)}, not an object",
                 event=n,
                 pointer="",
                 excerpt=chunk,
@@ -373,6 +375,7 @@ WORKAROUND_RULE = {
     "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
     "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
     "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
+    "Q-ARGS-NULL": "R-ARGS-STRING",
     "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
     "Q-INDEX-INCONSISTENT-WITHIN-CALL": "R-FIRST-NAME",
 }

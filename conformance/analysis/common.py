@@ -18,6 +18,23 @@ def _excerpt(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def json_type(value: Any) -> str:
+    """A parsed JSON value's type in JSON's words, with its article: ``null``, ``a
+    boolean``, ``a number``, ``a string``, ``an array``, ``an object`` (messages speak
+    JSON, never Python's type names)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
+
+
 def _nonempty(v: Any) -> bool:
     return isinstance(v, str) and v != ""
 

@@ -18,6 +18,7 @@ from conformance.rules import MUST
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
+CONTENT_KEPT = 200_000  # characters of content kept to look for calls written as text
 TOOL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<｜DSML｜|\[Calling tool:|"
     r"<\|tool_calls_section_begin\|>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
@@ -41,8 +42,9 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
     if _nonempty(content):
         if a.first_prose_event is None and not a.any_tool_delta and content.strip():
             a.first_prose_event = n
-        if sum(len(c) for c in a.content) < 200_000:
+        if a.content_chars < CONTENT_KEPT:  # a running total: no re-count per delta
             a.content.append(content)
+            a.content_chars += len(content)
         if a.first_markup_event is None and TOOL_MARKUP.search(content):
             a.first_markup_event = n
         if a.reasoning_seen and choice.get("finish_reason") == "tool_calls":

@@ -84,8 +84,11 @@ def detect_done_missing(a: Analyzer) -> None:
 
 
 def detect_http_level(a: Analyzer) -> None:
-    """Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED; R-HTTP-OK."""
+    """Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED; R-HTTP-OK;
+    Q-KEEPALIVE-DROPPED (the transport sent the request again on a new connection)."""
     t = a.t
+    if t.meta.get("connection_retry"):
+        a.find("Q-KEEPALIVE-DROPPED", str(t.meta["connection_retry"]))
     if t.transport_error:
         a.find("R-COMPLETE", t.transport_error, quirk=t.meta.get("transport_quirk"))
     if t.status is not None and t.status != 200:

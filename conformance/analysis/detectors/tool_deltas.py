@@ -4,7 +4,7 @@ Q-INDEX-ABSENT, Q-INDEX-ABSENT-WHOLE-CALL, Q-INDEX-ABSENT-PARALLEL-SPLIT, Q-INDE
 Q-INDEX-REUSED-ACROSS-CALLS, Q-INDEX-NONZERO-START, Q-INDEX-INCONSISTENT-WITHIN-CALL,
 Q-ID-ABSENT, Q-ID-FORMAT, Q-ID-REPEATED, Q-ID-CHANGES-MID-CALL, Q-TYPE-MISSING,
 Q-EMPTY-STRING-OVERWRITE, Q-NAME-REPEATED, Q-NAME-FRAGMENTED, Q-NAME-EMPTY-OPENING-DELTA,
-Q-NAME-AFTER-ARGUMENTS, Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA, Q-ARGS-JSON-OBJECT,
+Q-NAME-AFTER-ARGUMENTS, Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA, Q-ARGS-JSON-OBJECT, Q-ARGS-NULL,
 Q-OPENAI-MULTI-TOOL-USE-WRAPPER.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from conformance.analysis.common import _excerpt, _nonempty
+from conformance.analysis.common import _excerpt, _nonempty, json_type
 from conformance.client import _complete_json
 
 if TYPE_CHECKING:
@@ -287,16 +287,21 @@ def check_continuation_arguments(
     """Q-NAME-AFTER-ARGUMENTS (remembered: arguments before any name), Q-ARGS-JSON-OBJECT."""
     if _nonempty(args) and not st.name:
         st.args_before_name = True
-    if args is not None and not isinstance(args, str):
+    fn = tc.get("function")
+    if not isinstance(args, str) and (args is not None or (
+            isinstance(fn, dict) and "arguments" in fn)):
         _args_not_a_string(a, tc, args, ptr, n)
 
 
 def _args_not_a_string(a: Analyzer, tc: dict[str, Any], args: Any, ptr: str, n: int) -> None:
-    """Q-ARGS-JSON-OBJECT: `arguments` sent as a JSON value, on an opener or a continuation."""
+    """Q-ARGS-JSON-OBJECT: `arguments` sent as a JSON value (an object, an array, a
+    number…); Q-ARGS-NULL: `arguments: null`, which a client that concatenates strings
+    turns into the text "null" (JavaScript) or a crash (Python). On an opener or a
+    continuation."""
     a.find(
         "R-ARGS-STRING",
-        "arguments is a JSON " + type(args).__name__,
-        quirk="Q-ARGS-JSON-OBJECT",
+        f"arguments is {json_type(args)}, not a string",
+        quirk="Q-ARGS-NULL" if args is None else "Q-ARGS-JSON-OBJECT",
         event=n,
         pointer=ptr + "/function/arguments",
         excerpt=tc,
