@@ -152,6 +152,10 @@ def exchange_transcript(
     framing = "text/event-stream" in ctype or (not ctype and body.lstrip().startswith(b"data:"))
     if not framing and stream_requested and body.lstrip().startswith(b"data:"):
         framing = True
+    meta: dict[str, Any] = {}
+    retried = header(headers, "x-conformance-connection-retry")  # transport.RETRY_HEADER
+    if retried:  # recorded by the suite's transport: the request went on a new connection
+        meta["connection_retry"] = retried
     return Transcript(
         source,
         fmt,
@@ -161,6 +165,7 @@ def exchange_transcript(
         status=status,
         headers=headers,
         raw=body,
+        meta=meta,
     )
 
 
@@ -302,11 +307,8 @@ def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
 def _recorded_fault(t: Transcript) -> None:
     """A fault the suite met while recording (a stall, a cut body) is kept in the
     cassette as response headers; a reader of the cassette sees the same error."""
-    from conformance.transport import FAULT_HEADER, QUIRK_HEADER, RETRY_HEADER
+    from conformance.transport import FAULT_HEADER, QUIRK_HEADER
 
-    retried = header(t.headers, RETRY_HEADER)
-    if retried:
-        t.meta["connection_retry"] = retried
     reason = header(t.headers, FAULT_HEADER)
     if reason:
         t.transport_error = reason

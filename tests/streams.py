@@ -528,6 +528,13 @@ ARGS_JSON_OBJECT = """\
 {"id":"c1","object":"chat.completion.chunk","created":1,"model":"tgi","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
 
+# Q-ARGS-NULL (issue 16): `arguments: null` on the opener, then the real fragments.
+ARGS_NULL = """\
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0123456789abQRSTUVWXYZab","type":"function","function":{"name":"get_weather","arguments":null}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": \\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+
 # Q-ARGS-CONTROL-MARKUP, reconstructed in the catalogue from raullenchai/Rapid-MLX#579:
 # `[ARGS]` emitted as an argument fragment.
 ARGS_CONTROL_MARKUP = """\

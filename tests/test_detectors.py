@@ -228,6 +228,14 @@ _CASES: dict[str, tuple] = {
         why="vLLM sends the invented call whole, with the finish, in one chunk",
     ),
     "Q-ARGS-JSON-OBJECT": case(S.ARGS_JSON_OBJECT, event=0, pointer=tc(0, "function/arguments")),
+    "Q-ARGS-NULL": case(S.ARGS_NULL, event=0, pointer=tc(0, "function/arguments")),
+    # the suite's transport sent the request again on a new connection (it records why)
+    "Q-KEEPALIVE-DROPPED": case(
+        S.REFERENCE_SINGLE_SSE, ["Q-USAGE-EMPTY-CHOICES"], event=None, verdict="conforms",
+        status=200, why="the reference stream ends with its usage chunk",
+        headers={"content-type": "text/event-stream",
+                 "x-conformance-connection-retry": "the server dropped the kept-alive "
+                 "connection between two requests; sent again on a new connection"}),
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
     "Q-ARGS-TRUNCATED": case(S.ARGS_TRUNCATED, event=0),
     # --- G. finish
