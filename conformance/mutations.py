@@ -984,6 +984,14 @@ def args_invented_on_truncation(frames, rng):
 
 
 @_mutation
+def args_null(frames, rng):
+    """Q-ARGS-NULL: a continuation delta with ``arguments: null`` after each opener."""
+    for group in reversed(_calls(frames)):
+        pos, opener = group[0]
+        _insert_after(frames, pos, {"index": opener["index"], "function": {"arguments": None}})
+
+
+@_mutation
 def args_truncated(frames, rng):
     """Q-ARGS-TRUNCATED: the last call's arguments stop short, finish still ``tool_calls``."""
     calls = [g for g in _calls(frames) if len("".join(_args(tc) for _, tc in g)) >= 2]
@@ -1212,6 +1220,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-ARGS-INVENTED-ON-TRUNCATION": args_invented_on_truncation,
     "Q-ARGS-JSON-OBJECT": args_json_object,
     "Q-ARGS-CONTROL-MARKUP": args_control_markup,
+    "Q-ARGS-NULL": args_null,
     "Q-ARGS-TRUNCATED": args_truncated,
     "Q-FINISH-STOP-WITH-TOOLCALLS": finish_stop_with_toolcalls,
     # OpenAI's own named-tool_choice behaviour has the same wire shape; the server applies it

@@ -79,6 +79,8 @@ NO_MUTATION = {
     "Q-RT-FUNCTION-NAME-KEY-REQUIRED": "a rejection of the follow-up request (round trip)",
     "Q-RT-GEMINI-THOUGHT-SIGNATURE": "a rejection of the follow-up request (round trip)",
     "Q-REASONING-MUST-BE-ECHOED": "a rejection of the follow-up request (round trip)",
+    "Q-KEEPALIVE-DROPPED": "a transport event (the request sent again on a new "
+    "connection), recorded beside the stream, not in it",
 }
 
 # Extra quirks a mutation inherently causes, per quirk (and shape where it matters).

@@ -208,6 +208,7 @@ TOUCHES = {
     "Q-ARGS-INVENTED-ON-TRUNCATION": {"tool_deltas", "count", "finish"},
     "Q-ARGS-JSON-OBJECT": {"tool_deltas", "count"},
     "Q-ARGS-CONTROL-MARKUP": {"tool_deltas", "count"},
+    "Q-ARGS-NULL": {"tool_deltas", "count"},
     "Q-ARGS-TRUNCATED": {"tool_deltas", "count"},
     "Q-FINISH-STOP-WITH-TOOLCALLS": {"finish"},
     "Q-FINISH-STOP-NAMED-TOOLCHOICE": {"finish"},
