@@ -387,6 +387,12 @@ def _args_object(f, c, r):
     ]
 
 
+@shape("Q-ARGS-NULL")
+def _args_null(f, c, r):
+    nulls = [tc for tc in deltas(f) if (tc.get("function") or {}).get("arguments", "") is None]
+    assert len(nulls) == len(c) and args_of(f, 0) == c[0]["arguments"]
+
+
 @shape("Q-ARGS-CONTROL-MARKUP")
 def _args_markup(f, c, r):
     assert args_of(f, 0) == "[ARGS]" + c[0]["arguments"]
