@@ -127,15 +127,14 @@ def url_secrets(url: str) -> list[str]:
     for k, v in parse_qsl(parts.query, keep_blank_values=True):
         if v and k.lower() not in PUBLIC_QUERY:
             out += [v, quote(v, safe="")]
-    raw = [v for v in _raw_query_values(parts.query)]
-    out += raw
+    out += _raw_query_values(parts.query)
     if "@" in parts.netloc:
         user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
         for v in (user, password):
             if v:
                 out += [v, unquote(v)]
         out.append(basic_token(unquote(user), unquote(password)))
-    return out
+    return list(dict.fromkeys(out))  # each once, in order
 
 
 def scrub_url(url: str) -> str:

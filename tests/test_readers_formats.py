@@ -156,10 +156,10 @@ def test_a_transport_fault_recorded_in_a_cassette_is_read_back(tmp_path: Path) -
 
 
 def test_cassette_interactions_must_be_mappings_with_text_or_binary_bodies() -> None:
-    with pytest.raises(InputError, match=r"^src: interaction 1 is not a mapping$"):
+    with pytest.raises(InputError, match=r"^src: interaction 1 is a string, not a mapping$"):
         cassette_transcripts({"interactions": [{}, "x"]}, "src")
-    with pytest.raises(InputError, match=r"^src: interaction 0: response body is neither "
-                                         r"text nor binary$"):
+    with pytest.raises(InputError, match=r"^src: interaction 0: response body is a number, "
+                                         r"neither text nor binary$"):
         cassette_transcripts({"interactions": [{"response": {"body": {"string": 7}}}]}, "src")
     (t,) = cassette_transcripts({"interactions": [{}]}, "src")
     assert (t.source, t.status, t.raw, t.headers) == ("src#0", None, b"", {})

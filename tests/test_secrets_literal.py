@@ -49,18 +49,22 @@ def test_every_credential_header_is_dropped_from_a_cassette(name: str) -> None:
 def test_every_key_parameter_is_a_secret_in_any_case(name: str) -> None:
     for variant in (name, name.upper(), name.title()):
         url = f"https://h/v1?model=m&{variant}={LONG}"
-        assert secrets.url_secrets(url) == [LONG]
+        # every query value is a secret (issue 16), "m" as well (too short to register)
+        assert secrets.url_secrets(url) == ["m", LONG]
         assert secrets.redact(url) == f"https://h/v1?model=m&{variant}=<redacted>"
         assert secrets.redact(f"see https://h/v1?{variant}={LONG} now") == \
             f"see https://h/v1?{variant}=<redacted> now"
     assert (name, None) in vcr_options()["filter_query_parameters"]
 
 
-def test_ordinary_parameters_and_empty_values_are_not_secrets() -> None:
-    assert secrets.url_secrets("https://h/v1?model=gpt&keys=abcdefgh&key=") == []
+def test_ordinary_parameters_are_secrets_of_a_url_but_not_redacted_by_shape() -> None:
+    """Issue 16: every query value of an endpoint URL but api-version's is a secret when the
+    URL is registered; text is redacted by shape only where a name looks like a key."""
+    assert secrets.url_secrets("https://h/v1?model=gpt&keys=abcdefgh&key=&api-version=2") \
+        == ["gpt", "abcdefgh"]
     assert secrets.redact("https://h/v1?model=gpt-4o-mini") == "https://h/v1?model=gpt-4o-mini"
     assert secrets.url_secrets("https://user:hunter22@h/v1?key=abcdefgh") == \
-        ["abcdefgh", "hunter22"]
+        ["abcdefgh", "user", "hunter22", "dXNlcjpodW50ZXIyMg=="]  # base64("user:hunter22")
     assert secrets.url_secrets("http://[::1") == []  # unparsable: nothing, no exception
 
 
@@ -70,9 +74,12 @@ def test_query_redaction_needs_a_separator_before_the_name() -> None:
     assert secrets.redact("?key=Zq8wXv3nT5&x=1") == "?key=<redacted>&x=1"
 
 
-def test_userinfo_password_is_redacted_user_kept() -> None:
+def test_userinfo_is_redacted_whole() -> None:
+    """Issue 16: a user name can be a token (``http://TOKEN@host``): the whole user info
+    goes, a user alone too."""
     assert secrets.redact("https://alice:pa55word@h.example/v1") == \
-        "https://alice:<redacted>@h.example/v1"
+        "https://<redacted>@h.example/v1"
+    assert secrets.redact("https://Zq8wXv3nT5@h.example/v1") == "https://<redacted>@h.example/v1"
     assert secrets.redact("mail alice@h.example") == "mail alice@h.example"
 
 
@@ -108,7 +115,8 @@ def test_register_env_and_url(monkeypatch: pytest.MonkeyPatch) -> None:
     secrets.register_env(["I18_KEY", None, "I18_UNSET"])
     secrets.register_url("https://u:pw123456@h/v1?api_key=urlsecret77")
     secrets.register_url(None)
-    assert secrets.known() == {"envsecret99", "pw123456", "urlsecret77"}
+    # the Basic credentials of the user info too: base64("u:pw123456")
+    assert secrets.known() == {"envsecret99", "pw123456", "urlsecret77", "dTpwdzEyMzQ1Ng=="}
 
 
 @pytest.mark.parametrize(("text", "expected"), [
