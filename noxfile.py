@@ -26,6 +26,9 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "uv|venv"
 HERE = Path(__file__).parent
 SUITE_ENV = HERE / ".nox" / "_suite"
+# The checkout is pytest's root and pyproject.toml its configuration, whatever paths the
+# arguments hold (`--report-dir /tmp/x` would otherwise make / the common ancestor).
+ROOT_ARGS = ("-p", "no:cacheprovider", f"--rootdir={HERE}", f"--config-file={HERE / 'pyproject.toml'}")
 
 
 def _uv() -> str | None:
@@ -91,7 +94,7 @@ def _bin(session: nox.Session, name: str) -> str:
 def _pytest(session: nox.Session, *args: str, **kw: object) -> None:
     tmp = _scratch(session, "pytest")
     session.run(_bin(session, "python"), "-m", "pytest",
-                "-p", "no:cacheprovider", f"--rootdir={HERE}", f"--basetemp={tmp}/base",
+                *ROOT_ARGS, f"--basetemp={tmp}/base",
                 *args, env={"TMPDIR": tmp}, external=True, **kw)  # type: ignore[arg-type]
 
 
@@ -172,8 +175,8 @@ def _lane(session: nox.Session, lane: str, provider: str) -> None:
         url, args = args[:2], args[2:]
     cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
     session.run(_bin(session, "python"), "-m", f"conformance.lanes.{lane}", *url, "--",
-                _bin(session, "python"), "-m", "pytest", "conformance/suite", "-p", "no:cacheprovider",
-                f"--rootdir={HERE}", "--provider", provider, "--record-mode=all",
+                _bin(session, "python"), "-m", "pytest", "conformance/suite", *ROOT_ARGS,
+                "--provider", provider, "--record-mode=all",
                 f"--cassette-dir={cassettes}", f"--report-dir={_scratch(session, 'reports')}",
                 *args, success_codes=[0, 1], external=True)
 
@@ -213,8 +216,8 @@ def profiles(session: nox.Session) -> None:
     """Record every reference profile (cassettes/_profiles) from a local `conformance serve`."""
     _install(session)
     session.run(_bin(session, "python"), "-m", "conformance.server.record", "--",
-                _bin(session, "python"), "-m", "pytest", "conformance/suite", "-q", "-p", "no:cacheprovider",
-                f"--rootdir={HERE}", "--reference-profiles", "--provider", "profile:*",
+                _bin(session, "python"), "-m", "pytest", "conformance/suite", "-q", *ROOT_ARGS,
+                "--reference-profiles", "--provider", "profile:*",
                 "--record-mode=all", f"--report-dir={_scratch(session, 'reports')}",
                 *session.posargs, success_codes=[0, 1], external=True)
     session.notify("matrix", posargs=[])
