@@ -448,8 +448,9 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "now_iso", "provider_slot", "render_session_matrix", "suite",
-           "write_cell", "write_reports"]
+__all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "now_iso",
+           "provider_slot", "render_session_matrix", "suite", "targets_suite", "write_cell",
+           "write_reports"]
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
