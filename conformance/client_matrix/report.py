@@ -115,6 +115,18 @@ def _grid(matrix: dict[str, Any], streams: list[dict[str, Any]], label: Any,
     return lines
 
 
+def _by_column(matrix: dict[str, Any], streams: list[dict[str, Any]]) -> list[str]:
+    cells = _index(matrix)
+    ids = [c["id"] for c in matrix["clients"]]
+    lines = ["| provider | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
+    for column in dict.fromkeys(s["column"] for s in streams):
+        mine = [s["id"] for s in streams if s["column"] == column]
+        row = [f"{sum(cells[(cid, sid)]['outcome'] == 'ok' for sid in mine)}/{len(mine)}"
+               for cid in ids]
+        lines.append(f"| {column} | " + " | ".join(row) + " |")
+    return lines
+
+
 def _profile_label(s: dict[str, Any]) -> str:
     quirks = ", ".join(f"`{q}`" for q in s.get("quirks", [])) or "control"
     return f"{s['profile']} ({quirks})"
@@ -151,7 +163,9 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
     providers = [s for s in streams if s["kind"] == "provider"]
     if providers:
         out += ["## Providers × clients (recorded cassettes, replayed over HTTP)", "",
-                "Recorded traffic of a real server, replayed byte for byte.", "",
+                "Recorded traffic of a real server, replayed byte for byte. Per provider: "
+                "the recorded scenarios each client assembled right.", "",
+                *_by_column(matrix, providers), "",
                 *_grid(matrix, providers, _provider_label, link),
                 ""]
     captures = [s for s in streams if s["kind"] == "capture"]
@@ -159,6 +173,7 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
         out += ["## Field captures × clients (field evidence)", "",
                 "Public recordings of real providers (sources in the HTML view); derived "
                 "verdicts only, the recordings themselves are not in this repository.", "",
+                *_by_column(matrix, captures), "",
                 *_grid(matrix, captures, lambda s: f"{s['column']} ({s['id'][8:]})", link), ""]
     bad = [c for c in matrix["cells"] if c["outcome"] in ("wrong", "crashed", "hung")]
     if bad:
