@@ -355,6 +355,22 @@ def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- state
 
 
+JOIN_AFTER = 64  # fragments kept apart before the newest are joined
+
+
+def join_tail(parts: list[str]) -> None:
+    """Bounded memory for argument fragments: call when ``len(parts) > JOIN_AFTER``.
+
+    Joins the newest fragments into one block, then merges blocks while the one before is
+    at most twice as long: block sizes halve towards the tail, so the list stays short
+    (O(log n)) and each character is copied O(log n) times. A million fragments of one call
+    cost what its text costs, not a string object each."""
+    half = JOIN_AFTER // 2
+    parts[-half:] = ["".join(parts[-half:])]
+    while len(parts) > 1 and len(parts[-2]) <= 2 * len(parts[-1]):
+        parts[-2:] = [parts[-2] + parts[-1]]
+
+
 class _Slot:
     __slots__ = (
         "ordinal",
@@ -372,6 +388,7 @@ class _Slot:
         "guessed",
         "markup",
         "lost",
+        "plain",
     )
 
     def __init__(self, ordinal: int, provider_index: int | None, event: int):
@@ -390,6 +407,7 @@ class _Slot:
         self.guessed = False  # got a fragment that another open call could own as well
         self.markup = False  # got control markup (Q-ARGS-CONTROL-MARKUP)
         self.lost = False  # set at the end: its arguments cannot be attributed
+        self.plain = True  # not cumulative, index not shared: the fast path may append
 
     def text(self) -> str:
         if len(self.parts) > 1:
@@ -416,6 +434,8 @@ class _Choice:
         return slot
 
 
+_OPENER_KEYS = frozenset({"index", "id", "type", "function"})
+_FN_KEYS = frozenset({"name", "arguments"})
 CONTROL_MARKUP = re.compile(
     r"^\s*\[(?:ARGS|TOOL_CALLS|CALL_ID)\]|<\|?/?tool_call|<arg_key>|<think>"
 )
@@ -441,11 +461,13 @@ class ToolCallAccumulator:
     # -- public -------------------------------------------------------------------
     def feed(self, chunk: Any, *, event: int | None = None) -> None:
         """Apply one chunk. Anything that is not a chunk object is ignored."""
-        ev = self._events if event is None else event
-        self._events += 1
+        ev = self._events
+        self._events = ev + 1
+        if event is not None:
+            ev = event
         if type(chunk) is not dict:
             try:
-                chunk = to_raw_chunk(chunk)
+                chunk = json.loads(chunk) if type(chunk) is str else to_raw_chunk(chunk)
             except (ValueError, RecursionError):  # text that is not JSON: not a chunk
                 return
             if not isinstance(chunk, dict):
@@ -463,10 +485,11 @@ class ToolCallAccumulator:
         choices = chunk.get("choices")
         if type(choices) is not list and not isinstance(choices, list):
             return
+        per_choice = self._per_choice
         for choice in choices:  # one loop, no call per choice: this is the hot path
             if type(choice) is not dict and not isinstance(choice, dict):
                 continue
-            if self._per_choice:
+            if per_choice:
                 ci = choice.get("index")
                 key = ci if isinstance(ci, int) else 0
                 state = self._choices.get(key)
@@ -486,26 +509,46 @@ class ToolCallAccumulator:
                         if isinstance(r, str) and r:
                             self._reasoning.append(r)
                             break
-                if isinstance(tcs, list):
-                    by_index, shared = state.by_index, state.shared
+                if type(tcs) is list or isinstance(tcs, list):
+                    by_index = state.by_index
                     for tc in tcs:
-                        # Fast path, the shape of nearly every delta of a conforming
-                        # stream: {"index": i, "function": {"arguments": "<fragment>"}} on
-                        # an open index no other call shares, not cumulative, no markup, no
-                        # latch to consider. It does what the general path does for that
-                        # shape; everything else goes there.
-                        if type(tc) is dict and len(tc) == 2:
-                            fn, idx = tc.get("function"), tc.get("index")
-                            if type(fn) is dict and len(fn) == 1 and type(idx) is int:
-                                a, slot = fn.get("arguments"), by_index.get(idx)
-                                if (slot is not None and type(a) is str
-                                        and 0 < (n := len(a)) <= slot.length
-                                        and not slot.cumulative and idx not in shared
-                                        and "<" not in a and "[" not in a):
-                                    state.current = slot
-                                    slot.parts.append(a)
-                                    slot.length += n
-                                    continue
+                        # Fast paths for the shapes of nearly every delta of a conforming
+                        # stream; they do what the general path does for that shape, and
+                        # everything else goes there. First a bare argument fragment,
+                        # {"index": i, "function": {"arguments": "<fragment>"}}, on an open
+                        # index that is plain (not cumulative, not shared by two calls) and
+                        # no shorter than the fragment (no latch to consider); markup is
+                        # looked for only when it may be there.
+                        try:  # subscripts, not .get(): this runs for nearly every chunk
+                            a = tc["function"]["arguments"]
+                            idx = tc["index"]
+                        except (KeyError, TypeError, IndexError):
+                            a = idx = None
+                        if (
+                            type(a) is str
+                            and type(idx) is int
+                            and a
+                            and len(tc) == 2
+                            and len(tc["function"]) == 1
+                            and (slot := by_index.get(idx)) is not None
+                            and slot.plain
+                            and len(a) <= slot.length
+                            and (("<" not in a and "[" not in a) or not CONTROL_MARKUP.search(a))
+                        ):
+                            state.current = slot
+                            parts = slot.parts
+                            parts.append(a)
+                            slot.length += len(a)
+                            if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
+                                join_tail(parts)
+                            continue
+                        if (
+                            type(tc) is dict
+                            and type(idx := tc.get("index")) is int
+                            and idx not in by_index
+                            and self._open_fast(state, tc, idx, ev)
+                        ):
+                            continue
                         if isinstance(tc, dict):
                             self._apply_tool_delta(state, tc, ev)
             fr = choice.get("finish_reason")
@@ -604,6 +647,30 @@ class ToolCallAccumulator:
     def _all_slots(self) -> list[_Slot]:
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
 
+    def _open_fast(self, state: _Choice, tc: dict[str, Any], idx: int, ev: int) -> bool:
+        """A call's opening delta on a new index with an id and a name, and only the keys
+        of the reference shape: what ``_apply_tool_delta`` does for it, without the search."""
+        fn = tc.get("function")
+        if type(fn) is not dict:
+            return False
+        tid, name = tc.get("id"), fn.get("name")
+        if not (type(tid) is str and tid and type(name) is str and name):
+            return False
+        if len(tc) > 4 or not _OPENER_KEYS.issuperset(tc) or not _FN_KEYS.issuperset(fn):
+            return False
+        slot = state.open(idx, ev)
+        slot.id = tid
+        state.by_id[tid] = slot
+        slot.ids.add(tid)
+        typ = tc.get("type")
+        if isinstance(typ, str) and typ:
+            slot.type = typ
+        slot.name = name
+        a = fn.get("arguments")
+        if a is not None and a != "":
+            self._apply_args(slot, a, ev)
+        return True
+
     def _apply_tool_delta(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
         fn = tc.get("function")
         fn = fn if isinstance(fn, dict) else {}
@@ -647,7 +714,9 @@ class ToolCallAccumulator:
                     quirk, ev, f"a new call started on occupied index {idx}; given its own slot"
                 )
                 state.shared.add(idx)
-                return state.open(idx, ev)
+                slot = state.open(idx, ev)
+                slot.plain = False
+                return slot
             if idx in state.shared and not tid and not name:
                 slot.guessed = True  # a bare fragment on an index several calls share
             return slot
@@ -725,15 +794,19 @@ class ToolCallAccumulator:
             return
         # Each delta re-sends everything so far. A one-character buffer latches only when it
         # is "{": a fragment starting "{" after "{" can never continue a JSON object.
-        if len(a) > slot.length and (slot.length >= 2 or (slot.length == 1
-                                                          and slot.text() == "{")) \
-                and a.startswith(slot.text()):
-            slot.cumulative = True
+        if (
+            len(a) > slot.length
+            and (slot.length >= 2 or (slot.length == 1 and slot.text() == "{"))
+            and a.startswith(slot.text())
+        ):
+            slot.cumulative, slot.plain = True, False
             slot.parts, slot.length = [a], len(a)
             self._note("Q-ARGS-CUMULATIVE", ev, "arguments re-sent in full on each delta")
             return
         slot.parts.append(a)
         slot.length += len(a)
+        if len(slot.parts) > JOIN_AFTER:
+            join_tail(slot.parts)
 
     def _call(self, slot: _Slot, *, final: bool) -> ToolCall:
         raw = slot.text()
@@ -816,10 +889,12 @@ def completion_as_chunk(body: Mapping[str, Any]) -> dict[str, Any]:
         msg = dict(c.get("message") or {})
         tcs = msg.get("tool_calls")
         if isinstance(tcs, list):
-            msg["tool_calls"] = [dict(tc, index=i) for i, tc in enumerate(tcs)
-                                 if isinstance(tc, dict)]
-        choices.append({"index": c.get("index", 0), "delta": msg,
-                        "finish_reason": c.get("finish_reason")})
+            msg["tool_calls"] = [
+                dict(tc, index=i) for i, tc in enumerate(tcs) if isinstance(tc, dict)
+            ]
+        choices.append(
+            {"index": c.get("index", 0), "delta": msg, "finish_reason": c.get("finish_reason")}
+        )
     return {"choices": choices, "usage": body.get("usage")}
 
 

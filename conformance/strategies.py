@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.client import ToolCallAccumulator, Turn
+from conformance.client import JOIN_AFTER, ToolCallAccumulator, Turn, join_tail
 
 
 class NaiveAccumulator:
@@ -63,7 +63,10 @@ class NaiveAccumulator:
                     raise TypeError(
                         f'can only concatenate str (not "{type(args).__name__}") to str'
                     )
-                entry["arguments"].append(args)  # joined at the end (no quadratic `+=`)
+                parts = entry["arguments"]
+                parts.append(args)  # joined at the end (no quadratic `+=`), bounded meanwhile
+                if len(parts) > JOIN_AFTER:
+                    join_tail(parts)
 
     def calls(self) -> list[dict[str, Any]]:
         keys = sorted(

@@ -81,6 +81,15 @@ def detect_tool_delta(
     check_continuation_arguments(a, st, tc, args, ptr, n)
 
 
+def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
+    """The steady path's share of detect_tool_delta for a bare argument fragment on an open
+    index (no id, type or name): count the delta; arguments before any name are remembered
+    for Q-NAME-AFTER-ARGUMENTS."""
+    st.deltas += 1
+    if not st.name:
+        st.args_before_name = True
+
+
 def check_name_value(a: Analyzer, name: Any, ptr: str, n: int) -> None:
     """Q-OPENAI-MULTI-TOOL-USE-WRAPPER: a call to the synthetic multi_tool_use.parallel."""
     if _nonempty(name) and name == "multi_tool_use.parallel":

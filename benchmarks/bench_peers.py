@@ -1,0 +1,256 @@
+"""Throughput against peers, in one process, contenders interleaved, on the five shapes.
+
+Run:  python benchmarks/bench_peers.py  [--rounds 15] [--fragments 10000] [--only NAME]
+(in the bench venv: ``nox -s bench``, or ``pip install -e '.[bench]'`` in a venv of its
+own: litellm pulls aiohttp, which the test venv must not have).
+
+Every round runs every contender once on a shape, in an order that rotates per round;
+the figure is the median over the rounds. Ratios are speeds relative to the floor,
+``json.loads`` of each ``data:`` payload alone (1.0 = as fast as only parsing the JSON):
+
+Every contender starts from the payload strings, as a client reading a stream does, so
+each one's time includes the floor (a ratio of 0.75 means 1/3 of the floor's time on top):
+
+- ``client``: ``conformance.client.ToolCallAccumulator`` feed (payload text) + result();
+- ``analyze``: ``conformance.analysis.analyze_bytes`` from the SSE bytes (decoding, JSON,
+  every rule and detector, three strategies, the verdict);
+- ``bare dict``: ``json.loads`` + the minimal accumulator any client has (seed 000 §2);
+- ``openai``: ``json.loads``, the SDK's chunk model (``construct_type``, no validation) and
+  ``ChatCompletionStreamState.handle_chunk``, + the final completion: what its stream does;
+- ``litellm``: ``json.loads``, ``ModelResponseStream`` per chunk, ``stream_chunk_builder``;
+- ``langchain``: ``json.loads``, an ``AIMessageChunk`` per chunk (as langchain-openai makes
+  them) and their addition (``acc = acc + chunk``).
+
+Goals (issue 17): client >= 0.75x and analyze >= 0.3x the floor on every shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from shapes import Shape, make_shapes
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+
+from conformance.analysis import analyze_bytes
+from conformance.client import ToolCallAccumulator
+
+GOALS = {"client": 0.75, "analyze": 0.3}
+
+
+def floor(s: Shape) -> Callable[[], Any]:
+    payloads, loads = s.payloads, json.loads
+
+    def run() -> None:
+        for p in payloads:
+            loads(p)
+
+    return run
+
+
+def client(s: Shape) -> Callable[[], Any]:
+    payloads = s.payloads
+
+    def run() -> Any:
+        acc = ToolCallAccumulator()
+        feed = acc.feed
+        for p in payloads:
+            feed(p)
+        return acc.result()
+
+    turn = run()
+    assert len(turn.calls) == s.calls and turn.recoverable, (s.name, turn.quirks)
+    return run
+
+
+def analyze(s: Shape) -> Callable[[], Any]:
+    raw = s.raw
+    r = analyze_bytes(raw)
+    assert r.verdict == "conforms" and len(r.tool_calls["robust"]) == s.calls, (s.name, r.quirks)
+    return lambda: analyze_bytes(raw)
+
+
+def bare_dict(s: Shape) -> Callable[[], Any]:
+    payloads, loads = s.payloads, json.loads
+
+    def run() -> Any:
+        acc: dict[int, list[Any]] = {}
+        for p in payloads:
+            for choice in loads(p).get("choices") or ():
+                for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                    slot = acc.get(tc["index"])
+                    if slot is None:
+                        slot = acc[tc["index"]] = ["", "", []]
+                    fn = tc.get("function") or {}
+                    if tc.get("id"):
+                        slot[0] = tc["id"]
+                    if fn.get("name"):
+                        slot[1] = fn["name"]
+                    if fn.get("arguments"):
+                        slot[2].append(fn["arguments"])
+        return {k: (v[0], v[1], "".join(v[2])) for k, v in acc.items()}
+
+    assert len(run()) == s.calls
+    return run
+
+
+def openai_sdk(s: Shape) -> Callable[[], Any] | None:
+    try:
+        from openai._models import construct_type
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+        from openai.types.chat import ChatCompletionChunk
+    except ImportError:
+        return None
+    payloads, loads = s.payloads, json.loads
+
+    def run() -> Any:
+        state = ChatCompletionStreamState()
+        for p in payloads:
+            state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=loads(p)))
+        return state.get_final_completion()
+
+    assert len(run().choices[0].message.tool_calls or ()) == s.calls
+    return run
+
+
+def litellm(s: Shape) -> Callable[[], Any] | None:
+    try:
+        import litellm as ll
+        from litellm.types.utils import ModelResponseStream
+    except ImportError:
+        return None
+    payloads, loads = s.payloads, json.loads
+
+    def run() -> Any:
+        objs = []
+        for p in payloads:
+            c = loads(p)
+            if c.get("choices"):  # the usage chunk: litellm's builder wants choices
+                objs.append(ModelResponseStream(**c))
+        return ll.stream_chunk_builder(objs)
+
+    assert len(run().choices[0].message.tool_calls or ()) == s.calls
+    return run
+
+
+def langchain(s: Shape) -> Callable[[], Any] | None:
+    try:
+        from langchain_core.messages import AIMessageChunk
+    except ImportError:
+        return None
+    payloads, loads = s.payloads, json.loads
+
+    def message(delta: dict[str, Any]) -> Any:
+        tcc = [
+            {
+                "name": (tc.get("function") or {}).get("name"),
+                "args": (tc.get("function") or {}).get("arguments"),
+                "id": tc.get("id"),
+                "index": tc.get("index"),
+            }
+            for tc in delta.get("tool_calls") or ()
+        ]
+        return AIMessageChunk(content=delta.get("content") or "", tool_call_chunks=tcc)
+
+    def run() -> Any:
+        acc = None
+        for p in payloads:
+            for choice in loads(p).get("choices") or ():
+                m = message(choice.get("delta") or {})
+                acc = m if acc is None else acc + m
+        return acc
+
+    assert len(run().tool_calls) == s.calls
+    return run
+
+
+CONTENDERS: dict[str, Callable[[Shape], Callable[[], Any] | None]] = {
+    "floor": floor,
+    "client": client,
+    "analyze": analyze,
+    "bare dict": bare_dict,
+    "openai": openai_sdk,
+    "litellm": litellm,
+    "langchain": langchain,
+}
+
+
+def measure(s: Shape, rounds: int, only: set[str] | None) -> dict[str, float]:
+    runs = {}
+    for name, make in CONTENDERS.items():
+        if only and name not in only and name != "floor":
+            continue
+        fn = make(s)
+        if fn is not None:
+            runs[name] = fn
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
+    slow = set()  # a peer slower than 1 s a run (quadratic ones) runs every 5th round only
+    for name in names:
+        t0 = time.perf_counter()
+        runs[name]()
+        if time.perf_counter() - t0 > 1.0:
+            slow.add(name)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            if name in slow and r % 5:
+                continue
+            t0 = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--fragments", type=int, default=10_000)
+    ap.add_argument("--only", action="append", help="contenders to run (the floor always)")
+    args = ap.parse_args()
+    only = set(args.only) if args.only else None
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min); "
+          f"medians of {args.rounds} rounds, contenders interleaved")
+    shapes = make_shapes(args.fragments)
+    table: dict[str, dict[str, float]] = {}
+    for s in shapes:
+        table[s.name] = measure(s, args.rounds, only)
+    cols = [c for c in CONTENDERS if any(c in t for t in table.values())]
+    print("\nspeed relative to the json.loads floor (higher is faster; floor = 1.00)")
+    print(f"{'shape':14} {'events':>7} {'floor ms':>9} " + " ".join(f"{c:>10}" for c in cols[1:]))
+    for s in shapes:
+        t = table[s.name]
+        cells = " ".join(
+            f"{t['floor'] / t[c]:>9.3f}x" if c in t else f"{'-':>10}" for c in cols[1:]
+        )
+        print(f"{s.name:14} {s.events:>7} {t['floor'] * 1e3:>9.1f} {cells}")
+    peers = [c for c in ("openai", "litellm", "langchain") if c in cols]
+    if peers and "client" in cols:
+        print("\nhow many times faster than each peer (peer time / ours)")
+        for s in shapes:
+            t = table[s.name]
+            parts = [
+                f"{who} {t[p] / t[who]:.1f}x {p}" for who in ("client", "analyze") if who in t
+                for p in peers if p in t
+            ]
+            print(f"  {s.name:14} " + ", ".join(parts))
+    missed = 0
+    print()
+    for who, goal in GOALS.items():
+        if who not in cols:
+            continue
+        worst = min(table[s.name]["floor"] / table[s.name][who] for s in shapes)
+        ok = worst >= goal
+        missed += not ok
+        print(f"goal {who} >= {goal}x floor on every shape: {'met' if ok else 'NOT met'} "
+              f"(lowest {worst:.3f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
