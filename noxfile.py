@@ -1,5 +1,5 @@
 """nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench,
-mutation, clean, clients.
+bench-suite, mutation, clean, clients.
 
 Replay is the default everywhere and never touches the network; `live` records.
 
@@ -197,12 +197,30 @@ def vllm(session: nox.Session) -> None:
     session.notify("matrix", posargs=[])
 
 
+PEER_BENCHES = ("bench_peers.py", "bench_memory.py", "bench_startup.py")
+
+
 @nox.session(python=False)
 def bench(session: nox.Session) -> None:
-    """The benchmarks under benchmarks/ (figures: docs/performance.md)."""
-    _install(session, "test,bench")
+    """Speed against peers, memory, start-up (docs/performance.md). A venv of its own with
+    the `bench` extra only (.nox/_suite-bench): litellm pulls aiohttp, which breaks vcrpy's
+    aiohttp stub, so the peers never enter the test venv.
+    `nox -s bench -- bench_peers.py --rounds 5` runs one script with its arguments."""
+    _install(session, "bench")
+    args = list(session.posargs)
+    scripts = [args.pop(0)] if args and args[0].endswith(".py") else list(PEER_BENCHES)
+    for script in scripts:
+        session.run(_bin(session, "python"), str(Path("benchmarks") / script), *args,
+                    external=True)
+
+
+@nox.session(name="bench-suite", python=False)
+def bench_suite(session: nox.Session) -> None:
+    """The suite's own benchmarks (replay, server, concurrency, render, analyze, client)."""
+    _install(session)
     for script in sorted(Path("benchmarks").glob("bench_*.py")):
-        session.run(_bin(session, "python"), str(script), *session.posargs, external=True)
+        if script.name not in PEER_BENCHES:
+            session.run(_bin(session, "python"), str(script), *session.posargs, external=True)
 
 
 @nox.session(python=False)

@@ -214,8 +214,10 @@ def main() -> int:
     ap.add_argument("--only", action="append", help="contenders to run (the floor always)")
     args = ap.parse_args()
     only = set(args.only) if args.only else None
-    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min); "
-          f"medians of {args.rounds} rounds, contenders interleaved")
+    print(
+        f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min); "
+        f"medians of {args.rounds} rounds, contenders interleaved"
+    )
     shapes = make_shapes(args.fragments)
     table: dict[str, dict[str, float]] = {}
     for s in shapes:
@@ -235,8 +237,11 @@ def main() -> int:
         for s in shapes:
             t = table[s.name]
             parts = [
-                f"{who} {t[p] / t[who]:.1f}x {p}" for who in ("client", "analyze") if who in t
-                for p in peers if p in t
+                f"{who} {t[p] / t[who]:.1f}x {p}"
+                for who in ("client", "analyze")
+                if who in t
+                for p in peers
+                if p in t
             ]
             print(f"  {s.name:14} " + ", ".join(parts))
     missed = 0
@@ -247,8 +252,10 @@ def main() -> int:
         worst = min(table[s.name]["floor"] / table[s.name][who] for s in shapes)
         ok = worst >= goal
         missed += not ok
-        print(f"goal {who} >= {goal}x floor on every shape: {'met' if ok else 'NOT met'} "
-              f"(lowest {worst:.3f}x)")
+        print(
+            f"goal {who} >= {goal}x floor on every shape: {'met' if ok else 'NOT met'} "
+            f"(lowest {worst:.3f}x)"
+        )
     return 0
 
 

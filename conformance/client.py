@@ -16,7 +16,6 @@ This module is also the analyzer's ``robust`` strategy: one implementation, not 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -504,10 +503,14 @@ class ToolCallAccumulator:
                     content = delta.get("content")
                     if isinstance(content, str) and content:
                         self._content.append(content)
+                        if len(self._content) > JOIN_AFTER:
+                            join_tail(self._content)
                     for k in REASONING_KEYS:
                         r = delta.get(k)
                         if isinstance(r, str) and r:
                             self._reasoning.append(r)
+                            if len(self._reasoning) > JOIN_AFTER:
+                                join_tail(self._reasoning)
                             break
                 if type(tcs) is list or isinstance(tcs, list):
                     by_index = state.by_index
@@ -520,25 +523,26 @@ class ToolCallAccumulator:
                         # no shorter than the fragment (no latch to consider); markup is
                         # looked for only when it may be there.
                         try:  # subscripts, not .get(): this runs for nearly every chunk
-                            a = tc["function"]["arguments"]
+                            fn = tc["function"]
+                            a = fn["arguments"]
                             idx = tc["index"]
+                            slot = by_index[idx]
                         except (KeyError, TypeError, IndexError):
-                            a = idx = None
+                            slot = None
                         if (
-                            type(a) is str
+                            slot is not None
+                            and type(a) is str
                             and type(idx) is int
-                            and a
-                            and len(tc) == 2
-                            and len(tc["function"]) == 1
-                            and (slot := by_index.get(idx)) is not None
                             and slot.plain
-                            and len(a) <= slot.length
+                            and 0 < (n := len(a)) <= slot.length
+                            and len(tc) == 2
+                            and len(fn) == 1
                             and (("<" not in a and "[" not in a) or not CONTROL_MARKUP.search(a))
                         ):
                             state.current = slot
                             parts = slot.parts
                             parts.append(a)
-                            slot.length += len(a)
+                            slot.length += n
                             if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
                                 join_tail(parts)
                             continue
@@ -913,6 +917,8 @@ def mistral_id(call_id: str) -> str:
     (Q-RT-MISTRAL-TOOL-CALL-ID). Applied to both sides, so the pairing survives."""
     if re.fullmatch(r"[a-zA-Z0-9]{9}", call_id):
         return call_id
+    import hashlib  # here: only round trips to Mistral need it (start-up of `analyze`)
+
     n = int.from_bytes(hashlib.sha256(call_id.encode("utf-8")).digest()[:8], "big")
     out = []
     for _ in range(9):

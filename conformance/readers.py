@@ -17,17 +17,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from conformance.sse import iter_sse, payload_event
 from conformance.transcript import Event, InputError, Transcript, header
 
-try:  # the C loader is several times faster on large cassettes
-    YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    YamlLoader = yaml.SafeLoader
-
 BLOCK = 1 << 16
+
+
+def __getattr__(name: str) -> Any:
+    """``YamlLoader`` on demand: yaml is imported only when cassettes are read."""
+    if name == "YamlLoader":
+        import yaml
+
+        return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C: faster on large cassettes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def sniff(path: Path) -> str:
@@ -192,8 +194,11 @@ def _flat_headers(h: Any) -> dict[str, str]:
 
 
 def load_cassette(path: Path) -> dict[str, Any]:
+    import yaml  # here, not at the top: only cassettes need it (start-up of `analyze`)
+
+    loader = __getattr__("YamlLoader")
     try:
-        data = yaml.load(path.read_bytes(), Loader=YamlLoader)
+        data = yaml.load(path.read_bytes(), Loader=loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

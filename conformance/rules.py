@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 MUST, SHOULD, INFO = "MUST", "SHOULD", "INFO"
@@ -337,7 +337,9 @@ IMPLIES: dict[str, frozenset[str]] = {
 @cache
 def quirk_catalogue() -> dict[str, dict[str, Any]]:
     """The catalogue entries (title, group, sources...) shipped as package data."""
-    text = resources.files("conformance").joinpath("data/quirks.json").read_text("utf-8")
+    # A path next to this module, not importlib.resources: that import alone (tempfile,
+    # shutil, zipfile...) costs more than the whole of `conformance analyze` on 1k events.
+    text = (Path(__file__).parent / "data" / "quirks.json").read_text("utf-8")
     data: dict[str, dict[str, Any]] = json.loads(text)
     return data
 
