@@ -140,10 +140,12 @@ def add_field_evidence(doc: dict[str, Any], evidence: dict[str, Any]) -> dict[st
 def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                  scenarios: list[Scenario] | None = None, mode: str = "replay",
                  cassette_root: Path = Path("cassettes"), profiles: list[Provider] = (),  # type: ignore[assignment]
+                 gateways: list[Provider] = (),  # type: ignore[assignment]
                  title: str = "Streaming tool-call conformance",
                  field_evidence: dict[str, Any] | None = None) -> dict[str, Any]:
     """The matrix document. ``field_evidence``: a field-evidence document (default: the
-    committed ``conformance/data/field-evidence.json``)."""
+    committed ``conformance/data/field-evidence.json``); ``gateways``: reference profiles
+    run through a gateway (conformance.gateway_columns), for the gateway section."""
     scen = scenarios or list(SCENARIOS.values())
     by_key = {(c["column"], c["row"]): c for c in cells}
     all_cells, columns, dates = [], [], []
@@ -171,7 +173,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
             all_cells.extend(col_cells)
     from conformance.field import load_evidence
     evidence = load_evidence() if field_evidence is None else field_evidence
-    return add_field_evidence(_advise({
+    doc = add_field_evidence(_advise({
         "format": FORMAT, "suite_version": __version__,
         # Deterministic for a replay: the newest recording, not the wall clock.
         "generated": max(dates) if dates else None,
@@ -181,6 +183,36 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
         "sections": {"providers": [p.name for p in providers],
                      "reference_profiles": [p.name for p in profiles], "captures": []},
     }), evidence)
+    if gateways:
+        doc.update(_gateways(gateways, by_key, profiles, cassette_root))
+        through = [c for c in by_key.values() if c["column"].startswith("gateway:")]
+        doc["quirks"] = dict(sorted({**quirk_entries(through), **doc["quirks"]}.items()))
+    return doc
+
+
+def _gateways(gateways: list[Provider], by_key: dict[tuple[str, str], dict[str, Any]],
+              profiles: list[Provider], cassette_root: Path) -> dict[str, Any]:
+    """The gateway section (conformance.report.gateway), with each gateway's provenance."""
+    from conformance.report.gateway import KEY, gateway_section
+    injected = {getattr(p, "profile", ""): sorted(p.expected_quirks) for p in profiles}
+    if not injected:  # the profiles' own columns were not selected: their definitions
+        from conformance.profile_columns import profile_providers
+        injected = {p.profile: sorted(p.expected_quirks) for p in profile_providers("http://x")}
+    provenance: dict[str, dict[str, Any]] = {}
+    for p in gateways:
+        name = str(getattr(p, "gateway_name", ""))
+        prov = load_provenance(cassette_root / str(getattr(p, "cassette_key", p.name)))
+        entry = provenance.setdefault(name, {"software": p.server.get("software"),
+                                             "version": None, "recorded_at": None,
+                                             "cassette_dir": str(cassette_root / "_gateway"
+                                                                 / name)})
+        server = prov.get("server") or {}
+        entry["version"] = entry["version"] or server.get("version") or p.server_version
+        dates = [s.get("recorded_at") for s in (prov.get("scenarios") or {}).values()
+                 if s.get("recorded_at")]
+        if dates and (entry["recorded_at"] is None or max(dates) > entry["recorded_at"]):
+            entry["recorded_at"] = max(dates)
+    return {KEY: gateway_section(gateways, by_key, injected, provenance)}
 
 
 def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:

@@ -80,7 +80,8 @@ class Provider:
     headers_env: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, bool] = field(default_factory=dict)
+    # true/false, or the server's own message for a capability it lacks
+    capabilities: dict[str, bool | str] = field(default_factory=dict)
     expected_quirks: dict[str, dict[str, Any]] = field(default_factory=dict)
     elicitation: dict[str, Any] = field(default_factory=dict)
     roundtrip: RoundTripPolicy = field(default_factory=RoundTripPolicy)
@@ -88,7 +89,8 @@ class Provider:
     retries: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     record_command: str = ""
-    kind: str = "provider"  # provider | reference-profile
+    gateway: dict[str, Any] = field(default_factory=dict)
+    kind: str = "provider"  # provider | reference-profile | gateway-profile
     # The URL requests go to. ``base_url`` is its public form (credentials in the query
     # or userinfo redacted) and is what reports show; ``endpoint`` is never printed.
     endpoint: str = field(default="", repr=False)
@@ -110,7 +112,13 @@ class Provider:
             netloc=_host(parts), path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
     def supports(self, capability: str) -> bool:
-        return self.capabilities.get(capability, True)
+        return self.capabilities.get(capability, True) is True
+
+    def unsupported_reason(self, capability: str) -> str:
+        """Why a capability is missing: the server's own message when the entry gives it."""
+        value = self.capabilities.get(capability)
+        declared = f"{self.name} declares no {capability.replace('_', ' ')}"
+        return f"{declared}: {value}" if isinstance(value, str) else declared
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -360,7 +368,7 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
         roundtrip=RoundTripPolicy.from_provider(e), concurrency=e.get("concurrency", 4),
         retries=dict(e.get("retries") or {}), limits=dict(e.get("limits") or {}),
         record_command=e.get("record_command") or default_record_command(name, source),
-        kind=kind)
+        gateway=dict(e.get("gateway") or {}), kind=kind)
 
 
 def default_record_command(name: str, source: str | Path) -> str:

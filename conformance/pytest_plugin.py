@@ -107,9 +107,14 @@ class SuiteConfig:
     def all_providers(self) -> dict[str, Provider]:
         out = dict(self.providers)
         if self.config.getoption("--reference-profiles"):
+            from conformance.gateway_columns import gateway_providers
             from conformance.profile_columns import profile_providers
-            for p in profile_providers(self.config.getoption("--profile-server")):
+            profiles = profile_providers(self.config.getoption("--profile-server"))
+            for p in profiles:
                 out[p.name] = p
+            for gw in [p for p in self.providers.values() if p.gateway]:
+                for p in gateway_providers(gw, profiles):
+                    out[p.name] = p
         return out
 
     def selected(self) -> list[Provider]:
@@ -426,7 +431,8 @@ def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
     doc = build_matrix(cells, [p for p in providers if p.kind == "provider"],
                        scenarios=cfg.scenarios(), mode="replay" if cfg.replay else "live",
                        cassette_root=cfg.cassette_dir,
-                       profiles=[p for p in providers if p.kind == "reference-profile"])
+                       profiles=[p for p in providers if p.kind == "reference-profile"],
+                       gateways=[p for p in providers if p.kind == "gateway-profile"])
     write_reports(doc, cfg.report_dir)
     return doc
 

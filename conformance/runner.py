@@ -67,7 +67,7 @@ def unsupported_cell(provider: Provider, scenario: Scenario) -> Cell | None:
     missing = [c for c in scenario.needs if not provider.supports(c)]
     if missing:
         return Cell(provider.name, scenario.id, "unsupported",
-                    reason=f"{provider.name} declares no {missing[0].replace('_', ' ')}")
+                    reason=provider.unsupported_reason(missing[0]))
     return None
 
 

@@ -684,6 +684,8 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     field_entries = [x for cid in all_ids for x in field_evidence(cols[cid])]
     field_entries += [x for r in doc.get("field_providers") or [] for x in r["entries"]]
     referenced |= {q for x in field_entries for q in x.get("quirks") or []}
+    from conformance.report import gateway
+    referenced |= gateway.quirks_in(doc)
     quirks = sort_quirks(doc, referenced & set(doc.get("quirks") or {}))
     body, toc = [_legend()], []
     for name, title in SECTIONS:
@@ -702,6 +704,10 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     if field_html:
         toc.append('<a href="#public-recordings">Public recordings</a>')
         body.append(field_html)
+    for name in sorted(doc.get(gateway.KEY) or {}):
+        toc.append(f'<a href="#gateway-{e(name)}">Gateway: {e(name)}</a>')
+    if doc.get(gateway.KEY):
+        body.append(gateway.render_html(doc))
     if all_ids:
         toc.append('<a href="#provenance">Provenance</a>')
         body.append(

@@ -397,6 +397,8 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
                   "shape; recorded over HTTP, replayed and analysed like a provider, it must "
                   "show exactly those quirks (INFO-level notes aside).", ""]
         lines += _profiles(doc, profiles, notes)
+    from conformance.report import gateway
+    lines += gateway.render_markdown(doc, sub)
     captures = section(doc, "captures")
     if captures:
         lines += ["", f"{sub} Captures", "", *_captures(doc, captures, notes), ""]
