@@ -1,5 +1,5 @@
-"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, profiles, bench,
-bench-suite, mutation, clean, clients.
+"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, litellm,
+llama-cpp-python, profiles, bench, bench-suite, mutation, clean, clients.
 
 Replay is the default everywhere and never touches the network; `live` records.
 
@@ -198,6 +198,30 @@ def vllm(session: nox.Session) -> None:
 
 
 PEER_BENCHES = ("bench_peers.py", "bench_memory.py", "bench_startup.py")
+
+
+@nox.session(python=False)
+def litellm(session: nox.Session) -> None:
+    """LiteLLM's proxy (own venv, cached) in front of the llama.cpp lane: record the litellm
+    column; then in front of `conformance serve`: every reference profile through it."""
+    _install(session)
+    _lane(session, "litellm", "litellm")
+    cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
+    session.run(_bin(session, "python"), "-m", "conformance.lanes.litellm", "--upstream",
+                "profiles", "--", _bin(session, "python"), "-m", "pytest", "conformance/suite",
+                "-q", "-p", "no:cacheprovider", f"--rootdir={HERE}", "--reference-profiles",
+                "--provider", "gateway:litellm:*", "--record-mode=all",
+                f"--cassette-dir={cassettes}", f"--report-dir={_scratch(session, 'gateway')}",
+                success_codes=[0, 1], external=True)
+    session.notify("matrix", posargs=[])
+
+
+@nox.session(name="llama-cpp-python", python=False)
+def llama_cpp_python(session: nox.Session) -> None:
+    """Build (or reuse) llama-cpp-python's wheel, start its server, record the column."""
+    _install(session)
+    _lane(session, "llama_cpp_python", "llama-cpp-python")
+    session.notify("matrix", posargs=[])
 
 
 @nox.session(python=False)
