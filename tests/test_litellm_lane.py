@@ -4,11 +4,13 @@ the named tool_choice elicitation."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from conformance.analysis import analyze_bytes
 from conformance.lanes import litellm, llama_cpp_python
 from conformance.providers import ConfigError, load_providers
 from conformance.runner import unsupported_cell
@@ -79,3 +81,72 @@ def test_named_elicitation_names_the_scenarios_tool_unless_the_scenario_chooses(
         "type": "function", "function": {"name": "ping"}}
     assert build_request(SCENARIOS["tool-choice-none"], p)["tool_choice"] == "none"
     assert build_request(SCENARIOS["required"], p)["tool_choice"] == "required"
+
+
+# llama-cpp-python's round-trip rejection: pydantic's 500 lists every message type the
+# assistant message failed to match; only the assistant type's entry is about `content`.
+def _pydantic_500(assistant_error: str) -> str:
+    errors = [
+        "{'type': 'literal_error', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", "
+        "'input': 'assistant', 'ctx': {'expected': \"'system'\"}}",
+        assistant_error,
+        "{'type': 'missing', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestToolMessage', 'tool_call_id'), 'msg': 'Field required'}",
+    ]
+    message = f"{len(errors)} validation errors:\n  " + "\n  ".join(errors)
+    return json.dumps({"error": {"message": message, "type": "internal_server_error",
+                                 "param": None, "code": None}})
+
+
+def _roundtrip_quirks(body: str) -> list[str | None]:
+    import streams as S
+
+    r = analyze_bytes(body.encode(), request=S.ROUNDTRIP_REQUEST, status=500,
+                      headers={"content-type": "application/json"})
+    return [f.quirk for f in r.findings if f.rule == "R-ROUNDTRIP-ACCEPTED"]
+
+
+def test_pydantics_content_none_rejection_is_content_null_rejected() -> None:
+    body = _pydantic_500(
+        "{'type': 'string_type', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a "
+        "valid string', 'input': None}")
+    assert _roundtrip_quirks(body) == ["Q-RT-CONTENT-NULL-REJECTED"]
+
+
+def test_another_pydantic_rejection_is_not_content_null() -> None:
+    body = _pydantic_500(
+        "{'type': 'string_type', 'loc': ('body', 'messages', 1, "
+        "'ChatCompletionRequestAssistantMessage', 'tool_calls', 0, 'id'), 'msg': 'Input "
+        "should be a valid string', 'input': 7}")
+    assert _roundtrip_quirks(body) == [None]
+
+
+def _one_call(arguments: str, finish: str) -> str:
+    first = {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function",
+         "function": {"name": "get_time", "arguments": arguments}}]}, "finish_reason": None}]}
+    last = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in (first, last)) + "data: [DONE]\n\n"
+
+
+REQUEST = {"model": "m", "stream": True, "max_tokens": 256,
+           "messages": [{"role": "user", "content": "time?"}],
+           "tools": [{"type": "function", "function": {"name": "get_time", "parameters": {
+               "type": "object", "properties": {"timezone": {"type": "string"}}}}}]}
+
+
+def test_a_cut_prefix_under_max_tokens_must_end_with_length() -> None:
+    r = analyze_bytes(_one_call('{"timezone": "Asia/Tok', "tool_calls").encode(),
+                      request=REQUEST)
+    hits = [f for f in r.findings if f.rule == "R-LENGTH-VISIBLE"]
+    assert [f.quirk for f in hits] == ["Q-ARGS-TRUNCATED"]
+
+
+def test_invalid_json_that_no_cut_explains_is_not_a_hidden_cut() -> None:
+    # llama-cpp-python's named call: a raw newline inside a string, closed by the grammar.
+    r = analyze_bytes(_one_call('{ "timezone": ",.0f, UTC },\n"}', "tool_calls").encode(),
+                      request=REQUEST)
+    assert not [f for f in r.findings if f.rule == "R-LENGTH-VISIBLE"]
+    assert "Q-ARGS-INVALID-JSON" in r.quirks

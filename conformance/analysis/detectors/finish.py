@@ -142,7 +142,9 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     if _usage_requested(a.req) and turn.usage is None:
         a.find("R-USAGE", "stream_options.include_usage asked, no usage object arrived")
     if any(a.req.get(k) is not None for k in MAX_TOKENS_KEYS):
-        cut = [c for c in turn.calls if c.repaired or not c.valid]
+        # A cut prefix is closed by JSON repair; arguments that repair cannot close are
+        # invalid JSON the server sent (Q-ARGS-INVALID-JSON), not evidence of a cut.
+        cut = [c for c in turn.calls if c.repaired]
         if cut:
             a.length_judged = True
             if turn.finish_reason != "length":
@@ -150,7 +152,7 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
                     "R-LENGTH-VISIBLE",
                     f"call {cut[0].index}'s arguments are cut but finish_reason is "
                     f'{turn.finish_reason!r}, not "length"',
-                    quirk="Q-ARGS-TRUNCATED" if cut[0].repaired else None,
+                    quirk="Q-ARGS-TRUNCATED",
                 )
 
 
