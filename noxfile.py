@@ -209,7 +209,7 @@ def litellm(session: nox.Session) -> None:
     cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
     session.run(_bin(session, "python"), "-m", "conformance.lanes.litellm", "--upstream",
                 "profiles", "--", _bin(session, "python"), "-m", "pytest", "conformance/suite",
-                "-q", "-p", "no:cacheprovider", f"--rootdir={HERE}", "--reference-profiles",
+                "-q", *ROOT_ARGS, "--reference-profiles",
                 "--provider", "gateway:litellm:*", "--record-mode=all",
                 f"--cassette-dir={cassettes}", f"--report-dir={_scratch(session, 'gateway')}",
                 success_codes=[0, 1], external=True)
