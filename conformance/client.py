@@ -563,6 +563,16 @@ class ToolCallAccumulator:
             if isinstance(fr, str) and fr:
                 self._finish = fr  # the last non-null, non-empty value
 
+    def compact(self) -> None:
+        """Join what is kept so far (content, reasoning, each call's fragments) into one
+        string each; a long stream calls it now and then (the analyzer every 65,536
+        events), so memory follows the text, not the number of deltas."""
+        for pieces in (self._content, self._reasoning):
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+        for slot in self._all_slots():
+            slot.text()
+
     def feed_many(self, chunks: Iterable[Any]) -> ToolCallAccumulator:
         for c in chunks:
             self.feed(c)

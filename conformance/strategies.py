@@ -68,6 +68,14 @@ class NaiveAccumulator:
                 if len(parts) > JOIN_AFTER:
                     join_tail(parts)
 
+    def compact(self) -> None:
+        """Each call's fragments joined into one string: memory follows the text kept, not
+        the number of deltas (one small string per fragment costs ~50 bytes more)."""
+        for entry in self.acc.values():
+            parts = entry["arguments"]
+            if len(parts) > 1:
+                parts[:] = ["".join(parts)]
+
     def calls(self) -> list[dict[str, Any]]:
         keys = sorted(
             self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0)
@@ -97,6 +105,9 @@ class RobustStrategy:
     def feed(self, chunk: Any, event: int) -> None:
         if isinstance(chunk, dict):  # a parsed payload; a JSON string is no chunk (not re-parsed)
             self.acc.feed(chunk, event=event)
+
+    def compact(self) -> None:
+        self.acc.compact()
 
     def turn(self) -> Turn:
         if self._turn is None:

@@ -89,6 +89,9 @@ END_DETECTORS: list[Callable[..., None]] = [
 ]
 
 
+COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies keep
+
+
 class Analyzer:
     """Feed events; ``finish()`` returns the CaptureResult."""
 
@@ -173,6 +176,10 @@ class Analyzer:
     # ------------------------------------------------------------------ events
     def feed(self, ev: Event) -> None:
         self.events += 1
+        if not self.events & COMPACT_EVERY:  # a long stream: the strategies' pieces joined
+            self.naive.compact()
+            self.guarded.compact()
+            self.robust.compact()
         if ev.kind == COMMENT:
             detect_comment_keepalive(self, ev)
         elif ev.kind == FAULT:
