@@ -55,7 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--providers", default="providers.yaml", help="providers file")
     g.addoption("--provider", action="append", default=[], help="run only this provider")
     g.addoption("--scenario", action="append", default=[], help="run only this scenario")
-    g.addoption("--report-dir", default="reports", help="where results and the matrix go")
+    # Not the committed reports/: a bare `pytest` in a checkout must not rewrite them
+    # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `conformance run`.
+    g.addoption("--report-dir", default="conformance-reports",
+                help="where results and the matrix go")
     g.addoption("--cassette-dir", default="cassettes", help="cassette root directory")
     g.addoption("--repeat", type=int, default=1, help="live trials per cell")
     g.addoption("--no-matrix", action="store_true", help="do not render the matrix")
