@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.jsontext import loads
+
 __all__ = [
     "ToolCall",
     "Workaround",
@@ -466,7 +468,7 @@ class ToolCallAccumulator:
             ev = event
         if type(chunk) is not dict:
             try:
-                chunk = json.loads(chunk) if type(chunk) is str else to_raw_chunk(chunk)
+                chunk = loads(chunk) if type(chunk) is str else to_raw_chunk(chunk)
             except (ValueError, RecursionError):  # text that is not JSON: not a chunk
                 return
             if not isinstance(chunk, dict):

@@ -12,10 +12,10 @@ cut off by the end of the stream.
 from __future__ import annotations
 
 import codecs
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from conformance.jsontext import loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
@@ -142,7 +142,7 @@ class SSEParser:
 
     def _lines_to_events(self, lines: list[str]) -> list[Event]:
         out: list[Event] = []
-        i, end, loads = 0, len(lines), json.loads
+        i, end = 0, len(lines)
         while i < end:
             line = lines[i]
             i += 1
@@ -215,7 +215,7 @@ def payload_event(n: int, data: str, line: int | None, sse_event: str | None = N
     if data.strip() == "[DONE]":
         return Event(n, DONE, line, data, None, sse_event)
     try:
-        value = json.loads(data)
+        value = loads(data)
     except (ValueError, RecursionError):
         return Event(n, NONJSON, line, data, None, sse_event)
     return Event(n, CHUNK, line, data, value, sse_event)
