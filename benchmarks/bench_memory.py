@@ -6,8 +6,9 @@ Each file is four interleaved calls in OpenAI's shape (envelope, ``usage: null``
 ``obfuscation``), argument fragments of 1-12 characters, written to a temporary file
 (1M events: about 280 MB). A child process reads it the way ``conformance analyze FILE``
 does (64 KiB blocks) and analyses it; its peak RSS (VmHWM) minus that of a child that
-analyses nothing is the analysis's own memory. Goal (issue 17): flat, bounded by the
-longest arguments, not by the number of events.
+analyses nothing is the analysis's own memory; ``own/args`` relates it to the
+arguments the stream carries (each strategy must hold them). Goal (issue 17): flat,
+bounded by the arguments, not by the number of events.
 """
 
 from __future__ import annotations
@@ -85,7 +86,12 @@ def child(path: str) -> None:
     if path != os.devnull:
         (t,) = read_path(path)
         r = analyze(t)
-        out = {"events": r.events, "verdict": r.verdict, "calls": len(r.tool_calls["robust"])}
+        out = {
+            "events": r.events,
+            "verdict": r.verdict,
+            "calls": len(r.tool_calls["robust"]),
+            "args_mb": sum(len(c["arguments"]) for c in r.tool_calls["robust"]) / 2**20,
+        }
     out.update(peak_rss_mb=peak_rss_mb(), seconds=time.perf_counter() - t0)
     print(json.dumps(out))
 
@@ -107,7 +113,10 @@ def main() -> int:
         return 0
     base = run_child(os.devnull)["peak_rss_mb"]
     print(f"load: {os.getloadavg()[0]:.2f} (1 min); interpreter + imports: {base:.1f} MB")
-    print(f"{'events':>9} {'file MB':>8} {'peak MB':>8} {'own MB':>7} {'s':>6}  verdict")
+    print(
+        f"{'events':>9} {'file MB':>8} {'args MB':>8} {'peak MB':>8} {'own MB':>7} "
+        f"{'own/args':>8} {'s':>6}  verdict"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.events:
@@ -118,7 +127,8 @@ def main() -> int:
             own = r["peak_rss_mb"] - base
             rows.append((n, own))
             print(
-                f"{r['events']:>9} {size / 2**20:>8.1f} {r['peak_rss_mb']:>8.1f} {own:>7.1f} "
+                f"{r['events']:>9} {size / 2**20:>8.1f} {r['args_mb']:>8.2f} "
+                f"{r['peak_rss_mb']:>8.1f} {own:>7.1f} {own / r['args_mb']:>8.1f} "
                 f"{r['seconds']:>6.1f}  {r['verdict']}, {r['calls']} calls"
             )
     if len(rows) >= 2:

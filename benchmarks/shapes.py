@@ -1,6 +1,6 @@
 """The five stream shapes of issue 17, as OpenAI streams them (``reference_stream``).
 
-- ``text10k``: one call, ~10k fragments of prose inside a JSON string;
+- ``text``: one call, fragments of prose inside a JSON string;
 - ``code``: one call whose arguments are source code (``<``, ``[``, braces, escapes);
 - ``parallel4``: four calls one after the other;
 - ``interleaved4``: four calls whose fragments alternate;
@@ -73,7 +73,7 @@ def make_shapes(fragments: int = 10_000) -> list[Shape]:
 
     code = (CODE * (chars // len(CODE) + 1))[:chars]
     return [
-        _shape("text10k", [spec(0, {"text": _prose(rng, chars)})], False, 1),
+        _shape("text", [spec(0, {"text": _prose(rng, chars)})], False, 1),
         _shape("code", [spec(0, {"path": "render.py", "source": code})], False, 2),
         _shape(
             "parallel4",
