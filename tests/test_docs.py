@@ -85,3 +85,17 @@ def test_readme_update_is_not_redacted(tmp_path: Path) -> None:
     text = readme.read_text()
     assert "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678." in text
     assert "<redacted>" not in text
+
+
+def test_readme_clients_table_is_the_committed_client_matrix() -> None:
+    """The README's clients × seed-quirks block is rendered from reports/client-matrix.json."""
+    import json
+
+    from conformance.client_matrix.report import seed_table
+    from conformance.report import markers
+
+    text = (ROOT / "README.md").read_text("utf-8")
+    start, end = markers("clients")
+    block = text[text.index(start) + len(start): text.index(end)].strip("\n")
+    matrix = json.loads((ROOT / "reports" / "client-matrix.json").read_text("utf-8"))
+    assert block == seed_table(matrix)

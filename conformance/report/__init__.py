@@ -31,7 +31,7 @@ from conformance.report.markdown import render_markdown
 from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
 
 MATRIX_NAME = "quirks-matrix"
-START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
+START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"  # markers("matrix")
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -75,19 +75,25 @@ def nest_headings(markdown: str, parent_level: int) -> str:
     return _HEADING.sub(lambda m: "#" * max(1, min(6, len(m.group(1)) + shift)) + " ", markdown)
 
 
-def update_readme(readme_path: Path, markdown: str) -> bool:
-    """Replace the text between the matrix markers; True when the file changed.
+def markers(block: str) -> tuple[str, str]:
+    """The README's markers around a generated block (`matrix`, `clients`)."""
+    return f"<!-- {block}:start -->", f"<!-- {block}:end -->"
+
+
+def update_readme(readme_path: Path, markdown: str, block: str = "matrix") -> bool:
+    """Replace the text between a block's markers; True when the file changed.
 
     The table's headings are nested under the README heading that holds the markers."""
     path = Path(readme_path)
     text = path.read_text("utf-8")
-    start, end = text.find(START), text.find(END)
+    start_mark, end_mark = markers(block)
+    start, end = text.find(start_mark), text.find(end_mark)
     if start < 0 or end < 0 or end < start:
-        raise MatrixError(f"{path}: needs the markers {START} and {END} (in that order)")
+        raise MatrixError(f"{path}: needs the markers {start_mark} and {end_mark} (in that order)")
     above = [len(m.group(1)) for m in _HEADING.finditer(text[:start])]
     if above:
         markdown = nest_headings(markdown, above[-1])
-    new = text[: start + len(START)] + "\n" + markdown.strip("\n") + "\n" + text[end:]
+    new = text[: start + len(start_mark)] + "\n" + markdown.strip("\n") + "\n" + text[end:]
     if new == text:
         return False
     from conformance.secrets import write_atomic
