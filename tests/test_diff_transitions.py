@@ -198,9 +198,9 @@ def test_markdown_for_a_clean_diff_and_an_impact_change() -> None:
 def test_column_notes() -> None:
     old = {"columns": [{"id": "a", "model": "m1", "provenance": {"server": {
         "software": "vllm", "version": "0.6"}}}, {"id": "b"}, {"id": "c", "model": "m"}]}
-    new = {"columns": [{"id": "a", "model": "m2", "provenance": {"server": {
-        "software": "vllm", "version": "0.7"}}}, {"id": "c", "model": "m"},
-        {"id": "d", "provenance": {"server": {"software": "x"}}}]}
+    new = {"columns": [{"id": "d", "provenance": {"server": {"software": "x"}}},
+                       {"id": "a", "model": "m2", "provenance": {"server": {
+                           "software": "vllm", "version": "0.7"}}}, {"id": "c", "model": "m"}]}
     assert column_notes(old, new) == ["d: new column", "b: column removed",
                                       "a: model m1 → m2", "a: server vllm 0.6 → vllm 0.7"]
     no_server = {"columns": [{"id": "a", "provenance": {"server": {}}}]}
@@ -208,3 +208,25 @@ def test_column_notes() -> None:
     assert column_notes(no_server, with_server) == ["a: server – → 1"]
     assert column_notes(with_server, no_server) == ["a: server 1 → –"]
     assert column_notes({}, {}) == []
+
+
+def test_matrices_without_column_or_row_lists_and_unlisted_cells() -> None:
+    bare_old = {"cells": [cell("quirk", column="b", row="y")]}
+    bare_new = {"cells": [cell("conforms", column="b", row="y"),
+                          cell("conforms", column="a", row="x")]}
+    assert [(d.column, d.row, d.statuses) for d in diff_matrices(bare_old, bare_new)] == [
+        ("a", "x", ["added"]), ("b", "y", ["fixed"])]
+    # cells of columns and rows the new matrix does not list come after the listed ones
+    new = {"columns": [{"id": "z"}], "rows": [{"id": "r2"}],
+           "cells": [cell("quirk", column="a", row="r1"), cell("quirk", column="z", row="r1"),
+                     cell("quirk", column="z", row="r2")]}
+    assert [(d.column, d.row) for d in diff_matrices({}, new)] == \
+        [("z", "r2"), ("z", "r1"), ("a", "r1")]
+
+
+def test_markdown_joins_several_impact_changes() -> None:
+    old = doc(cell("quirk", column="a", row="single", naive="ok", guarded="ok"))
+    new = doc(cell("quirk", column="a", row="single", naive="wrong", guarded="wrong"))
+    assert format_markdown(diff_matrices(old, new)).splitlines()[-1] == (
+        "| **regressed** | `a` | `single` | \\~ quirk |   | naive ok → wrong; "
+        "guarded ok → wrong |")

@@ -83,25 +83,38 @@ def _diff(mutant: str) -> str:
     return " / ".join(" ".join(ln.split()) for ln in lines)[:160]
 
 
-def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
-    codes: dict[str, Any] = {}
-    for meta in _metas(name):
-        codes.update(json.loads(meta.read_text())["exit_code_by_key"])
-    if not codes or any(c is None for c in codes.values()):
-        return None  # not (completely) run this time
-    killed = sorted(k for k, c in codes.items() if c in KILLED)
-    survived = sorted(k for k, c in codes.items() if c in SURVIVED | NO_TESTS
-                      or c not in KILLED)
-    equiv = sorted(k for k in survived if k in equivalent)
+def _figures(codes: dict[str, Any], equivalent: dict[str, str]) -> dict[str, Any]:
+    judged = {k: c for k, c in codes.items() if c is not None}
+    killed = [k for k, c in judged.items() if c in KILLED]
+    survived = sorted(k for k, c in judged.items() if c not in KILLED)
+    equiv = [k for k in survived if k in equivalent]
     live = [k for k in survived if k not in equivalent]
+    return {"mutants": len(codes), "judged": len(judged), "killed": len(killed),
+            "equivalent": len(equiv), "survived": len(live),
+            "no_tests": sum(1 for k in live if judged[k] in NO_TESTS),
+            "_live": live, "_equiv": equiv}
+
+
+def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
+    """A module's figures from mutants/; None when none of its mutants was judged. A
+    partly judged module is reported as such (``judged`` < ``mutants``)."""
+    codes: dict[str, Any] = {}
+    files: dict[str, dict[str, Any]] = {}
+    for meta in _metas(name):
+        c = json.loads(meta.read_text())["exit_code_by_key"]
+        codes.update(c)
+        if c:
+            rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+            f = _figures(c, equivalent)
+            files[rel] = {k: v for k, v in f.items() if not k.startswith("_")}
+    if not codes or all(c is None for c in codes.values()):
+        return None
+    f = _figures(codes, equivalent)
     return {
-        "mutants": len(codes),
-        "killed": len(killed),
-        "equivalent": len(equiv),
-        "survived": len(live),
-        "no_tests": sum(1 for k in live if codes[k] in NO_TESTS),
-        "survivors": {k: _diff(k) for k in live},
-        "equivalents": {k: equivalent[k] for k in equiv},
+        **{k: v for k, v in f.items() if not k.startswith("_")},
+        "files": files if len(files) > 1 else {},
+        "survivors": {k: _diff(k) for k in f["_live"]},
+        "equivalents": {k: equivalent[k] for k in f["_equiv"]},
         "measured": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
     }
@@ -116,8 +129,18 @@ def _commit() -> str:
 
 
 def score(row: dict[str, Any]) -> float:
-    judged = row["mutants"] - row["equivalent"]
+    """Killed over the judged, non-equivalent mutants."""
+    judged = row.get("judged", row["mutants"]) - row["equivalent"]
     return row["killed"] / judged if judged else 1.0
+
+
+def _row(label: str, row: dict[str, Any], when: str) -> str:
+    s = score(row)
+    complete = row.get("judged", row["mutants"]) == row["mutants"]
+    judged = "" if complete else f" ({row['judged']} judged)"
+    goal = ("✓" if s >= GOAL else "✗") if complete else "partial"
+    return (f"| {label} | {row['mutants']}{judged} | {row['killed']} | {row['survived']} "
+            f"({row['no_tests']}) | {row['equivalent']} | {s:.1%} | {goal} | {when} |")
 
 
 def render(data: dict[str, Any]) -> str:
@@ -132,7 +155,7 @@ def render(data: dict[str, Any]) -> str:
         "*Killed* includes timeouts; a mutant no test reaches counts as *survived*.",
         "",
         "| module | mutants | killed | survived (no test reaches it) | equivalent "
-        "| killed / non-equivalent | goal | measured at |",
+        "| killed / judged non-equivalent | goal | measured at |",
         "|---|---:|---:|---:|---:|---:|:-:|---|",
     ]
     for name in MODULES:
@@ -140,11 +163,9 @@ def render(data: dict[str, Any]) -> str:
         if row is None:
             lines.append(f"| `{name}` | not measured yet | | | | | | |")
             continue
-        s = score(row)
-        lines.append(
-            f"| `{name}` | {row['mutants']} | {row['killed']} | {row['survived']} "
-            f"({row['no_tests']}) | {row['equivalent']} | {s:.1%} | "
-            f"{'✓' if s >= GOAL else '✗'} | {row['measured']}, `{row['commit']}` |")
+        lines.append(_row(f"`{name}`", row, f"{row['measured']}, `{row['commit']}`"))
+        for path, sub in row.get("files", {}).items():
+            lines.append(_row(f"&nbsp;&nbsp;`{path}`", sub, ""))
     lines += ["", "Reproduce one module: `python3 noxw -s mutation -- secrets` "
               "(module names as in the table). Run it under `nice` on a shared machine.", ""]
     for name in MODULES:
@@ -185,11 +206,12 @@ def main(argv: list[str]) -> int:
     for name in names:
         row = data.get(name)
         if row and name not in missing:
-            print(f"mutation: {name}: {row['killed']}/{row['mutants'] - row['equivalent']} "
-                  f"killed ({score(row):.1%}), {row['survived']} survived, "
-                  f"{row['equivalent']} equivalent")
+            print(f"mutation: {name}: {row['killed']} of {row['judged'] - row['equivalent']} "
+                  f"judged non-equivalent mutants killed ({score(row):.1%}), "
+                  f"{row['survived']} survived, {row['equivalent']} equivalent, "
+                  f"{row['mutants'] - row['judged']} not judged yet")
     for name in missing:
-        print(f"mutation: {name}: not completely run, figures left as they were",
+        print(f"mutation: {name}: no mutant judged, figures left as they were",
               file=sys.stderr)
     return 1 if missing else 0
 
