@@ -216,12 +216,17 @@ def test_the_first_register_installs_the_log_redaction(monkeypatch: pytest.Monke
                 raise KeyError("Zq8wXv3nT5")
             except KeyError:
                 log.exception("lookup")
-        key, plain, exc = caplog.records
+            try:
+                raise KeyError("harmless")
+            except KeyError:
+                log.exception("plain lookup")
+        key, plain, exc, harmless = caplog.records
         assert (key.msg, key.args, key.getMessage()) == ("key <redacted>", None,
                                                          "key <redacted>")
         assert (plain.msg, plain.args) == ("plain %s", ("words",))
         assert exc.getMessage() == "lookup (KeyError: '<redacted>')"
         assert (exc.exc_info, exc.exc_text) == (None, None)
+        assert harmless.getMessage() == "plain lookup" and harmless.exc_info is not None
     finally:
         logging.setLogRecordFactory(original)
 
@@ -260,3 +265,37 @@ def test_a_split_secret_in_a_list_of_strings_and_untouched_events() -> None:
     assert secrets.redact_body(text) == (
         'data: {"a": ["x", "<redacted>"]}\n\n: comment\n\ndata: not json\n\n'
         'data: {"a": ["y", "<redacted>"], "b": "CANA"}\n\ndata: {"b": "other"}\n\n')
+
+
+def test_write_atomic_writes_a_hidden_temporary_next_to_the_target(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    moves: list[tuple[str, str]] = []
+    real = os.replace
+
+    def replace(src: str, dst: object) -> None:
+        moves.append((str(src), str(dst)))
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    target = tmp_path / "f.txt"
+    secrets.write_atomic(target, "x")
+    ((src, dst),) = moves
+    assert dst == str(target) and Path(src).parent == tmp_path
+    assert Path(src).name.startswith(".f.txt.") and Path(src).name.endswith(".tmp")
+
+
+def test_write_atomic_failure_keeps_the_old_file_and_no_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    target = tmp_path / "f.txt"
+    target.write_text("old")
+
+    def broken(fd: int) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    with pytest.raises(OSError, match="disk full"):
+        secrets.write_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
