@@ -128,11 +128,11 @@ def test_cassette_gzip_binary_body_without_an_encoding_header(tmp_path: Path) ->
 
 def test_cassette_headers_lists_are_joined_and_bodies_kept_as_text(tmp_path: Path) -> None:
     p = _cassette(tmp_path, {"status": {"code": 400},
-                             "headers": {"X-A": ["1", "2"], "X-B": "3"},
+                             "headers": {"X-A": ["1", "2"], "X-B": "three"},
                              "body": {"string": '{"error": "bad"}'}},
                   request_body="not json", extra={"conformance": {"trial": 2}})
     (t,) = read_path(p)
-    assert t.headers == {"X-A": "1, 2", "X-B": "3"}
+    assert t.headers == {"X-A": "1, 2", "X-B": "three"}
     assert (t.status, t.raw, t.request["body"], t.meta) == \
         (400, b'{"error": "bad"}', "not json", {"trial": 2})
 
@@ -256,3 +256,18 @@ def test_har_entry_without_text_or_header_fields(tmp_path: Path) -> None:
     assert (t.status, t.raw) == (204, b"")
     assert t.headers == {"": "w", "m": ""}
     assert t.request["headers"] == {"": "v", "n": ""}
+
+
+def test_broken_cassette_yaml_names_the_problem_and_its_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_bytes(b"interactions:\n- a: [1, 2\n")
+    with pytest.raises(InputError) as e:
+        read_path(p)
+    assert str(e.value) == f"{p}:3: not valid YAML (did not find expected ',' or ']')"
+    assert e.value.line == 3
+    p.write_bytes(b"interactions:\n- a: 1\n\xff\n")  # a reader error has no mark
+    with pytest.raises(InputError) as e:
+        read_path(p)
+    assert str(e.value) == (f"{p}: not valid YAML (unacceptable character #x00ff: invalid "
+                            "leading UTF-8 octet)")
+    assert e.value.line is None
