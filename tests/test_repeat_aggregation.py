@@ -54,11 +54,13 @@ class Wire:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[httpx.Headers] = []
         self.limits: list[Any] = []
+        self.paths: list[str] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(json.loads(request.content))
         self.headers.append(request.headers)
         self.limits.append(request.extensions.get("conformance.limits"))
+        self.paths.append(request.url.path)
         status, body = self.answers.pop(0)
         ctype = "text/event-stream" if status == 200 else "application/json"
         return httpx.Response(status, headers={"content-type": ctype}, content=body)
@@ -161,6 +163,7 @@ def test_repeat_fails_outranks_quirk() -> None:
 def test_unsupported_scenario_sends_nothing() -> None:
     cell, wire = run("parallel", capabilities={"parallel_calls": False})
     assert (cell.verdict, cell.reason) == ("unsupported", "fake declares no parallel calls")
+    assert (cell.provider, cell.scenario) == ("fake", "parallel")
     assert wire.requests == []
     assert unsupported_cell(Provider("p", "http://x", "m"), SCENARIOS["parallel"]) is None
 
@@ -610,3 +613,133 @@ def test_strict_schema_is_checked_on_every_valid_call() -> None:
 def test_inconclusive_verdict(verdict: str, not_elicited: str | None, unexpected: list[str],
                               expected: str) -> None:
     assert inconclusive_verdict(verdict, not_elicited, unexpected) == expected
+
+
+WHOLE = (200, sse([WEATHER], "Q-ARGS-WHOLE-IN-ONE-DELTA"))  # INFO: a conforming cell
+
+
+def test_a_cell_holds_its_trial() -> None:
+    cell, wire = run("single", WHOLE)
+    assert wire.paths == ["/v1/chat/completions"]
+    assert (cell.provider, cell.scenario, cell.verdict, cell.reason) == \
+        ("fake", "single", "conforms", None)
+    assert [(f["rule"], f["level"], f["event"], f["exchange"]) for f in cell.findings] == \
+        [("Q-ARGS-WHOLE-IN-ONE-DELTA", "INFO", 1, 0)]
+    assert [(e["n"], e["exchange"]) for e in cell.evidence][:2] == [(0, 0), (1, 0)]
+    assert '"name":"get_weather"' in cell.evidence[1]["data"]
+    assert cell.impact == {s: {"status": "ok", "detail": ""}
+                           for s in ("naive", "guarded", "robust")}
+    assert cell.tool_calls["robust"] == [{"index": 0, "id": WEATHER.id, "type": "function",
+                                          "name": "get_weather",
+                                          "arguments": '{"city": "Paris"}'}]
+    assert (cell.finish_reason, cell.elicited, cell.retries) == ("tool_calls", True, [])
+    assert cell.meta["model"] == "m"
+
+
+def test_evidence_data_is_redacted() -> None:
+    from conformance import secrets
+    secret = "Zq8wXv3nT5-evidence"
+    secrets.register(secret)
+    try:
+        leaky = CallSpec(WEATHER.id, "get_weather", json.dumps({"city": secret}))
+        cell, _ = run("single", (200, sse([leaky], "Q-ARGS-WHOLE-IN-ONE-DELTA")))
+        assert cell.evidence and all(secret not in e["data"] for e in cell.evidence)
+        assert any("<redacted>" in e["data"] for e in cell.evidence)
+    finally:
+        secrets.forget(secret)
+
+
+def test_round_trip_cell_counts_its_exchanges() -> None:
+    limited = (429, b'{"error": {"message": "slow down"}}')
+    cell, _ = run("round-trip", limited, WHOLE, ANSWER, OK, limited, ANSWER, repeat=2,
+                  retries={"max": 1, "base_delay": 0.5, "max_delay": 2})
+    assert cell.trials["exchanges_per_trial"] == [3, 3]
+    assert [(r["status"], r["slept"]) for r in cell.retries] == [(429, False)]
+    assert [f["rule"] for f in cell.findings] == ["Q-ARGS-WHOLE-IN-ONE-DELTA"]
+    assert cell.evidence and {e["exchange"] for e in cell.evidence} == {0}
+
+
+def test_retry_jitter_is_seeded_by_provider_scenario_and_trial() -> None:
+    unavailable = (503, b'{"error": {"message": "busy"}}')
+    cell, _ = run("single", unavailable, OK, unavailable, OK, repeat=2,
+                  retries={"max": 1, "base_delay": 1.0, "max_delay": 5})
+    first = cell.retries[0]["waited"]
+    assert first == round(random.Random("fake/single/0").uniform(0.75, 1.25), 3)
+    assert cell.trials["exchanges_per_trial"] == [2, 2]
+
+
+def test_round_trip_forced_without_a_call_has_nothing_to_send_back() -> None:
+    cell, wire = run("round-trip", PROSE, extra_body={"tool_choice": "required"})
+    assert len(wire.requests) == 1
+    assert cell.reason == "not elicited: no tool call to send back"
+    assert cell.elicited is False
+
+
+def test_closing_the_runner_closes_its_client() -> None:
+    client = httpx.Client(transport=httpx.MockTransport(Wire()))
+    runner = CellRunner(replay=True, client=client)
+    runner.close()
+    assert client.is_closed
+    CellRunner(replay=True).close()  # no client yet: nothing to close
+
+
+def test_check_expectations_without_a_turn() -> None:
+    from conformance.analysis import CaptureResult
+    r = CaptureResult("s", "conforms", [], None, {}, {}, {}, turn=None)
+    assert check_expectations(SCENARIOS["single"], r, {}) == (
+        [], "not elicited: 0 tool call(s), the scenario needs 1 (model behaviour, not a "
+            "wire fault)")
+
+
+def test_every_missing_name_is_listed() -> None:
+    ping = CallSpec("call_P1a2b3c4d5e6f7g8h9i0j1k2", "ping", "{}")
+    other = CallSpec("call_Q1a2b3c4d5e6f7g8h9i0j1k2", "ping", "{}")
+    assert check_expectations(SCENARIOS["parallel"], _result([ping, other]), {}) == \
+        ([], "not elicited: the model did not call get_weather, get_time")
+
+
+def test_a_z_without_rich_is_not_a_lost_umlaut() -> None:
+    zagreb = CallSpec(WEATHER.id, "get_weather", '{"city": "Zagreb"}')
+    assert check_expectations(SCENARIOS["unicode-arguments"], _result([zagreb]), {}) == \
+        ([], "not elicited: no non-ASCII text in the arguments")
+
+
+def _wrapper(arguments: str) -> CallSpec:
+    return CallSpec("call_M1a2b3c4d5e6f7g8h9i0j1k2", "multi_tool_use.parallel", arguments)
+
+
+@pytest.mark.parametrize(("arguments", "note"), [
+    (json.dumps({"tool_uses": [
+        {"recipient_name": "functions.get_weather", "parameters": {"city": "Paris"}},
+        {"recipient_name": "functions.get_time", "parameters": {"timezone": "UTC"}}]}), None),
+    (json.dumps({"tool_uses": [{"recipient_name": "functions.get_weather"}, "x",
+                               {"parameters": {}}]}),
+     "not elicited: the model did not call get_time"),
+    (json.dumps({"tool_uses": []}), "not elicited: 1 tool call(s), the scenario needs 2 "
+                                    "(model behaviour, not a wire fault)"),
+    (json.dumps({"tool_uses": "get_weather"}), "not elicited: 1 tool call(s), the scenario "
+                                               "needs 2 (model behaviour, not a wire fault)"),
+    (json.dumps({"tool_uses": ["x"]}), "not elicited: 1 tool call(s), the scenario needs 2 "
+                                       "(model behaviour, not a wire fault)"),
+    ("null", "not elicited: 1 tool call(s), the scenario needs 2 (model behaviour, not a wire "
+             "fault)"),
+])
+def test_openai_s_parallel_wrapper_counts_as_the_calls_it_carries(arguments: str,
+                                                                  note: str | None) -> None:
+    found, not_elicited = check_expectations(SCENARIOS["parallel"], _result([_wrapper(arguments)]),
+                                             {})
+    assert (found, not_elicited) == ([], note)
+
+
+def test_a_wrapper_named_like_a_tool_is_only_itself() -> None:
+    from conformance.client import ToolCall
+    from conformance.runner import _wrapped_names
+    args = '{"tool_uses": [{"recipient_name": "functions.get_time"}]}'
+    assert _wrapped_names(ToolCall(0, "c", "function", "get_weather", args, args)) == \
+        ["get_weather"]
+    assert _wrapped_names(ToolCall(0, "c", "function", "multi_tool_use.parallel", args, args)) \
+        == ["get_time"]
+    broken = ToolCall(0, "c", "function", "multi_tool_use.parallel", "{", "{", valid=False)
+    assert _wrapped_names(broken) == ["multi_tool_use.parallel"]
+    empty = ToolCall(0, "c", "function", "multi_tool_use.parallel", "", "")
+    assert _wrapped_names(empty) == ["multi_tool_use.parallel"]
