@@ -291,9 +291,10 @@ def mutation(session: nox.Session) -> None:
     """Mutation testing (mutmut) of the modules that judge and protect → docs/mutation.md.
 
     python3 noxw -s mutation -- [MODULE…] [--survivors]
-    MODULE: analysis, client, secrets, report/diff, runner, readers (default: all of them,
-    each mutant not yet judged). Naming modules re-judges all their mutants; --survivors
-    re-judges only their survivors (after adding tests). CPU-heavy: run it under `nice`.
+    MODULE: analysis, client, secrets, report/diff, runner, readers, or one file of the
+    analysis package (analysis/detectors/request). Default: every mutant not judged yet.
+    Naming modules re-judges all their mutants; --survivors re-judges only their survivors
+    (after adding tests). CPU-heavy: run it under `nice`.
     """
     _install(session)
     session.install("-q", "--disable-pip-version-check", "mutmut==3.8.1")
@@ -301,7 +302,7 @@ def mutation(session: nox.Session) -> None:
     from mutation_report import MODULES, module_of, mutant_glob, survivors
 
     args = [a for a in session.posargs if a != "--survivors"]
-    names = [module_of(a) for a in args] or list(MODULES)
+    names = list(dict.fromkeys(module_of(a) for a in args)) or list(MODULES)
     _sync_mutants(tuple(str(p.relative_to(HERE)) for m in MODULES for src in MODULES[m]
                         for p in ([HERE / src] if src.endswith(".py") else
                                   (HERE / src).rglob("*.py"))))
@@ -310,7 +311,7 @@ def mutation(session: nox.Session) -> None:
         if not targets:
             session.log("mutation: no survivors to re-judge")
     else:
-        targets = [mutant_glob(n) for n in args and names]
+        targets = [mutant_glob(a) for a in args]
     captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
     env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
     if targets or "--survivors" not in session.posargs:

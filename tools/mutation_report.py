@@ -39,19 +39,28 @@ SURVIVED = {0}
 NO_TESTS = {5, 33}
 
 
-def module_of(arg: str) -> str:
-    """`secrets`, `secrets.py`, `conformance/report/diff.py`, `diff` → a MODULES key."""
+def _path(arg: str) -> str:
     a = arg.removeprefix("conformance/").removeprefix("conformance.").removesuffix(".py")
-    a = a.replace(".", "/").rstrip("/")
+    return a.replace(".", "/").rstrip("/")
+
+
+def module_of(arg: str) -> str:
+    """`secrets`, `secrets.py`, `conformance/report/diff.py`, `diff` → a MODULES key; a
+    file of the analysis package (`analysis/detectors/request`) → `analysis`."""
+    a = _path(arg)
     for name in MODULES:
-        if a in (name, name.split("/")[-1]):
+        if a in (name, name.split("/")[-1]) or a.startswith(name + "/"):
             return name
-    raise SystemExit(f"mutation: unknown module {arg!r} (one of: {', '.join(MODULES)})")
+    raise SystemExit(f"mutation: unknown module {arg!r} (one of: {', '.join(MODULES)}, "
+                     "or a file of the analysis package)")
 
 
-def mutant_glob(name: str) -> str:
-    """mutmut's mutant-name glob for a module (`conformance.report.diff.*`)."""
-    return "conformance." + name.replace("/", ".") + ".*"
+def mutant_glob(arg: str) -> str:
+    """mutmut's mutant-name glob for a module or a package file
+    (`conformance.report.diff.*`, `conformance.analysis.detectors.request.*`)."""
+    a = _path(arg)
+    name = module_of(arg)
+    return "conformance." + (a if a.startswith(name + "/") else name).replace("/", ".") + ".*"
 
 
 def _metas(name: str) -> list[Path]:
