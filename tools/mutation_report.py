@@ -80,11 +80,11 @@ def survivors(name: str) -> list[str]:
     return out
 
 
-def _diff(mutant: str) -> str:
+def _diff(mutant: str, path: str) -> str:
     """The changed lines of a mutant (`- old` / `+ new`), as `mutmut show` prints them."""
     try:
         from mutmut.mutation.diff_apply import get_diff_for_mutant
-        out = get_diff_for_mutant(mutant)
+        out = get_diff_for_mutant(mutant, path=path)
     except Exception:  # mutmut absent or its layout changed: the name alone still helps
         return ""
     lines = [ln for ln in out.splitlines()
@@ -109,11 +109,13 @@ def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
     partly judged module is reported as such (``judged`` < ``mutants``)."""
     codes: dict[str, Any] = {}
     files: dict[str, dict[str, Any]] = {}
+    where: dict[str, str] = {}
     for meta in _metas(name):
         c = json.loads(meta.read_text())["exit_code_by_key"]
         codes.update(c)
+        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        where.update(dict.fromkeys(c, rel))
         if c:
-            rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
             f = _figures(c, equivalent)
             files[rel] = {k: v for k, v in f.items() if not k.startswith("_")}
     if not codes or all(c is None for c in codes.values()):
@@ -122,7 +124,7 @@ def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
     return {
         **{k: v for k, v in f.items() if not k.startswith("_")},
         "files": files if len(files) > 1 else {},
-        "survivors": {k: _diff(k) for k in f["_live"]},
+        "survivors": {k: _diff(k, where[k]) for k in f["_live"]},
         "equivalents": {k: equivalent[k] for k in f["_equiv"]},
         "measured": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
