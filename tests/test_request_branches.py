@@ -339,3 +339,23 @@ def test_without_a_request_the_request_rules_are_not_applicable() -> None:
                  "R-LENGTH-VISIBLE", "R-SSE-CONTENT-TYPE", "R-ROUNDTRIP-ACCEPTED"):
         assert r.rules[rule] == "not applicable", rule
     assert r.verdict == "conforms"
+
+
+def test_named_tool_choice_names_the_first_wrong_call() -> None:
+    r = judge(TWO_CALLS, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    assert [f.message for f in r.findings if f.rule == "R-TOOL-CHOICE"] == \
+        ["named tool_choice 'get_weather' but called 'get_time'"]
+    no_function = judge(ONE_CALL, tool_choice={"type": "function"})
+    assert not [f for f in no_function.findings if f.rule == "R-TOOL-CHOICE"]
+
+
+def test_r_tool_declared_edges() -> None:
+    nameless = stream(ROLE, chunk(call(0, ID_W, "", '{"city": "Paris"}')),
+                      chunk({}, "tool_calls"))
+    assert not [f for f in judge(nameless, tools=[TIME]).findings
+                if f.rule == "R-TOOL-DECLARED"]
+    not_a_function = judge(ONE_CALL, tools=[{"type": "function", "function": "get_time"}])
+    assert not [f for f in not_a_function.findings if f.rule == "R-TOOL-DECLARED"]
+    mixed = judge(TWO_CALLS, tools=[WEATHER, {"type": "function", "function": "get_time"}])
+    assert [f.message for f in mixed.findings if f.rule == "R-TOOL-DECLARED"] == \
+        ["the model called 'get_time', which the request does not declare"]
