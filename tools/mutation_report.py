@@ -80,16 +80,31 @@ def survivors(name: str) -> list[str]:
     return out
 
 
+_PARSED: dict[str, Any] = {}  # path → its mutated module, parsed once
+
+
 def _diff(mutant: str, path: str) -> str:
     """The changed lines of a mutant (`- old` / `+ new`), as `mutmut show` prints them."""
     try:
-        from mutmut.mutation.diff_apply import get_diff_for_mutant
-        out = get_diff_for_mutant(mutant, path=path)
+        import difflib
+
+        import libcst as cst
+        from mutmut.mutation import diff_apply as da
+
+        functions = da.read_functions_from_index(mutant, path)
+        if functions is None:
+            if path not in _PARSED:
+                _PARSED[path] = da.read_mutants_module(path)
+            module = _PARSED[path]
+            functions = (da.read_original_function(module, mutant),
+                         da.read_mutant_function(module, mutant))
+        old, new = (cst.Module([f]).code.strip().split("\n") for f in functions)
+        out = "\n".join(difflib.unified_diff(old, new, lineterm=""))
     except Exception:  # mutmut absent or its layout changed: the name alone still helps
         return ""
     lines = [ln for ln in out.splitlines()
              if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
-    return " / ".join(" ".join(ln.split()) for ln in lines)[:160]
+    return " / ".join(" ".join(ln.split()) for ln in lines)
 
 
 def _figures(codes: dict[str, Any], equivalent: dict[str, str]) -> dict[str, Any]:
@@ -104,9 +119,10 @@ def _figures(codes: dict[str, Any], equivalent: dict[str, str]) -> dict[str, Any
             "_live": live, "_equiv": equiv}
 
 
-def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
+def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
     """A module's figures from mutants/; None when none of its mutants was judged. A
-    partly judged module is reported as such (``judged`` < ``mutants``)."""
+    partly judged module is reported as such (``judged`` < ``mutants``). A listed
+    equivalent counts only while its mutated line is still the one the entry names."""
     codes: dict[str, Any] = {}
     files: dict[str, dict[str, Any]] = {}
     where: dict[str, str] = {}
@@ -115,6 +131,16 @@ def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
         codes.update(c)
         rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
         where.update(dict.fromkeys(c, rel))
+    equivalent, stale = {}, []
+    for k, entry in listed.items():
+        if k in where and codes.get(k) is not None and codes[k] not in KILLED:
+            if entry["mutation"] in _diff(k, where[k]):
+                equivalent[k] = entry["why"]
+            else:
+                stale.append(k)
+    for meta in _metas(name):
+        c = json.loads(meta.read_text())["exit_code_by_key"]
+        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
         if c:
             f = _figures(c, equivalent)
             files[rel] = {k: v for k, v in f.items() if not k.startswith("_")}
@@ -124,8 +150,9 @@ def measure(name: str, equivalent: dict[str, str]) -> dict[str, Any] | None:
     return {
         **{k: v for k, v in f.items() if not k.startswith("_")},
         "files": files if len(files) > 1 else {},
-        "survivors": {k: _diff(k, where[k]) for k in f["_live"]},
+        "survivors": {k: _diff(k, where[k])[:160] for k in f["_live"]},
         "equivalents": {k: equivalent[k] for k in f["_equiv"]},
+        "stale_equivalents": stale,
         "measured": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _commit(),
     }
@@ -188,6 +215,10 @@ def render(data: dict[str, Any]) -> str:
             lines += ["Equivalent (no test can tell them from the original):", ""]
             lines += [f"- `{k}`: {why}" for k, why in row["equivalents"].items()]
             lines.append("")
+        if row.get("stale_equivalents"):
+            lines += ["Listed as equivalent for another mutation of the same name (the "
+                      "function changed), so counted as survivors until looked at again: "
+                      + ", ".join(f"`{k}`" for k in row["stale_equivalents"]), ""]
         if row["survivors"]:
             lines += [f"<details><summary>{len(row['survivors'])} survivors</summary>", ""]
             lines += [f"- `{k}`: `{d}`" if d else f"- `{k}`"
