@@ -294,7 +294,7 @@ def mutation(session: nox.Session) -> None:
     MODULE: analysis, client, secrets, report/diff, runner, readers, or one file of the
     analysis package (analysis/detectors/request). Default: every mutant not judged yet.
     Naming modules re-judges all their mutants; --survivors re-judges only their survivors
-    (after adding tests). CPU-heavy: run it under `nice`.
+    and the mutants not judged yet (after adding tests). CPU-heavy: run it under `nice`.
     """
     _install(session)
     session.install("-q", "--disable-pip-version-check", "mutmut==3.8.1")

@@ -271,3 +271,84 @@ def test_broken_cassette_yaml_names_the_problem_and_its_line(tmp_path: Path) -> 
     assert str(e.value) == (f"{p}: not valid YAML (unacceptable character #x00ff: invalid "
                             "leading UTF-8 octet)")
     assert e.value.line is None
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"", "empty file"),
+    (b" \n\t ", "empty file"),
+    (b"XYZ says hello to everyone", "not JSONL, SSE, a vcrpy cassette or a HAR file "
+                                    "(starts with 'XYZ says hello to ev')"),
+])
+def test_sniff_refusals_word_for_word(tmp_path: Path, data: bytes, message: str) -> None:
+    p = tmp_path / "x.txt"
+    p.write_bytes(data)
+    with pytest.raises(InputError) as e:
+        read_path(p)
+    assert str(e.value) == f"{p}: {message}"
+
+
+def test_a_directory_and_a_yaml_that_is_not_a_cassette(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as e:
+        read_path(tmp_path)
+    assert str(e.value) == f"{tmp_path}: is a directory"
+    p = tmp_path / "c.yaml"
+    p.write_text("# x\ninteractions: 3\n")
+    with pytest.raises(InputError) as e:
+        read_path(p)
+    assert str(e.value) == f"{p}: a YAML file without an `interactions` list (not a cassette)"
+
+
+@pytest.mark.parametrize(("at", "fmt"), [(4095, "binary"), (4096, "jsonl"), (5000, "jsonl")])
+def test_sniff_reads_the_first_4096_bytes_only(tmp_path: Path, at: int, fmt: str) -> None:
+    p = tmp_path / "a.jsonl"
+    line = b'{"a": "' + b"x" * 100 + b'"}\n'
+    data = (line * 60)[:at] + b"\x00" + (line * 60)[at:]
+    p.write_bytes(data)
+    if fmt == "binary":
+        with pytest.raises(InputError, match="binary data"):
+            sniff(p)
+    else:
+        assert sniff(p) == fmt
+
+
+def test_sniff_looks_for_markers_within_their_windows(tmp_path: Path) -> None:
+    p = tmp_path / "x.yaml"
+
+    def sniffed(text: str) -> str:
+        p.write_text(text)
+        try:
+            return sniff(p)
+        except InputError:
+            return "refused"
+
+    # "\ninteractions:" (14 characters) must end within the first 200 characters
+    assert sniffed("# " + "p" * 184 + "\ninteractions: []\n") == "cassette"  # ends at 200
+    assert sniffed("# " + "p" * 185 + "\ninteractions: []\n") == "refused"  # ends at 201
+    # a HAR file: '"log"' within 200 characters, '"creator"' within 400 (or "entries")
+    assert sniffed('{"a": "' + "q" * 185 + '", "log": {"creator": {}}}') == "har"
+    assert sniffed('{"a": "' + "q" * 186 + '", "log": {"creator": {}}}') == "jsonl"
+    assert sniffed('{"log": {}, "b": "' + "q" * 370 + '", "creator": 1}') == "har"
+    assert sniffed('{"log": {}, "b": "' + "q" * 371 + '", "creator": 1}') == "jsonl"
+    assert sniffed('{"entries": [], "x": 1}\n') == "jsonl"  # entries without "log"
+
+
+def test_cassette_request_bodies_of_every_kind(tmp_path: Path) -> None:
+    def body_of(request_body: Any) -> Any:
+        p = _cassette(tmp_path, {"status": {"code": 200}, "headers": {},
+                                 "body": {"string": SSE}}, request_body=request_body)
+        return read_path(p)[0].request["body"]
+
+    assert body_of(b'{"stream": true}') == {"stream": True}
+    assert body_of(b"caf\xe9 au lait") == "caf\ufffd au lait"
+    assert body_of(5) is None
+    assert body_of("") is None
+    assert body_of(None) is None
+
+
+def test_exchange_transcript_undoes_a_declared_deflate_and_finds_sse_without_a_type() -> None:
+    t = exchange_transcript("s", "live", None, 200, {"Content-Encoding": "deflate",
+                                                     "Content-Type": "text/event-stream"},
+                            zlib.compress(SSE))
+    assert (t.raw, kinds(t)) == (SSE, [CHUNK, DONE])
+    t = exchange_transcript("s", "live", None, 200, {}, b"\n\n" + SSE)
+    assert t.framing is True

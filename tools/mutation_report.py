@@ -72,11 +72,12 @@ def _metas(name: str) -> list[Path]:
 
 
 def survivors(name: str) -> list[str]:
-    """The mutants of a module that no test killed yet (for `--survivors`)."""
+    """The mutants of a module not known to be killed: survivors and the ones not judged
+    yet (new, or their function changed) - what `--survivors` re-judges."""
     out = []
     for meta in _metas(name):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
-        out += [k for k, c in codes.items() if c in SURVIVED | NO_TESTS]
+        out += [k for k, c in codes.items() if c is None or c not in KILLED]
     return out
 
 
