@@ -62,6 +62,8 @@ class Wire:
         self.limits.append(request.extensions.get("conformance.limits"))
         self.paths.append(request.url.path)
         status, body = self.answers.pop(0)
+        if status == 0:  # the connection breaks before an answer
+            raise httpx.ReadError("connection reset by peer", request=request)
         ctype = "text/event-stream" if status == 200 else "application/json"
         return httpx.Response(status, headers={"content-type": ctype}, content=body)
 
@@ -366,7 +368,8 @@ def test_round_trip_rejection_that_names_its_quirk_is_not_probed() -> None:
 
 def test_round_trip_keeps_the_body_drops_prefill_tool_choice_and_stream_options() -> None:
     cell, wire = run("round-trip", OK, ANSWER,
-                     elicitation={"prefill": "Sure, calling the tools."},
+                     elicitation={"prefill": "Sure, calling the tools.",
+                                  "system_prompt": "Use the tools."},
                      extra_body={"tool_choice": "auto",
                                  "stream_options": {"include_usage": True}})
     first, second = wire.requests
@@ -721,6 +724,8 @@ def _wrapper(arguments: str) -> CallSpec:
                                                "needs 2 (model behaviour, not a wire fault)"),
     (json.dumps({"tool_uses": ["x"]}), "not elicited: 1 tool call(s), the scenario needs 2 "
                                        "(model behaviour, not a wire fault)"),
+    (json.dumps({"tool_uses": 5}), "not elicited: 1 tool call(s), the scenario needs 2 "
+                                   "(model behaviour, not a wire fault)"),
     ("null", "not elicited: 1 tool call(s), the scenario needs 2 (model behaviour, not a wire "
              "fault)"),
 ])
@@ -743,3 +748,47 @@ def test_a_wrapper_named_like_a_tool_is_only_itself() -> None:
     assert _wrapped_names(broken) == ["multi_tool_use.parallel"]
     empty = ToolCall(0, "c", "function", "multi_tool_use.parallel", "", "")
     assert _wrapped_names(empty) == ["multi_tool_use.parallel"]
+
+
+def test_probes_keep_the_body_and_the_rest_of_the_policy() -> None:
+    policy = RoundTripPolicy(content="empty", tool_message_name=True)
+    cell, wire = run("round-trip", (200, _with_reasoning([WEATHER])), *[REJECTED] * 5,
+                     roundtrip=policy)
+    content, name, reasoning, mistral = (r["messages"][-2:] for r in wire.requests[2:])
+    assert [r["model"] for r in wire.requests[2:]] == ["m"] * 4
+    assert all(r["tools"] == wire.requests[0]["tools"] for r in wire.requests[2:])
+    assert content[0]["content"] is None and content[1]["name"] == "get_weather"
+    assert name[0]["content"] == "" and "name" not in name[1]
+    assert reasoning[0]["content"] == "" and reasoning[1]["name"] == "get_weather"
+    assert reasoning[0]["reasoning_content"] == "I should look it up."
+    assert mistral[0]["content"] == "" and mistral[1]["name"] == "get_weather"
+    assert len(mistral[1]["tool_call_id"]) == 9 and "reasoning_content" not in mistral[0]
+    assert _accepted(cell)["quirk"] is None
+
+
+def test_the_reasoning_probe_keeps_short_ids() -> None:
+    policy = RoundTripPolicy(id_format="mistral9")
+    _, wire = run("round-trip", (200, _with_reasoning([WEATHER])), *[REJECTED] * 4,
+                  roundtrip=policy)
+    reasoning = wire.requests[4]["messages"][-2:]
+    assert "reasoning_content" in reasoning[0] and len(reasoning[1]["tool_call_id"]) == 9
+    assert len(wire.requests) == 5  # no id probe: the ids are short already
+
+
+def test_round_trip_jitter_continues_the_trial_s_random_sequence() -> None:
+    unavailable = (503, b'{"error": {"message": "busy"}}')
+    cell, _ = run("round-trip", OK, unavailable, ANSWER,
+                  retries={"max": 1, "base_delay": 1.0, "max_delay": 5})
+    assert [r["waited"] for r in cell.retries] == \
+        [round(random.Random("fake/round-trip/0").uniform(0.75, 1.25), 3)]
+
+
+def test_round_trip_cut_by_the_network_is_an_error_with_its_finding() -> None:
+    cell, _ = run("round-trip", OK, (0, b""))
+    assert cell.verdict == "error" and cell.reason.startswith("round trip: ")
+    assert [(f["rule"], f["exchange"]) for f in cell.findings] == [("R-COMPLETE", 1)]
+
+
+def test_an_error_reason_is_not_replaced_by_a_not_elicited_note() -> None:
+    cell, _ = run("id-omission", (200, sse([TIME])), BROKEN)
+    assert (cell.verdict, cell.reason) == ("error", "round trip: HTTP 500: boom")
