@@ -13,6 +13,7 @@ checkout stays pytest's root directory.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -306,8 +307,13 @@ def mutation(session: nox.Session) -> None:
     _sync_mutants(tuple(str(p.relative_to(HERE)) for m in MODULES for src in MODULES[m]
                         for p in ([HERE / src] if src.endswith(".py") else
                                   (HERE / src).rglob("*.py"))))
+    # Which tests reach which function is measured again on every run: a function added or
+    # moved since the last one (a module split into a package) would otherwise be judged
+    # only by the tests written after it.
+    (HERE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     if "--survivors" in session.posargs:
-        targets = [k for n in names for k in survivors(n)]
+        targets = [k for a in (args or names) for k in survivors(module_of(a))
+                   if fnmatch.fnmatch(k, mutant_glob(a))]
         if not targets:
             session.log("mutation: no survivors to re-judge")
     else:
