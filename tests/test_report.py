@@ -403,7 +403,8 @@ def test_markdown_trial_counts() -> None:
 
 def test_markdown_escapes_table_breakers() -> None:
     d = build_doc({"p": {"single": CONFORMING}})
-    d["rows"][0] = dict(d["rows"][0], title="pipes | and `ticks`")  # ROWS stays untouched
+    # a new list and a new row: build_doc's rows are the shared ROWS, left untouched
+    d["rows"] = [dict(d["rows"][0], title="pipes | and `ticks`"), *d["rows"][1:]]
     md = render_markdown(d)
     line = next(x for x in md.splitlines() if x.startswith("| pipes"))
     assert "pipes \\| and \\`ticks\\`" in line
