@@ -299,3 +299,87 @@ def test_write_atomic_failure_keeps_the_old_file_and_no_temporary(
         secrets.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    import os
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_written_files_get_0666_less_the_umask(tmp_path: Path, umask_022: None) -> None:
+    import os
+    target = tmp_path / "f.txt"
+    secrets.write_atomic(target, "x")
+    assert target.stat().st_mode & 0o777 == 0o644
+    os.umask(0o027)
+    secrets.write_atomic(target, b"y")
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_current_umask_from_proc_and_without_it(monkeypatch: pytest.MonkeyPatch,
+                                                umask_022: None) -> None:
+    import builtins
+    import os
+    os.umask(0o027)
+    assert secrets.current_umask() == 0o027
+    real_open = builtins.open
+
+    def no_proc(file: object, *args: object, **kwargs: object) -> object:
+        if str(file).startswith("/proc/"):
+            raise OSError("no /proc here")
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    assert secrets.current_umask() == 0o027
+    assert os.umask(0o027) == 0o027  # read, then put back as it was
+
+
+def test_unredacted_writes_are_for_our_own_prose(tmp_path: Path) -> None:
+    secrets.register("Zq8wXv3nT5")
+    target = tmp_path / "README.md"
+    secrets.write_atomic(target, "see ?key=value and Zq8wXv3nT5", redact_secrets=False)
+    assert target.read_text() == "see ?key=value and Zq8wXv3nT5"
+    secrets.write_atomic(target, b"raw ?key=value", redact_secrets=False)
+    assert target.read_bytes() == b"raw ?key=value"
+
+
+def test_blank_key_parameters_are_skipped_and_query_needs_an_equals_sign() -> None:
+    assert secrets.url_secrets("https://h/v1?key=&token=abcdefgh") == ["abcdefgh"]
+    assert secrets.redact("what? & why") == "what? & why"
+    assert secrets.redact("a ?key value") == "a ?key value"
+
+
+def _content_events(*pieces: str, compact: bool = False) -> str:
+    sep = "data:" if compact else "data: "
+    return "".join(sep + json.dumps({"choices": [{"index": 0, "delta": {"content": p}}]},
+                                    ensure_ascii=False) + "\n\n" for p in pieces)
+
+
+def _contents(text: str) -> list[str]:
+    return [json.loads(e.split(":", 1)[1])["choices"][0]["delta"]["content"]
+            for e in text.split("\n\n") if e]
+
+
+def test_split_secret_over_three_events_twice_and_overlapping() -> None:
+    secrets.register("CANARY12345")
+    out = secrets.redact_body(_content_events("x CAN", "ARY12", "345 y CANA", "RY12345 z"))
+    assert _contents(out) == ["x <redacted>", "<redacted>", "<redacted> y <redacted>",
+                              "<redacted> z"]
+    secrets.forget()
+    secrets.register("aaaaaa")
+    assert _contents(secrets.redact_body(_content_events("aaaa", "aaa"))) == \
+        ["<redacted>", "<redacted>"]
+
+
+def test_split_secret_in_compact_lines_arrays_and_non_ascii_text() -> None:
+    secrets.register("CANARY12345")
+    assert _contents(secrets.redact_body(_content_events("Zürich CANA", "RY12345",
+                                                         compact=True))) == \
+        ["Zürich <redacted>", "<redacted>"]
+    arrays = 'data: ["CANA", "x"]\n\ndata: ["RY12345", "y"]\n\n'
+    assert secrets.redact_body(arrays) == \
+        'data: ["<redacted>", "x"]\n\ndata: ["<redacted>", "y"]\n\n'
+    assert "Zürich" in secrets.redact_body(_content_events("Zürich CANA", "RY12345"))
