@@ -321,9 +321,10 @@ def test_sniff_looks_for_markers_within_their_windows(tmp_path: Path) -> None:
         except InputError:
             return "refused"
 
-    # "\ninteractions:" (14 characters) must end within the first 200 characters
-    assert sniffed("# " + "p" * 184 + "\ninteractions: []\n") == "cassette"  # ends at 200
-    assert sniffed("# " + "p" * 185 + "\ninteractions: []\n") == "refused"  # ends at 201
+    # `interactions:` among the first three lines that are not comments, directives or ---
+    assert sniffed("# " + "p" * 300 + "\n%YAML 1.1\n---\nversion: 1\nx: 2\n"
+                   "interactions: []\n") == "cassette"
+    assert sniffed("version: 1\nx: 2\ny: 3\ninteractions: []\n") == "refused"
     # a HAR file: '"log"' within 200 characters, '"creator"' within 400 (or "entries")
     assert sniffed('{"a": "' + "q" * 185 + '", "log": {"creator": {}}}') == "har"
     assert sniffed('{"a": "' + "q" * 186 + '", "log": {"creator": {}}}') == "jsonl"
