@@ -160,6 +160,10 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _commit() -> str:
+    """The commit whose code was mutated: HEAD, unless MUTATION_SOURCE_COMMIT says which
+    (when the work tree moved on after the run)."""
+    if os.environ.get("MUTATION_SOURCE_COMMIT"):
+        return os.environ["MUTATION_SOURCE_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, cwd=ROOT).stdout.strip()
