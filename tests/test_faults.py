@@ -392,9 +392,7 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     scen = ["--scenario", "single", "--scenario", "round-trip"]
     with fault_server(max_wait=20) as fs, fault_server(max_wait=20) as own:
         (tmp_path / "providers.yaml").write_text(providers_yaml(_entries(fs, own)))
-        started = time.monotonic()
         rec = run_suite(tmp_path, "--record-mode=all", "-vv", *scen)
-        took = time.monotonic() - started
     out = rec.stdout + rec.stderr
     assert "Traceback" not in out, out[-4000:]
     assert rec.returncode == 1, out[-4000:]  # the fault cells fail; the run went on
@@ -417,13 +415,12 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     for line in out.splitlines():
         if line.startswith("error: "):
             assert_one_line(line)
-    assert took < 120
 
     # Replay with the server gone: faults met while recording replay as the same cells,
-    # at once (no timeout is waited again); the pre-header faults were never recorded.
-    started = time.monotonic()
+    # at once (no timeout is waited again: that a replay never sleeps is shown on a fake
+    # clock in test_retries.py, not by the wall clock here); the pre-header faults were
+    # never recorded.
     rep = run_suite(tmp_path, "--record-mode=none", "-rs", *scen)
-    took = time.monotonic() - started
     out = rep.stdout + rep.stderr
     assert "Traceback" not in out, out[-4000:]
     replayed = _cells(tmp_path / "reports")
@@ -432,4 +429,3 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
         assert (c["verdict"], c["reason"]) == (cells[key]["verdict"], cells[key]["reason"]), key
         assert c["quirks"] == cells[key]["quirks"], key  # the drop was recorded
     assert out.count("not recorded: record with") >= 1
-    assert took < 30
