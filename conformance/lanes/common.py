@@ -28,6 +28,7 @@ Errors that a user should read are :class:`LaneError` with a one-line message.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -45,9 +46,11 @@ from types import FrameType
 __all__ = [
     "LaneError",
     "Terminated",
+    "file_lock",
     "free_port",
     "log",
     "process_group_alive",
+    "run_logged",
     "run_with_server",
     "signals_as_exceptions",
     "start_process",
@@ -236,6 +239,37 @@ def started_process(
             with _signals_deferred():
                 stop_process(proc, timeout=stop_timeout)
 
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock, so parallel workers never build, install or convert twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def run_logged(cmd: Sequence[str | os.PathLike[str]], *, lane: str, log: Path, timeout: float,
+               what: str, env: Mapping[str, str] | None = None) -> None:
+    """Run one step in its own session, output appended to *log*; LaneError on failure.
+
+    The step is stopped (process group, TERM then KILL) on timeout, Ctrl-C and SIGTERM."""
+    argv = [str(c) for c in cmd]
+    with open(log, "a") as fh:
+        fh.write(f"\n$ {' '.join(argv)}\n")
+    with started_process(argv, log=log, env=env) as proc:
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise LaneError(f"{lane}: {what} did not finish within {timeout:g} s (log: {log})"
+                            ) from None
+    if rc != 0:
+        last = tail(log, 1).strip()
+        raise LaneError(f"{lane}: {what} failed with status {rc}: {last} (log: {log})")
 
 def wait_healthy(
     url: str,

@@ -32,11 +32,10 @@ The command sees ``LITELLM_BASE_URL``, ``LITELLM_MASTER_KEY``, ``LITELLM_SERVER_
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import os
 import secrets as pysecrets
 import string
-import subprocess
 import sys
 import tempfile
 import time
@@ -123,32 +122,10 @@ def venv_python() -> Path:
     return VENV / "bin" / "python"
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+_file_lock = common.file_lock
 
 
-def _run_logged(cmd: Sequence[str | os.PathLike[str]], *, log: Path, timeout: float,
-                what: str, env: Mapping[str, str] | None = None) -> None:
-    argv = [str(c) for c in cmd]
-    with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(argv)}\n")
-    with common.started_process(argv, log=log, env=env) as proc:
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise LaneError(
-                f"litellm lane: {what} did not finish within {timeout:g} s (log: {log})"
-            ) from None
-    if rc != 0:
-        last = common.tail(log, 1).strip()
-        raise LaneError(f"litellm lane: {what} failed with status {rc}: {last} (log: {log})")
+_run_logged = functools.partial(common.run_logged, lane="litellm lane")
 
 
 def _venv_ok() -> bool:

@@ -26,12 +26,11 @@ The command sees ``LLAMA_CPP_PYTHON_BASE_URL``, ``LLAMA_CPP_PYTHON_SERVER_VERSIO
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -74,32 +73,10 @@ PIP_TIMEOUT = 1800.0
 STARTUP_TIMEOUT = 120.0
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+_file_lock = common.file_lock
 
 
-def _run_logged(cmd: Sequence[str | os.PathLike[str]], *, log: Path, timeout: float, what: str,
-                env: dict[str, str] | None = None) -> None:
-    argv = [str(c) for c in cmd]
-    with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(argv)}\n")
-    with common.started_process(argv, log=log, env=env) as proc:
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise LaneError(f"llama-cpp-python lane: {what} did not finish within "
-                            f"{timeout:g} s (log: {log})") from None
-    if rc != 0:
-        last = common.tail(log, 1).strip()
-        raise LaneError(f"llama-cpp-python lane: {what} failed with status {rc}: {last} "
-                        f"(log: {log})")
+_run_logged = functools.partial(common.run_logged, lane="llama-cpp-python lane")
 
 
 def _cached_wheel() -> Path | None:

@@ -30,7 +30,7 @@ With ``--url`` the user's own server is used as is and nothing is built or start
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -114,33 +114,10 @@ BUILD_TIMEOUT = 3 * 3600.0
 # --------------------------------------------------------------------------- helpers
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock (parallel test workers must not build twice)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+_file_lock = common.file_lock
 
 
-def _run_logged(cmd: Sequence[str], *, log: Path, timeout: float, what: str) -> None:
-    """Run *cmd* in its own session, output appended to *log*; LaneError on failure/timeout."""
-    with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(cmd)}\n")
-    with common.started_process(cmd, log=log) as proc:
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise LaneError(
-                f"llama.cpp lane: {what} did not finish within {timeout:g} s (log: {log})"
-            ) from None
-    if rc != 0:
-        raise LaneError(
-            f"llama.cpp lane: {what} failed with status {rc} (log: {log})\n{common.tail(log, 15)}"
-        )
+_run_logged = functools.partial(common.run_logged, lane="llama.cpp lane")
 
 
 def _pip_download(requirement: str, dest: Path, *, log: Path, sdist: bool) -> Path:

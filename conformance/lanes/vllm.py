@@ -35,9 +35,8 @@ The command sees ``VLLM_BASE_URL``, ``VLLM_SERVER_VERSION`` and ``VLLM_MODEL``. 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -110,43 +109,10 @@ def venv_python() -> Path:
     return VENV / "bin" / "python"
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock, so parallel workers never install or convert twice."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+_file_lock = common.file_lock
 
 
-def _run_logged(
-    cmd: Sequence[str | os.PathLike[str]],
-    *,
-    log: Path,
-    timeout: float,
-    what: str,
-    env: Mapping[str, str] | None = None,
-) -> None:
-    """Run one step in its own session, output appended to *log*; LaneError on failure.
-
-    The step is stopped (process group, TERM then KILL) on timeout, Ctrl-C and SIGTERM.
-    """
-    argv = [str(c) for c in cmd]
-    with open(log, "a") as fh:
-        fh.write(f"\n$ {' '.join(argv)}\n")
-    with common.started_process(argv, log=log, env=env) as proc:
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise LaneError(
-                f"vllm lane: {what} did not finish within {timeout:g} s (log: {log})"
-            ) from None
-    if rc != 0:
-        last = common.tail(log, 1).strip()
-        raise LaneError(f"vllm lane: {what} failed with status {rc}: {last} (log: {log})")
+_run_logged = functools.partial(common.run_logged, lane="vllm lane")
 
 
 def _venv_ok() -> bool:
