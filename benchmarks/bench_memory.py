@@ -9,6 +9,9 @@ does (64 KiB blocks) and analyses it; its peak RSS (VmHWM) minus that of a child
 analyses nothing is the analysis's own memory; ``own/args`` relates it to the
 arguments the stream carries (each strategy must hold them). Goal (issue 17): flat,
 bounded by the arguments, not by the number of events.
+
+``--fixed-args MB`` keeps the arguments' total size fixed whatever the number of events
+(fragments get shorter as events get more): the peak should then stay flat from 1k to 1M.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ ENV = {
 WORDS = "the quick brown fox jumps over a lazy dog while streaming tool calls".split()
 
 
-def write_capture(path: Path, events: int, calls: int = 4) -> int:
+def write_capture(path: Path, events: int, calls: int = 4, fixed_args: float = 0.0) -> int:
     rng = random.Random(5)
 
     def event(delta: dict, finish: str | None = None) -> str:
@@ -60,8 +63,10 @@ def write_capture(path: Path, events: int, calls: int = 4) -> int:
             }
             f.write(event({"tool_calls": [tc]}))
             f.write(event({"tool_calls": [{"index": k, "function": {"arguments": '{"q": "'}}]}))
+        size = int(fixed_args * 2**20) // max(1, fragments - calls)
+        filler = ("".join(WORDS) * (size // 50 + 1))[:size] if fixed_args else ""
         for i in range(fragments - calls):
-            word = rng.choice(WORDS)[: rng.randint(1, 12)] + " "
+            word = filler or rng.choice(WORDS)[: rng.randint(1, 12)] + " "
             f.write(event({"tool_calls": [{"index": i % calls, "function": {"arguments": word}}]}))
         for k in range(calls):
             f.write(event({"tool_calls": [{"index": k, "function": {"arguments": '"}'}}]}))
@@ -106,6 +111,8 @@ def run_child(path: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
+    ap.add_argument("--fixed-args", type=float, default=0.0, metavar="MB",
+                    help="the arguments' total size, whatever the number of events")
     ap.add_argument("--child")
     args = ap.parse_args()
     if args.child:
@@ -121,7 +128,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.events:
             path = Path(tmp) / f"capture-{n}.sse"
-            size = write_capture(path, n)
+            size = write_capture(path, n, fixed_args=args.fixed_args)
             r = run_child(str(path))
             path.unlink()
             own = r["peak_rss_mb"] - base
