@@ -178,6 +178,8 @@ def score(row: dict[str, Any]) -> float:
 
 
 def _row(label: str, row: dict[str, Any], when: str) -> str:
+    if not row.get("judged", row["mutants"]):
+        return f"| {label} | {row['mutants']} (none judged yet) | | | | | | {when} |"
     s = score(row)
     complete = row.get("judged", row["mutants"]) == row["mutants"]
     judged = "" if complete else f" ({row['judged']} judged)"
