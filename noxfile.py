@@ -311,15 +311,19 @@ def mutation(session: nox.Session) -> None:
     # moved since the last one (a module split into a package) would otherwise be judged
     # only by the tests written after it.
     (HERE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
+    env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
     if "--survivors" in session.posargs:
+        # mutmut (re)generates the mutants of changed code only inside `run`: a run for a
+        # mutant that does not exist does that (and measures test reach), then stops.
+        session.run("mutmut", "run", "conformance.no-such-mutant", env=env,
+                    success_codes=[0, 1], silent=True)
         targets = [k for a in (args or names) for k in survivors(module_of(a))
                    if fnmatch.fnmatch(k, mutant_glob(a))]
         if not targets:
             session.log("mutation: no survivors to re-judge")
     else:
         targets = [mutant_glob(a) for a in args]
-    captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
-    env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
     if targets or "--survivors" not in session.posargs:
         session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets,
                     env=env)
