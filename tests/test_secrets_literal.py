@@ -383,3 +383,45 @@ def test_split_secret_in_compact_lines_arrays_and_non_ascii_text() -> None:
     assert secrets.redact_body(arrays) == \
         'data: ["<redacted>", "x"]\n\ndata: ["<redacted>", "y"]\n\n'
     assert "Zürich" in secrets.redact_body(_content_events("Zürich CANA", "RY12345"))
+
+
+@pytest.mark.parametrize(("name", "credential"), [
+    ("Authorization", True), ("x-api-key", True), ("Ocp-Apim-Subscription-Key", True),
+    ("api_key", True), ("mytoken", True), ("X-Session-Id", True), ("sig", True),
+    ("user_password ", True), ("x-ratelimit-remaining-tokens", False), ("model", False),
+    ("Content-Type", False),
+])
+def test_credential_names(name: str, credential: bool) -> None:
+    assert secrets.credential_name(name) is credential
+
+
+def test_url_credentials_are_named_for_a_refusal() -> None:
+    assert secrets.url_credentials("https://u:p@h/v1?api-version=1&key=x&model=m") == \
+        ["user info", "query parameter 'key'", "query parameter 'model'"]
+    assert secrets.url_credentials("https://h/v1?api-version=1") == []
+    assert secrets.url_credentials("http://[::1") == []
+
+
+def test_scrub_url_drops_user_info_credential_parameters_and_known_secret_values() -> None:
+    assert secrets.scrub_url("https://u:p@h/v1?api-version=2024&key=abc&model=gpt&"
+                             "Sub%2DKey=1&x=plain") == \
+        "https://h/v1?api-version=2024&model=gpt&x=plain"
+    secrets.register("Zq8wXv3nT5")
+    assert secrets.scrub_url("https://h/v1?x=Zq8wXv3nT5&y=1&&z") == "https://h/v1?y=1&z"
+    assert secrets.scrub_url("http://[::1/Zq8wXv3nT5") == "http://[::1/<redacted>"
+
+
+def test_url_secrets_as_written_decoded_and_as_basic_credentials() -> None:
+    import base64
+    assert secrets.url_secrets("https://us%40er:p%40ss@h/v1?model=gpt-4&api-version=1&q=a%20b") \
+        == ["gpt-4", "a b", "a%20b", "us%40er", "us@er", "p%40ss", "p@ss",
+            base64.b64encode(b"us@er:p@ss").decode()]
+    assert secrets.url_secrets("https://h/v1?api-version=1&e=") == []
+
+
+def test_a_logged_response_never_carries_its_body() -> None:
+    assert secrets._without_body({"body": {"string": b"abcd"}, "status": 200}) == \
+        {"body": "<4 bytes, not logged>", "status": 200}
+    assert secrets._without_body({"body": {"string": 5}}) == {"body": "<0 bytes, not logged>"}
+    assert secrets._without_body({"body": "x"}) == {"body": "x"}
+    assert secrets._without_body("text") == "text"
