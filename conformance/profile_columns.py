@@ -62,7 +62,7 @@ def profile_providers(base_url: str) -> list[ProfileProvider]:
             label=name, kind="reference-profile",
             expected_quirks={q: {"reason": f"the {name} profile injects it",
                                  "scenarios": [scenario_for(prof)]} for q in sorted(expected)},
-            record_command="nox -s profiles", limits=limits, concurrency=8,
+            record_command="python3 noxw -s profiles", limits=limits, concurrency=8,
             roundtrip=RoundTripPolicy.from_provider({"roundtrip": ROUNDTRIP.get(name, {})}),
             profile=name, scenario=scenario_for(prof)))
     return out

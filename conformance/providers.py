@@ -376,7 +376,7 @@ def default_record_command(name: str, source: str | Path) -> str:
     a checkout of this repository, ``conformance run`` anywhere else."""
     noxfile = Path("noxfile.py")
     if noxfile.is_file() and "def live(" in noxfile.read_text("utf-8", "replace"):
-        return f"nox -s live -- --provider {name}"
+        return f"python3 noxw -s live -- --provider {name}"
     return f"conformance run --providers {source} --provider {name}"
 
 
