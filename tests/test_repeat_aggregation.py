@@ -405,12 +405,12 @@ def test_round_trip_retries_are_in_the_cell() -> None:
 
 
 def test_round_trip_sends_the_provider_headers_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("I18_FAKE_KEY", "sk-fakekey0123456789abcdef")
+    monkeypatch.setenv("I18_FAKE_KEY", "sk-canary0123456789abcdefgh")
     cell, wire = run("round-trip", OK, ANSWER, headers={"X-Team": "conformance"},
                      api_key_env="I18_FAKE_KEY")
     for h in wire.headers:
         assert h["x-team"] == "conformance"
-        assert h["authorization"] == "Bearer sk-fakekey0123456789abcdef"
+        assert h["authorization"] == "Bearer sk-canary0123456789abcdefgh"
 
 
 def test_the_limits_reach_the_transport() -> None:
