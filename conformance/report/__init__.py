@@ -31,7 +31,6 @@ from conformance.report.markdown import render_markdown
 from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
 
 MATRIX_NAME = "quirks-matrix"
-START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"  # markers("matrix")
 
 
 def atomic_write(path: Path, text: str) -> None:
