@@ -1,0 +1,452 @@
+"""The literal findings of the tool-delta, finish, content and request detectors.
+
+One small chunk stream per branch (and one beside it that must not take the branch), judged
+through the chunk door, and the whole list of findings written out by hand: rule, level,
+quirk, event, JSON pointer, message, excerpt (and the repeat count when above one). Messages
+and excerpts are what a user reads in `conformance analyze` and the report, so they are
+pinned literally; a finding that appears, vanishes or moves is a failure. The request is
+varied on the same wire where a detector reads it (tool_choice, n, max_tokens, tools,
+stream_options).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.analysis import analyze_chunks
+
+ABSENT = object()  # a key left out of the delta (absent, null and "" are different facts)
+ID = "call_W1a2b3c4d5e6f7g8h9i0j1k2"
+ID2 = "call_T1a2b3c4d5e6f7g8h9i0j1k2"
+ID3 = "call_U1a2b3c4d5e6f7g8h9i0j1k2"
+P = "/choices/0/delta/tool_calls/0"  # the first (usually only) tool-call delta of a chunk
+
+
+def ch(delta: dict[str, Any] | None = None, finish: Any = None, index: int = 0,
+       **extra: Any) -> dict[str, Any]:
+    """A chunk with a complete envelope and one choice (none when `delta` is None)."""
+    choices = [] if delta is None else [{"index": index, "delta": delta, "logprobs": None,
+                                         "finish_reason": finish}]
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "system_fingerprint": "fp_1", "choices": choices, **extra}
+
+
+def tc(index: Any = 0, id: Any = ABSENT, type: Any = ABSENT, name: Any = ABSENT,
+       args: Any = ABSENT) -> dict[str, Any]:
+    """A tool-call delta; ABSENT leaves the key out (no `function` object without name/args)."""
+    d: dict[str, Any] = {}
+    for k, v in (("index", index), ("id", id), ("type", type)):
+        if v is not ABSENT:
+            d[k] = v
+    fn = {k: v for k, v in (("name", name), ("arguments", args)) if v is not ABSENT}
+    if fn:
+        d["function"] = fn
+    return d
+
+
+def calls(*deltas: dict[str, Any], finish: Any = None, index: int = 0) -> dict[str, Any]:
+    return ch({"tool_calls": list(deltas)}, finish, index)
+
+
+def got(*chunks: dict[str, Any], request: dict[str, Any] | None = None) -> list[tuple]:
+    r = analyze_chunks(list(chunks), request=request)
+    return [(f.rule, f.level, f.quirk, f.event, f.pointer, f.message, f.excerpt)
+            + ((f.count,) if f.count > 1 else ()) for f in r.findings]
+
+
+ROLE = ch({"role": "assistant", "content": None})
+END = ch({}, "tool_calls")
+OPEN = calls(tc(0, ID, "function", "get_weather", ""))  # a clean opener, arguments to come
+FRAG = calls(tc(0, args='{"a":1}'))
+WHOLE = ("Q-ARGS-WHOLE-IN-ONE-DELTA", "INFO", "Q-ARGS-WHOLE-IN-ONE-DELTA")
+ID_ABSENT = ("R-FIRST-ID", "MUST", "Q-ID-ABSENT")
+TYPE_MISSING = ("R-FIRST-TYPE", "MUST", "Q-TYPE-MISSING")
+ON_OPENER = ("Q-ARGS-ON-OPENING-DELTA", "SHOULD", "Q-ARGS-ON-OPENING-DELTA", 1,
+             P + "/function/arguments", "the opening delta carries an argument fragment")
+NO_PARAMS = ("Q-ARGS-ABSENT-NO-PARAMS", "SHOULD", "Q-ARGS-ABSENT-NO-PARAMS", 1, None,
+             "no arguments streamed; sent as {}", None)
+INDEX_ABSENT = ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT", 1, P + "/index",
+                "tool-call delta without an integer index")
+
+
+# ================================================================== tool deltas: one delta
+
+TOOL_DELTA_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
+    "clean": ([ROLE, OPEN, FRAG, END], []),
+    "multi_tool_use wrapper": (
+        [ROLE, calls(tc(0, ID, "function", "multi_tool_use.parallel", "{}")), END],
+        [(*WHOLE, 1, P, "id, name and complete arguments in one delta",
+          '{"index":0,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function","function":'
+          '{"name":"multi_tool_use.parallel","arguments":"{}"}}'),
+         ("Q-OPENAI-MULTI-TOOL-USE-WRAPPER", "INFO", "Q-OPENAI-MULTI-TOOL-USE-WRAPPER", 1,
+          P + "/function/name", "call to the synthetic multi_tool_use.parallel", None)]),
+    "short id": (
+        [ROLE, calls(tc(0, "call_1", "function", "f", "")), FRAG, END],
+        [("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, P + "/id",
+          "tool-call id 'call_1' is not OpenAI's call_… shape", "call_1")]),
+    "id one character too long": (  # the shape is matched whole, not as a prefix
+        [ROLE, calls(tc(0, ID + "x", "function", "f", "")), FRAG, END],
+        [("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, P + "/id",
+          "tool-call id 'call_W1a2b3c4d5e6f7g8h9i0j1k2x' is not OpenAI's call_… shape",
+          "call_W1a2b3c4d5e6f7g8h9i0j1k2x")]),
+    "two whole calls in one delta": (  # once for the delta, once per whole call
+        [ROLE, calls(tc(0, ID, "function", "f", "{}"), tc(1, ID2, "function", "g", "{}")), END],
+        [(*WHOLE, 1, "/choices/0/delta/tool_calls", "2 tool calls in one delta", None, 3)]),
+    "three openers in one delta": (
+        [ROLE, calls(tc(0, ID, "function", "f", ""), tc(1, ID2, "function", "g", ""),
+                     tc(2, ID3, "function", "h", "")),
+         calls(tc(0, args="{}")), calls(tc(1, args="{}")), calls(tc(2, args="{}")), END],
+        [(*WHOLE, 1, "/choices/0/delta/tool_calls", "3 tool calls in one delta", None)]),
+    # --- index-less deltas
+    "index-less whole call": (
+        [ROLE, calls(tc(ABSENT, ID, "function", "f", '{"a":1}')), END],
+        [(*WHOLE, 1, None, "id, name and complete arguments in one delta", None),
+         (*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"f","arguments":"{\\"a\\":1}"}}'),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None)]),
+    "index-less whole calls, one per chunk": (
+        [ROLE, calls(tc(ABSENT, ID, "function", "f", '{"a":1}')),
+         calls(tc(ABSENT, ID2, "function", "g", '{"b":2}')), END],
+        [(*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"f","arguments":"{\\"a\\":1}"}}', 2),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-PARALLEL-SPLIT", 1, None,
+          "index-less parallel calls, one whole call per chunk", None)]),
+    "index-less whole calls, both in one chunk": (
+        [ROLE, calls(tc(ABSENT, ID, "function", "f", '{"a":1}'),
+                     tc(ABSENT, ID2, "function", "g", '{"b":2}')), END],
+        [(*WHOLE, 1, "/choices/0/delta/tool_calls", "2 tool calls in one delta", None, 2),
+         (*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"f","arguments":"{\\"a\\":1}"}}', 2),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None)]),
+    "index-less call with an object as arguments": (
+        [ROLE, calls(tc(ABSENT, ID, "function", "f", {"a": 1})), END],
+        [(*WHOLE, 1, None, "id, name and complete arguments in one delta", None),
+         ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", 1, None,
+          "arguments sent as a JSON value, not a string", None),
+         (*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"f","arguments":{"a":1}}}'),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None)]),
+    "index as a string": (
+        [ROLE, calls(tc("0", ID, "function", "f", '{"a":1}')), END],
+        [(*WHOLE, 1, None, "id, name and complete arguments in one delta", None),
+         (*INDEX_ABSENT, '{"index":"0","id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"f","arguments":"{\\"a\\":1}"}}'),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None)]),
+    "index as a boolean": (  # JSON false is not the integer 0
+        [ROLE, calls(tc(False, ID, "function", "f", '{"a":1}')), END],
+        [(*WHOLE, 1, None, "id, name and complete arguments in one delta", None),
+         (*INDEX_ABSENT, '{"index":false,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2",'
+          '"type":"function","function":{"name":"f","arguments":"{\\"a\\":1}"}}'),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None)]),
+    "index-less call in fragments, without id and type": (  # not whole: no shape finding
+        [ROLE, calls(tc(ABSENT, name="f", args='{"a":')), calls(tc(ABSENT, args="1}")), END],
+        [("R-FIRST-ID", "MUST", "Q-ID-ABSENT", 1, P + "/id",
+          "an index-less call start without a non-empty id",
+          '{"function":{"name":"f","arguments":"{\\"a\\":"}}'),
+         ("R-FIRST-TYPE", "MUST", "Q-TYPE-MISSING", 1, P + "/type",
+          'an index-less call start without type "function"',
+          '{"function":{"name":"f","arguments":"{\\"a\\":"}}'),
+         (*INDEX_ABSENT, '{"function":{"name":"f","arguments":"{\\"a\\":"}}', 2)]),
+    "index-less start with an id but no name and no type": (
+        [ROLE, calls(tc(ABSENT, ID, args='{"a":1}')), END],
+        [("R-FIRST-TYPE", "MUST", "Q-TYPE-MISSING", 1, P + "/type",
+          'an index-less call start without type "function"',
+          '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{\\"a\\":1}"}}'),
+         (*INDEX_ABSENT,
+          '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{\\"a\\":1}"}}')]),
+    "index-less fragment without id or name": (  # not a call start: no type, no id finding
+        [ROLE, calls(tc(ABSENT, type="x", args='{"a":1}')), END],
+        [(*INDEX_ABSENT, '{"type":"x","function":{"arguments":"{\\"a\\":1}"}}')]),
+}
+
+
+@pytest.mark.parametrize("name", list(TOOL_DELTA_CASES))
+def test_tool_delta_findings(name: str) -> None:
+    stream, expected = TOOL_DELTA_CASES[name]
+    assert got(*stream) == expected
+
+
+# ================================================================== tool deltas: continuations
+
+def _cont(delta: dict[str, Any]) -> list[dict[str, Any]]:
+    return [ROLE, OPEN, calls(delta), END]
+
+
+def _exc(delta: str) -> str:
+    return '{"index":0,' + delta + "}"
+
+
+CONT = 2  # the continuation's event in _cont
+CONTINUATION_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
+    "id null": (_cont(tc(0, None, args="{}")), []),
+    "id empty": (_cont(tc(0, "", args="{}")), [
+        ("R-CONT-ID-ABSENT", "MUST", "Q-EMPTY-STRING-OVERWRITE", CONT, P + "/id",
+         '`id: ""` on a continuation delta', _exc('"id":"","function":{"arguments":"{}"}'))]),
+    "id repeated": (_cont(tc(0, ID, args="{}")), [
+        ("R-CONT-ID-ABSENT", "MUST", "Q-ID-REPEATED", CONT, P + "/id",
+         "the call's id repeated on a continuation delta",
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{}"}'))]),
+    "id changed": (_cont(tc(0, ID2, args="{}")), [
+        ("R-CONT-ID-ABSENT", "MUST", "Q-ID-CHANGES-MID-CALL", CONT, P + "/id",
+         "the id changed to 'call_T1a2b3c4d5e6f7g8h9i0j1k2' within the call",
+         _exc('"id":"call_T1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{}"}'))]),
+    "type null": (_cont(tc(0, type=None, args="{}")), []),
+    "type empty": (_cont(tc(0, type="", args="{}")), [
+        ("R-CONT-TYPE-ABSENT", "MUST", "Q-TYPE-MISSING", CONT, P + "/type",
+         '`type: ""` on a continuation delta', None)]),
+    "type repeated": (_cont(tc(0, type="function", args="{}")), [
+        ("R-CONT-TYPE-ABSENT", "SHOULD", None, CONT, P + "/type",
+         "type repeated on a continuation delta", None)]),
+    "name null": (_cont(tc(0, name=None, args="{}")), []),
+    "name empty": (_cont(tc(0, name="", args="{}")), [
+        ("R-CONT-NAME-ABSENT", "MUST", "Q-EMPTY-STRING-OVERWRITE", CONT, P + "/function/name",
+         '`name: ""` on a continuation delta', _exc('"function":{"name":"","arguments":"{}"}'))]),
+    "name repeated": (_cont(tc(0, name="get_weather", args="{}")), [
+        ("R-CONT-NAME-ABSENT", "MUST", "Q-NAME-REPEATED", CONT, P + "/function/name",
+         "the function name repeated on a continuation delta",
+         _exc('"function":{"name":"get_weather","arguments":"{}"}'))]),
+    "name continued": (_cont(tc(0, name="_now", args="{}")), [
+        ("R-CONT-NAME-ABSENT", "INFO", "Q-NAME-FRAGMENTED", CONT, P + "/function/name",
+         "the name continued with '_now'", _exc('"function":{"name":"_now","arguments":"{}"}'))]),
+    "arguments null": (_cont(tc(0, args=None)), [
+        NO_PARAMS,
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-NULL", CONT, P + "/function/arguments",
+         "arguments is null, not a string", _exc('"function":{"arguments":null}'))]),
+    "arguments an object": (_cont(tc(0, args={"a": 1})), [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", CONT, P + "/function/arguments",
+         "arguments is an object, not a string", _exc('"function":{"arguments":{"a":1}}'))]),
+    "arguments a number": (_cont(tc(0, args=3)), [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", CONT, P + "/function/arguments",
+         "arguments is a number, not a string", _exc('"function":{"arguments":3}'))]),
+    "arguments an array": (_cont(tc(0, args=[1])), [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", CONT, P + "/function/arguments",
+         "arguments is an array, not a string", _exc('"function":{"arguments":[1]}'))]),
+    "arguments a boolean": (_cont(tc(0, args=True)), [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", CONT, P + "/function/arguments",
+         "arguments is a boolean, not a string", _exc('"function":{"arguments":true}'))]),
+    "a new call on index 0": (  # the new call's state: its id and name repeat as such
+        [ROLE, calls(tc(0, ID, "function", "f", "{}")),
+         calls(tc(0, ID2, "function", "g", "{}")), calls(tc(0, ID2, args="")),
+         calls(tc(0, name="g", args="")), END],
+        [(*WHOLE, 1, P, "id, name and complete arguments in one delta",
+          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+               '"function":{"name":"f","arguments":"{}"}')),
+         ("R-INDEX-DISTINCT", "MUST", "Q-INDEX-ALL-ZERO", 2, P + "/index",
+          "a new call (id 'call_T1a2b3c4d5e6f7g8h9i0j1k2') reuses index 0",
+          _exc('"id":"call_T1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+               '"function":{"name":"g","arguments":"{}"}')),
+         ("R-CONT-ID-ABSENT", "MUST", "Q-ID-REPEATED", 3, P + "/id",
+          "the call's id repeated on a continuation delta",
+          _exc('"id":"call_T1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":""}')),
+         ("R-CONT-NAME-ABSENT", "MUST", "Q-NAME-REPEATED", 4, P + "/function/name",
+          "the function name repeated on a continuation delta",
+          _exc('"function":{"name":"g","arguments":""}'))]),
+    "a new call on index 1": (
+        [ROLE, calls(tc(0, ID, "function", "f", "{}")), calls(tc(1, ID2, "function", "g", "{}")),
+         calls(tc(1, ID3, "function", "h", "{}")), END],
+        [(*WHOLE, 1, P, "id, name and complete arguments in one delta",
+          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+               '"function":{"name":"f","arguments":"{}"}'), 2),
+         ("R-INDEX-DISTINCT", "MUST", "Q-INDEX-REUSED-ACROSS-CALLS", 3, P + "/index",
+          "a new call (id 'call_U1a2b3c4d5e6f7g8h9i0j1k2') reuses index 1",
+          '{"index":1,"id":"call_U1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"h","arguments":"{}"}}')]),
+    "the id arrives late": (  # reported on the opener; the late id is the call's from then on
+        [ROLE, calls(tc(0, type="function", name="f", args="")), calls(tc(0, ID, args="")),
+         calls(tc(0, ID, args="{}")), END],
+        [(*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
+          _exc('"type":"function","function":{"name":"f","arguments":""}')),
+         ("R-CONT-ID-ABSENT", "MUST", "Q-ID-REPEATED", 3, P + "/id",
+          "the call's id repeated on a continuation delta",
+          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{}"}'))]),
+    "an empty name before any name": (  # nothing overwritten yet: only the late name counts
+        [ROLE, calls(tc(0, ID, "function", args="")), calls(tc(0, name="")),
+         calls(tc(0, name="f")), FRAG, END],
+        [("R-FIRST-NAME", "MUST", None, 1, P + "/function/name",
+          "index 0: the name arrived after the opening delta (event 3)", None)]),
+}
+
+
+@pytest.mark.parametrize("name", list(CONTINUATION_CASES))
+def test_continuation_findings(name: str) -> None:
+    stream, expected = CONTINUATION_CASES[name]
+    assert got(*stream) == expected
+
+
+# ================================================================== tool deltas: openers, end
+
+NAME_PTR = P + "/function/name"
+OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
+    "no id": ([ROLE, calls(tc(0, type="function", name="f", args="")), FRAG, END], [
+        (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
+         _exc('"type":"function","function":{"name":"f","arguments":""}'))]),
+    "id null": ([ROLE, calls(tc(0, None, "function", "f", "")), FRAG, END], [
+        (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
+         _exc('"id":null,"type":"function","function":{"name":"f","arguments":""}'))]),
+    "id empty": ([ROLE, calls(tc(0, "", "function", "f", "")), FRAG, END], [
+        (*ID_ABSENT, 1, P + "/id", "the first delta of a call has id ''",
+         _exc('"id":"","type":"function","function":{"name":"f","arguments":""}'))]),
+    "no type": ([ROLE, calls(tc(0, ID, name="f", args="")), FRAG, END], [
+        (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"name":"f","arguments":""}'))]),
+    "type empty": ([ROLE, calls(tc(0, ID, "", "f", "")), FRAG, END], [
+        (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"",'
+              '"function":{"name":"f","arguments":""}'))]),
+    "no arguments key": ([ROLE, calls(tc(0, ID, "function", "f")), FRAG, END], [
+        ("R-FIRST-ARGS", "SHOULD", None, 1, P + "/function",
+         "the first delta of a call has no arguments key", None)]),
+    "no function object": ([ROLE, calls(tc(0, ID, "function")), calls(tc(0, name="f")),
+                            FRAG, END], [
+        ("R-FIRST-ARGS", "SHOULD", None, 1, P + "/function",
+         "the first delta of a call has no arguments key", None),
+        ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR,
+         "index 0: the name arrived after the opening delta (event 2)", None)]),
+    "arguments null": ([ROLE, calls(tc(0, ID, "function", "f", None)), FRAG, END], [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-NULL", 1, P + "/function/arguments",
+         "arguments is null, not a string",
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+              '"function":{"name":"f","arguments":null}'))]),
+    "arguments an object": ([ROLE, calls(tc(0, ID, "function", "f", {"a": 1})), END], [
+        ("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", 1, P + "/function/arguments",
+         "arguments is an object, not a string",
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+              '"function":{"name":"f","arguments":{"a":1}}'))]),
+    "an argument fragment": (
+        [ROLE, calls(tc(0, ID, "function", "f", '{"a"')), calls(tc(0, args=":1}")), END],
+        [(*ON_OPENER, _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                           '"function":{"name":"f","arguments":"{\\"a\\""}'))]),
+    "complete arguments but no name": (
+        [ROLE, calls(tc(0, ID, "function", args='{"a":1}')), calls(tc(0, name="f")), END],
+        [(*ON_OPENER, _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                           '"function":{"arguments":"{\\"a\\":1}"}')),
+         ("R-FIRST-NAME", "MUST", "Q-NAME-AFTER-ARGUMENTS", 1, NAME_PTR,
+          "index 0: the name arrived after the opening delta (event 2)", None)]),
+    "empty name, the name later": (
+        [ROLE, calls(tc(0, ID, "function", "", "")), calls(tc(0, name="f")), FRAG, END],
+        [("R-FIRST-NAME", "MUST", "Q-NAME-EMPTY-OPENING-DELTA", 1, NAME_PTR,
+          "index 0: the name arrived after the opening delta (event 2)", None)]),
+    "no name, the name later": (
+        [ROLE, calls(tc(0, ID, "function", args="")), calls(tc(0, name="f")), FRAG, END],
+        [("R-FIRST-NAME", "MUST", None, 1, NAME_PTR,
+          "index 0: the name arrived after the opening delta (event 2)", None)]),
+    "no name, arguments, then the name": (
+        [ROLE, calls(tc(0, ID, "function", args="")), calls(tc(0, args='{"a":')),
+         calls(tc(0, name="f")), calls(tc(0, args="1}")), END],
+        [("R-FIRST-NAME", "MUST", "Q-NAME-AFTER-ARGUMENTS", 1, NAME_PTR,
+          "index 0: the name arrived after the opening delta (event 3)", None)]),
+    "never a name": ([ROLE, calls(tc(0, ID, "function", args="")), FRAG, END], [
+        ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+         None)]),
+    "first index 2": ([ROLE, calls(tc(2, ID, "function", "f", "")),
+                       calls(tc(2, args='{"a":1}')), END], [
+        ("Q-INDEX-NONZERO-START", "SHOULD", "Q-INDEX-NONZERO-START", 1, P + "/index",
+         "the first tool call has index 2 and no call has index 0", None)]),
+    "first index 1, then index 0": (
+        [ROLE, calls(tc(1, ID, "function", "f", "")), calls(tc(1, args='{"a":1}')),
+         calls(tc(0, ID2, "function", "g", "")), calls(tc(0, args='{"a":1}')), END], []),
+    # --- one call split over two indices (judged at the end)
+    "arguments on a second, nameless, id-less index": (  # the opener findings are held back
+        [ROLE, OPEN, calls(tc(1, args='{"a":1}')), END],
+        [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
+          "index 1 carries arguments but never an id or a name: one call's deltas split "
+          "over two indices", '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}')]),
+    "the same with an empty id": (
+        [ROLE, OPEN, calls(tc(1, "", args='{"a":1}')), END],
+        [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
+          "index 1 carries arguments but never an id or a name: one call's deltas split "
+          "over two indices", '{"index":1,"id":"","function":{"arguments":"{\\"a\\":1}"}}')]),
+    "the second index gets a name later: not a split": (  # the held-back findings stand
+        [ROLE, OPEN, calls(tc(1, args='{"a":')), calls(tc(1, name="g")),
+         calls(tc(1, args="1}")), END],
+        [NO_PARAMS,
+         (*ON_OPENER[:3], 2, *ON_OPENER[4:], '{"index":1,"function":{"arguments":"{\\"a\\":"}}'),
+         (*ID_ABSENT, 2, P + "/id", "the first delta of a call has no id",
+          '{"index":1,"function":{"arguments":"{\\"a\\":"}}'),
+         ("R-FIRST-NAME", "MUST", "Q-NAME-AFTER-ARGUMENTS", 2, NAME_PTR,
+          "index 1: the name arrived after the opening delta (event 3)", None),
+         (*TYPE_MISSING, 2, P + "/type", 'the first delta of a call has no type "function"',
+          '{"index":1,"function":{"arguments":"{\\"a\\":"}}')]),
+    "a lone nameless index is no split": (
+        [ROLE, calls(tc(1, args='{"a":1}')), END],
+        [(*ON_OPENER, '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
+         ("Q-INDEX-NONZERO-START", "SHOULD", "Q-INDEX-NONZERO-START", 1, P + "/index",
+          "the first tool call has index 1 and no call has index 0", None),
+         (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
+          '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
+         ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 1: the call never received a name",
+          None),
+         (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
+          '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}')]),
+    "a second index with a name is no split": (
+        [ROLE, OPEN, FRAG, calls(tc(1, name="g", args='{"a":1}')), END],
+        [(*WHOLE, 3, P, "id, name and complete arguments in one delta",
+          '{"index":1,"function":{"name":"g","arguments":"{\\"a\\":1}"}}'),
+         (*ID_ABSENT, 3, P + "/id", "the first delta of a call has no id",
+          '{"index":1,"function":{"name":"g","arguments":"{\\"a\\":1}"}}'),
+         (*TYPE_MISSING, 3, P + "/type", 'the first delta of a call has no type "function"',
+          '{"index":1,"function":{"name":"g","arguments":"{\\"a\\":1}"}}')]),
+}
+
+
+@pytest.mark.parametrize("name", list(OPENER_CASES))
+def test_opener_and_end_findings(name: str) -> None:
+    stream, expected = OPENER_CASES[name]
+    assert got(*stream) == expected
+
+
+def test_indices_are_per_choice_when_n_is_above_one() -> None:
+    # Choice 1's nameless index 0 is not the argument half of choice 0's call, and choice
+    # 1 starting at index 1 is a non-zero start of its own although choice 0 has index 0.
+    opener = calls(tc(0, ID, "function", "f", "{}"), index=0)
+    nameless = calls(tc(0, type="function", args='{"a":1}'), index=1)
+    assert got(opener, nameless, ch({}, "tool_calls", 0), request={"n": 2}) == [
+        (*WHOLE, 0, P, "id, name and complete arguments in one delta",
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+              '"function":{"name":"f","arguments":"{}"}')),
+        (*ON_OPENER[:3], 1, *ON_OPENER[4:],
+         _exc('"type":"function","function":{"arguments":"{\\"a\\":1}"}')),
+        (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
+         _exc('"type":"function","function":{"arguments":"{\\"a\\":1}"}')),
+        ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+         None)]
+    second = calls(tc(1, ID2, "function", "g", "{}"), index=1)
+    assert got(opener, second, ch({}, "tool_calls", 0), request={"n": 2}) == [
+        (*WHOLE, 0, P, "id, name and complete arguments in one delta",
+         _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+              '"function":{"name":"f","arguments":"{}"}'), 2),
+        ("Q-INDEX-NONZERO-START", "SHOULD", "Q-INDEX-NONZERO-START", 1, P + "/index",
+         "the first tool call has index 1 and no call has index 0", None)]
+
+
+def test_arguments_before_the_name_are_seen_on_the_steady_path() -> None:
+    # Event 2 is a clean bare fragment: later bare fragments with the same envelope take the
+    # analyzer's steady path, where only track_fragment sees them (event 4 here).
+    head = [ROLE, OPEN, calls(tc(0, args='{"a":')), calls(tc(1, ID2, "function", args=""))]
+    tail = [calls(tc(1, args="2}")), calls(tc(0, args="1}")), END]
+    before = got(*head, calls(tc(1, args='{"b":')), calls(tc(1, name="g")), *tail)
+    assert before == [("R-FIRST-NAME", "MUST", "Q-NAME-AFTER-ARGUMENTS", 3, NAME_PTR,
+                       "index 1: the name arrived after the opening delta (event 5)", None)]
+    after = got(*head, calls(tc(1, name="g")), calls(tc(1, args='{"b":')), *tail)
+    assert after == [("R-FIRST-NAME", "MUST", None, 3, NAME_PTR,
+                      "index 1: the name arrived after the opening delta (event 4)", None)]
+
+
+@pytest.mark.parametrize(("deltas", "shape"), [(10_000, False), (10_001, True)])
+def test_index_less_deltas_are_kept_up_to_ten_thousand(deltas: int, shape: bool) -> None:
+    # Past 10 000 index-less deltas the list is cut back to its first 5 000: the one
+    # incomplete call (the 5 001st) is then forgotten and the calls read as whole.
+    bad = 5_000
+    stream = [ROLE, *(calls(tc(ABSENT, ID, "function", "f", '{"a":' if i == bad else '{"a":1}'))
+                      for i in range(deltas)), END]
+    r = analyze_chunks(stream)
+    assert ("Q-INDEX-ABSENT-PARALLEL-SPLIT" in r.quirks) is shape
+    (absent,) = [f for f in r.findings if f.quirk == "Q-INDEX-ABSENT"]
+    assert (absent.event, absent.count) == (1, deltas)
