@@ -32,7 +32,6 @@ class _IndexState:
         "opener_name",
         "args_before_name",
         "name_event",
-        "deltas",
         "id_missing",
         "split_suspect",
         "deferred",
@@ -47,7 +46,6 @@ class _IndexState:
         self.opener_name: str = "absent"  # value | empty | absent
         self.args_before_name = False
         self.name_event: int | None = None
-        self.deltas = 0
         self.id_missing: tuple[int, str, str, str] | None = None
         self.split_suspect = False
         # Findings about the opening delta, held back while the index may turn out to be
@@ -73,7 +71,6 @@ def detect_tool_delta(
         _open_index(a, tc, key, idx, ptr, n)
         return
     # A continuation delta on an index already opened.
-    st.deltas += 1
     if check_continuation_id(a, st, tc, key, idx, tid, name, ptr, n):
         return
     check_continuation_type(a, tc, ptr, n)
@@ -83,9 +80,8 @@ def detect_tool_delta(
 
 def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
     """The steady path's share of detect_tool_delta for a bare argument fragment on an open
-    index (no id, type or name): count the delta; arguments before any name are remembered
-    for Q-NAME-AFTER-ARGUMENTS."""
-    st.deltas += 1
+    index (no id, type or name): arguments before any name are remembered for
+    Q-NAME-AFTER-ARGUMENTS."""
     if not st.name:
         st.args_before_name = True
 
