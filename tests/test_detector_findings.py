@@ -450,3 +450,289 @@ def test_index_less_deltas_are_kept_up_to_ten_thousand(deltas: int, shape: bool)
     assert ("Q-INDEX-ABSENT-PARALLEL-SPLIT" in r.quirks) is shape
     (absent,) = [f for f in r.findings if f.quirk == "Q-INDEX-ABSENT"]
     assert (absent.event, absent.count) == (1, deltas)
+
+
+# ================================================================== finish_reason
+
+def camel(finish: Any = ABSENT, camel_value: Any = "tool_calls") -> dict[str, Any]:
+    choice = {"index": 0, "delta": {}, "finishReason": camel_value}
+    if finish is not ABSENT:
+        choice["finish_reason"] = finish
+    return {**ch(), "choices": [choice]}
+
+
+CAMEL = ("Q-FINISH-CAMELCASE", "MUST", "Q-FINISH-CAMELCASE", 3, "/choices/0/finishReason",
+         "finish reason sent as `finishReason`")
+CALL = [ROLE, OPEN, FRAG]  # one clean call; the finish chunk is event 3
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+FINISH_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[tuple]]] = {
+    "text after stop, twice": (  # reported once, at the first
+        [ROLE, ch({"content": "Hi"}), ch({}, "stop"), ch({"content": "more"}),
+         ch({"content": "again"})], None,
+        [("Q-FINISH-ON-NONFINAL-CHUNK", "SHOULD", "Q-FINISH-ON-NONFINAL-CHUNK", 3, "/choices/0",
+          "output after finish_reason 'stop' (event 2)", None)]),
+    "empty content after stop": (
+        [ROLE, ch({"content": "Hi"}), ch({}, "stop"), ch({"content": ""})], None, []),
+    "a tool-call delta after tool_calls": (
+        [ROLE, OPEN, END, FRAG], None,
+        [("Q-FINISH-ON-NONFINAL-CHUNK", "SHOULD", "Q-FINISH-ON-NONFINAL-CHUNK", 3, "/choices/0",
+          "output after finish_reason 'tool_calls' (event 2)", None)]),
+    "camelCase only": ([*CALL, camel()], None, [
+        ("Q-ENVELOPE-FIELDS-MISSING", "SHOULD", "Q-ENVELOPE-FIELDS-MISSING", 3, "/choices/0",
+         "choice without finish_reason", None),
+        (*CAMEL, "tool_calls")]),
+    "camelCase next to an empty finish_reason": ([*CALL, camel("")], None, [
+        (*CAMEL, "tool_calls")]),
+    "camelCase next to a finish_reason": ([*CALL, camel("tool_calls", "stop")], None, [
+        (*CAMEL, "stop")]),
+    "camelCase number next to a finish_reason": ([*CALL, camel("tool_calls", 1)], None, [
+        (*CAMEL, "1")]),
+    "camelCase number only": ([*CALL, camel(None, 5)], None, [  # no finish at all
+        (*CAMEL, "5"),
+        ("R-FINISH-PRESENT", "MUST", "Q-FINISH-NEVER-SENT", 3, None,
+         "no finish_reason in the whole stream", None)]),
+    "empty string": ([*CALL, ch({}, ""), END], None, [
+        ("Q-FINISH-EMPTY-STRING", "SHOULD", "Q-FINISH-EMPTY-STRING", 3, "/choices/0/finish_reason",
+         '`finish_reason: ""` instead of null', None)]),
+    "non-standard string": ([*CALL, ch({}, "done")], None, [
+        ("R-FINISH-VALUE", "MUST", "Q-FINISH-NONSTANDARD-VALUE", 3, "/choices/0/finish_reason",
+         "finish_reason 'done' is not a standard value", None)]),
+    "a number": ([*CALL, ch({}, 1)], None, [
+        ("R-FINISH-VALUE", "MUST", "Q-FINISH-NONSTANDARD-VALUE", 3, "/choices/0/finish_reason",
+         "finish_reason 1 is not a standard value", None)]),
+    "repeated": ([*CALL, END, END], None, [
+        ("Q-FINISH-REPEATED", "SHOULD", "Q-FINISH-REPEATED", 4, "/choices/0/finish_reason",
+         "finish_reason 'tool_calls' sent again", None)]),
+    "in the chunk of an argument fragment": (
+        [ROLE, OPEN, calls(tc(0, args='{"a":1}'), finish="tool_calls")], None,
+        [("Q-FINISH-SAME-CHUNK-AS-CALL", "SHOULD", "Q-FINISH-SAME-CHUNK-AS-CALL", 2,
+          "/choices/0/finish_reason", "tool-call delta and finish_reason in one chunk", None)]),
+    "in the chunk of an empty fragment": (
+        [*CALL, calls(tc(0, args=""), finish="tool_calls")], None, []),
+    # --- judged at the end
+    "never sent": (CALL, None, [
+        ("R-FINISH-PRESENT", "MUST", "Q-FINISH-NEVER-SENT", 2, None,
+         "no finish_reason in the whole stream", None)]),
+    "nothing streamed": ([], None, []),
+    "never sent, error in the stream": (
+        [*CALL, {"error": {"message": "boom", "type": "server_error"}}], None,
+        [("R-NO-ERROR", "MUST", "Q-SSE-ERROR-ENVELOPE", 3, "/error", "error inside the stream: boom",
+          '{"error":{"message":"boom","type":"server_error"}}')]),
+    "stop after calls": ([*CALL, ch({}, "stop")], None, [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 3, None,
+         'tool calls streamed but finish_reason is "stop"', None)]),
+    "stop after calls, tool_choice required": (
+        [*CALL, ch({}, "stop")], {"tool_choice": "required"},
+        [("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 3, None,
+          'tool calls streamed but finish_reason is "stop"', None)]),
+    "stop after calls, named tool_choice": ([*CALL, ch({}, "stop")], {"tool_choice": NAMED}, [
+        ("Q-FINISH-STOP-NAMED-TOOLCHOICE", "INFO", "Q-FINISH-STOP-NAMED-TOOLCHOICE", 3, None,
+         'named tool_choice finishes with "stop" (OpenAI\'s own behaviour)', None)]),
+    "length after calls": ([*CALL, ch({}, "length")], None, [
+        ("R-LENGTH-CUT", "INFO", None, 3, None,
+         'finish_reason "length": the calls are cut and not executable', None)]),
+    "content_filter after calls": ([*CALL, ch({}, "content_filter")], None, [
+        ("R-FINISH-TOOL-CALLS", "MUST", None, 3, None,
+         "tool calls streamed but finish_reason is 'content_filter'", None)]),
+    "function_call after calls": ([*CALL, ch({}, "function_call")], None, []),
+    "a non-standard value after calls": ([*CALL, ch({}, "done")], None, [  # judged once
+        ("R-FINISH-VALUE", "MUST", "Q-FINISH-NONSTANDARD-VALUE", 3, "/choices/0/finish_reason",
+         "finish_reason 'done' is not a standard value", None)]),
+    "tool_calls after text only": ([ROLE, ch({"content": "Hi"}), END], None, [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS", 2, None,
+         'finish_reason "tool_calls" without any tool-call delta', None)]),
+    "stop after text only": ([ROLE, ch({"content": "Hi"}), ch({}, "stop")], None, []),
+}
+
+
+@pytest.mark.parametrize("name", list(FINISH_CASES))
+def test_finish_findings(name: str) -> None:
+    stream, request, expected = FINISH_CASES[name]
+    body = None if request is None else {"model": "m", "stream": True, **request}
+    assert got(*stream, request=body) == expected
+
+
+# ------------------------------------------------------------------ arguments invented on a cut
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {}, "unit": {}}, "required": ["city", 5, "unit"]}}}
+PING = {"type": "function", "function": {"name": "ping", "parameters": {
+    "type": "object", "properties": {}}}}
+BARE = {"type": "function", "function": {"name": "ping"}}  # no parameters at all
+ODD_TOOLS = ["x", {"function": "y"}, {"function": {"name": 3}},
+             {"type": "function", "function": {"name": "get_time", "parameters": [1]}}]
+CUT_MESSAGE = 'finish_reason "length": the calls are cut and not executable'
+
+
+def cut(name: str, args: str = "{}", finish: str = "length", index: int = 0) -> list[dict]:
+    return [calls(tc(index, ID, "function", name, "")), calls(tc(index, args=args)),
+            ch({}, finish)]
+
+
+def invented(call: int, why: str, event: int = 1, pointer: str | None = P) -> tuple:
+    return ("R-LENGTH-CUT", "MUST", "Q-ARGS-INVENTED-ON-TRUNCATION", event, pointer,
+            f'call {call}: arguments "{{}}" with finish_reason "length" although {why}: the '
+            "server filled them in, the model never wrote them", None)
+
+
+INVENTED_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
+    "required parameters": ([ROLE, *cut("get_weather")], [WEATHER], [
+        invented(0, "'get_weather' requires city, unit"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "blank around the braces": ([ROLE, *cut("get_weather", " {} ")], [WEATHER], [
+        invented(0, "'get_weather' requires city, unit"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "an undeclared tool": ([ROLE, *cut("get_time")], [WEATHER], [
+        invented(0, "'get_time' is not a declared tool"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None),
+        ("R-TOOL-DECLARED", "INFO", None, None, None,
+         "the model called 'get_time', which the request does not declare", None)]),
+    "tools not a list": ([ROLE, *cut("get_weather")], {"w": WEATHER}, [
+        invented(0, "'get_weather' is not a declared tool"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "no request": ([ROLE, *cut("get_time")], ABSENT, [
+        invented(0, "the stream was cut"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "a declared tool without required parameters": ([ROLE, *cut("ping")], [PING], [
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "a declared tool without parameters": ([ROLE, *cut("ping")], [BARE], [
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "arguments written": ([ROLE, *cut("get_weather", '{"city":"P"}')], [WEATHER], [
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "finish stop": ([ROLE, *cut("get_weather", finish="stop")], [WEATHER], [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 3, None,
+         'tool calls streamed but finish_reason is "stop"', None)]),
+    "on index 1": ([ROLE, *cut("get_weather", index=1)], [WEATHER], [
+        ("Q-INDEX-NONZERO-START", "SHOULD", "Q-INDEX-NONZERO-START", 1, P + "/index",
+         "the first tool call has index 1 and no call has index 0", None),
+        invented(0, "'get_weather' requires city, unit"),
+        ("R-LENGTH-CUT", "INFO", None, 3, None, CUT_MESSAGE, None)]),
+    "the second call, after a parameterless one and odd declarations": (
+        [ROLE, calls(tc(0, ID, "function", "get_time", "")), calls(tc(0, args="{}")),
+         calls(tc(1, ID2, "function", "get_weather", "")), calls(tc(1, args="{}")),
+         calls(tc(2, ID3, "function", "get_weather", "")), calls(tc(2, args="{}")),
+         ch({}, "length")], [WEATHER, *ODD_TOOLS],
+        [invented(1, "'get_weather' requires city, unit", 3),  # the first one only
+         ("R-LENGTH-CUT", "INFO", None, 7, None, CUT_MESSAGE, None)]),
+    "the second call, after one with arguments": (
+        [ROLE, calls(tc(0, ID, "function", "get_weather", "")), calls(tc(0, args='{"a":1}')),
+         calls(tc(1, ID2, "function", "get_weather", "")), calls(tc(1, args="{}")),
+         ch({}, "length")], [WEATHER],
+        [invented(1, "'get_weather' requires city, unit", 3),
+         ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None)]),
+    "an index-less call": (  # no index state: the finish chunk's event, no pointer
+        [ROLE, calls(tc(ABSENT, ID, "function", "get_weather", "{}")), ch({}, "length")],
+        [WEATHER],
+        [(*WHOLE, 1, None, "id, name and complete arguments in one delta", None),
+         (*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+          '"function":{"name":"get_weather","arguments":"{}"}}'),
+         ("R-INDEX-PRESENT", "MUST", "Q-INDEX-ABSENT-WHOLE-CALL", 1, None,
+          "index-less calls, each complete in one delta", None),
+         ("R-LENGTH-CUT", "INFO", None, 2, None, CUT_MESSAGE, None),
+         invented(0, "'get_weather' requires city, unit", 2, None)]),
+}
+
+
+@pytest.mark.parametrize("name", list(INVENTED_CASES))
+def test_invented_arguments_findings(name: str) -> None:
+    stream, tools, expected = INVENTED_CASES[name]
+    body = None if tools is ABSENT else {"model": "m", "stream": True, "tools": tools}
+    assert got(*stream, request=body) == expected
+
+
+# ================================================================== content and reasoning
+
+MARKUP = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+AS_TEXT = ("R-TOOLCALLS-STRUCTURED", "MUST", "Q-TOOLCALL-AS-TEXT", 1, None,
+           "a tool call streamed as content text")
+DUPLICATED = ("Q-TOOLCALL-DUPLICATED-IN-CONTENT", "SHOULD", "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
+              1, None, "tool-call markup in content next to structured tool_calls", None)
+NOT_ENFORCED = ("R-TOOL-CHOICE", "MUST", "Q-REQUIRED-NOT-ENFORCED", 1, "/choices/0/delta/content",
+                'tool_choice "required" but the model answered in prose, with no tool call')
+LONG_NAME = {"type": "function", "function": {"name": "get_weather_in_a_city_with_a_long_name"}}
+
+
+def reasoning_call(**delta: Any) -> dict[str, Any]:
+    return ch({**delta, "tool_calls": [tc(0, ID, "function", "get_weather", "")]})
+
+
+CONTENT_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
+    "reasoning next to a call": ([ROLE, reasoning_call(reasoning_content="think"), FRAG, END],
+                                 None, [
+        ("Q-REASONING-SAME-DELTA", "SHOULD", "Q-REASONING-SAME-DELTA", 1, "/choices/0/delta",
+         "reasoning and tool_calls in one delta", None)]),
+    "empty reasoning next to a call": (
+        [ROLE, reasoning_call(reasoning_content=""), FRAG, END], None, []),
+    "empty reasoning_details next to a call": (
+        [ROLE, reasoning_call(reasoning_details=[]), FRAG, END], None, []),
+    "content on the tool_calls finish after reasoning": (
+        [ROLE, ch({"reasoning": "think"}), OPEN, FRAG, ch({"content": "Done."}, "tool_calls")],
+        None, [("Q-REASONING-LEAK-AT-FINISH", "SHOULD", "Q-REASONING-LEAK-AT-FINISH", 4,
+                "/choices/0/delta/content",
+                "content text on the tool_calls finish chunk after reasoning", "Done.")]),
+    "content on the tool_calls finish without reasoning": (
+        [ROLE, OPEN, FRAG, ch({"content": "Done."}, "tool_calls")], None, []),
+    "content on the stop finish after reasoning": (
+        [ROLE, ch({"reasoning": "think"}), ch({"content": "Done."}, "stop")], None, []),
+    # --- calls written as text
+    "markup, no call": ([ROLE, ch({"content": MARKUP}), ch({}, "stop")], None, [
+        (*AS_TEXT, MARKUP)]),
+    "markup over two deltas, the excerpt cut at 160": (
+        [ROLE, ch({"content": "<tool_call>" + "a" * 100}), ch({"content": "b" * 100}),
+         ch({}, "stop")], None,
+        [(*AS_TEXT, "<tool_call>" + "a" * 100 + "b" * 49)]),
+    "markup next to a call": ([ROLE, ch({"content": MARKUP}), OPEN, FRAG, END], None,
+                              [DUPLICATED]),
+    "markup, no call, tool_choice none": (
+        [ROLE, ch({"content": MARKUP}), ch({}, "stop")], {"tool_choice": "none"}, []),
+    "markup next to a call, tool_choice none": (
+        [ROLE, ch({"content": MARKUP}), OPEN, FRAG, END], {"tool_choice": "none"},
+        [DUPLICATED, ("R-TOOL-CHOICE", "MUST", None, None, None,
+                      'tool_choice "none" but a tool call was streamed', None)]),
+    "markup, no call, tool_choice required": (  # group H's, not Q-REQUIRED-NOT-ENFORCED
+        [ROLE, ch({"content": "<tool_call>x"}), ch({}, "stop")], {"tool_choice": "required"},
+        [(*AS_TEXT, "<tool_call>x")]),
+    # --- tool_choice required / named
+    "prose, required": (
+        [ROLE, ch({"content": "Let me " + "x" * 100}), ch({"content": "y" * 100}),
+         ch({}, "stop")], {"tool_choice": "required"},
+        [(*NOT_ENFORCED, "Let me " + "x" * 100 + "y" * 53)]),
+    "prose then a call, required": (
+        [ROLE, ch({"content": "Let me check."}), OPEN, FRAG, END], {"tool_choice": "required"},
+        [("R-TOOL-CHOICE", "SHOULD", "Q-REQUIRED-NOT-ENFORCED", 1, "/choices/0/delta/content",
+          'tool_choice "required" but prose came before the first call', "Let me check.")]),
+    "blank then a call, required": (
+        [ROLE, ch({"content": "  "}), OPEN, FRAG, END], {"tool_choice": "required"}, []),
+    "a call then prose, required": (
+        [ROLE, OPEN, FRAG, ch({"content": "Done."}), END], {"tool_choice": "required"}, []),
+    "prose, then an error, required": (
+        [ROLE, ch({"content": "Hi"}), {"error": {"message": "boom"}}], {"tool_choice": "required"},
+        [("R-NO-ERROR", "MUST", "Q-SSE-ERROR-ENVELOPE", 2, "/error", "error inside the stream: boom",
+          '{"error":{"message":"boom"}}')]),
+    "nothing, required": ([ROLE, ch({}, "stop")], {"tool_choice": "required"}, [
+        ("R-TOOL-CHOICE", "MUST", "Q-TOOLCALLS-MISSING-IN-STREAM", None, None,
+         "tool_choice required but no tool call streamed", None)]),
+    "nothing at all, required": ([], {"tool_choice": "required"}, []),
+    "an error only, required": ([ROLE, {"error": {"message": "boom"}}],
+                                {"tool_choice": "required"}, [
+        ("R-NO-ERROR", "MUST", "Q-SSE-ERROR-ENVELOPE", 1, "/error", "error inside the stream: boom",
+         '{"error":{"message":"boom"}}')]),
+    "prose, named": ([ROLE, ch({"content": "Hi"}), ch({}, "stop")],
+                     {"tool_choice": {"type": "function", "function": {"name": "f"}}}, [
+        ("R-TOOL-CHOICE", "MUST", "Q-TOOLCALLS-MISSING-IN-STREAM", None, None,
+         'tool_choice {"type":"function","function":{"name":"f"}} but no tool call streamed',
+         None)]),
+    "nothing, a long named choice": ([ROLE, ch({}, "stop")], {"tool_choice": LONG_NAME}, [
+        ("R-TOOL-CHOICE", "MUST", "Q-TOOLCALLS-MISSING-IN-STREAM", None, None,
+         'tool_choice {"type":"function","function":{"name":"get_weather_in_a_cit… but no '
+         "tool call streamed", None)]),
+    "nothing, auto": ([ROLE, ch({}, "stop")], {"tool_choice": "auto"}, []),
+    "prose, none": ([ROLE, ch({"content": "Hi"}), ch({}, "stop")], {"tool_choice": "none"}, []),
+}
+
+
+@pytest.mark.parametrize("name", list(CONTENT_CASES))
+def test_content_findings(name: str) -> None:
+    stream, request, expected = CONTENT_CASES[name]
+    body = None if request is None else {"model": "m", "stream": True, **request}
+    assert got(*stream, request=body) == expected
