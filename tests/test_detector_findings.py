@@ -11,11 +11,13 @@ stream_options).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from conformance.analysis import analyze_chunks
+from conformance.analysis import analyze, analyze_chunks
+from conformance.readers import exchange_transcript
 
 ABSENT = object()  # a key left out of the delta (absent, null and "" are different facts)
 ID = "call_W1a2b3c4d5e6f7g8h9i0j1k2"
@@ -736,3 +738,158 @@ def test_content_findings(name: str) -> None:
     stream, request, expected = CONTENT_CASES[name]
     body = None if request is None else {"model": "m", "stream": True, **request}
     assert got(*stream, request=body) == expected
+
+
+# ================================================================== request semantics
+
+TOOL_W = {"type": "function", "function": {"name": "get_weather"}}
+TOOL_T = {"type": "function", "function": {"name": "get_time"}}
+
+
+def answered(*names: str) -> list[dict[str, Any]]:
+    """One call per name, on indices 0, 1, …, each opened and then given "{}"."""
+    out = [ROLE]
+    for i, (name, cid) in enumerate(zip(names, (ID, ID2, ID3), strict=False)):
+        out += [calls(tc(i, cid, "function", name, "")), calls(tc(i, args="{}"))]
+    return [*out, END]
+
+
+def rule(rid: str, message: str, quirk: str | None = None, level: str = "MUST") -> tuple:
+    return (rid, level, quirk, None, None, message, None)
+
+
+REQUEST_CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any], list[tuple]]] = {
+    "undeclared names: the first is named": (answered("a", "b"), {"tools": [TOOL_W]}, [
+        rule("R-TOOL-DECLARED", "the model called 'a', which the request does not declare",
+             level="INFO")]),
+    "declared": (answered("get_weather", "get_time"), {"tools": [TOOL_W, TOOL_T]}, []),
+    "nothing usable declared": (answered("a"), {"tools": ["x", {"type": "function"}]}, []),
+    "the multi_tool_use wrapper undeclared": (
+        [ROLE, calls(tc(0, ID, "function", "multi_tool_use.parallel", "")),
+         calls(tc(0, args="{}")), END], {"tools": [TOOL_W]},
+        [("Q-OPENAI-MULTI-TOOL-USE-WRAPPER", "INFO", "Q-OPENAI-MULTI-TOOL-USE-WRAPPER", 1,
+          NAME_PTR, "call to the synthetic multi_tool_use.parallel", None)]),
+    "parallel_tool_calls false, two calls": (
+        answered("get_weather", "get_time"), {"parallel_tool_calls": False}, [
+            rule("R-PARALLEL-DISABLED", "2 calls although parallel_tool_calls is false",
+                 "Q-PARALLEL-TOOL-CALLS-IGNORED")]),
+    "parallel_tool_calls false, three calls": (
+        answered("get_weather", "get_time", "get_time"), {"parallel_tool_calls": False}, [
+            rule("R-PARALLEL-DISABLED", "3 calls although parallel_tool_calls is false",
+                 "Q-PARALLEL-TOOL-CALLS-IGNORED")]),
+    "parallel_tool_calls false, one call": (
+        answered("get_weather"), {"parallel_tool_calls": False}, []),
+    "parallel_tool_calls true, two calls": (
+        answered("get_weather", "get_time"), {"parallel_tool_calls": True}, []),
+    "tool_choice none, a call": (answered("get_weather"), {"tool_choice": "none"}, [
+        rule("R-TOOL-CHOICE", 'tool_choice "none" but a tool call was streamed')]),
+    "tool_choice none, no call": (
+        [ROLE, ch({"content": "Hi"}), ch({}, "stop")], {"tool_choice": "none"}, []),
+    "tool_choice auto, a call": (answered("get_weather"), {"tool_choice": "auto"}, []),
+    "named, the second call wrong": (
+        answered("get_weather", "get_time"),
+        {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+        [rule("R-TOOL-CHOICE", "named tool_choice 'get_weather' but called 'get_time'")]),
+    "named, every call right": (
+        answered("get_weather", "get_weather"),
+        {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, []),
+    "named without a function": (
+        answered("get_weather"), {"tool_choice": {"type": "function", "function": None}}, []),
+}
+
+
+@pytest.mark.parametrize("name", list(REQUEST_CASES))
+def test_request_findings(name: str) -> None:
+    stream, request, expected = REQUEST_CASES[name]
+    assert got(*stream, request={"model": "m", "stream": True, **request}) == expected
+
+
+def test_request_rules_need_a_request() -> None:
+    assert got(*answered("a", "b")) == []
+
+
+# ================================================================== the same judgments on the wire
+
+def sse(*chunks: dict[str, Any], done: bool = True, tail: bytes = b"") -> bytes:
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    return body + (b"data: [DONE]\n\n" if done else b"") + tail
+
+
+def on_wire(raw: bytes, request: dict[str, Any], status: int = 200,
+            transport: str | None = None) -> list[tuple]:
+    t = exchange_transcript("s", "live", {"body": {"model": "m", "stream": True, **request}},
+                            status, {"content-type": "text/event-stream"}, raw)
+    t.transport_error = transport  # what the transport reports when the connection drops
+    r = analyze(t)
+    return [(f.rule, f.level, f.quirk, f.event, f.pointer, f.message, f.excerpt)
+            for f in r.findings]
+
+
+PARTIAL = [ROLE, calls(tc(0, ID, "function", "f", "")), calls(tc(0, args='{"a": "Par'))]
+USAGE_ASKED = {"stream_options": {"include_usage": True}}
+LIMITED = {"max_tokens": 5}
+RESET = ("R-COMPLETE", "MUST", None, None, None, "connection reset", None)
+CUT_BODY = [("R-COMPLETE", "MUST", None, 3, None, "HTTP 200 body cut inside an event after 3 "
+             "event(s), with no finish_reason: the server closed the stream mid-answer", None),
+            ("R-SSE-WELL-FORMED", "MUST", None, 3, None,
+             "stream ended inside an event (no blank line after it): {", None)]
+BOOM = ("R-NO-ERROR", "MUST", "Q-SSE-ERROR-ENVELOPE", 3, "/error", "error inside the stream: boom",
+        '{"error":{"message":"boom"}}')
+REPAIRED = ("R-ARGS-JSON", "MUST", "Q-ARGS-TRUNCATED", 1, None,
+            "arguments were cut; closed by JSON repair", None)
+NO_USAGE = ("R-USAGE", "MUST", None, None, None,
+            "stream_options.include_usage asked, no usage object arrived", None)
+WIRE_CASES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any], list[tuple]]] = {
+    "usage asked, none came": (sse(*PARTIAL, END), USAGE_ASKED, {}, [REPAIRED, NO_USAGE]),
+    "usage asked, one event": (sse(END), USAGE_ASKED, {}, [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS", 0, None,
+         'finish_reason "tool_calls" without any tool-call delta', None), NO_USAGE]),
+    "usage asked, an error": (sse(*PARTIAL, {"error": {"message": "boom"}}), USAGE_ASKED, {},
+                              [BOOM]),
+    "usage asked, the connection dropped": (
+        sse(*PARTIAL, done=False), USAGE_ASKED, {"transport": "connection reset"}, [RESET]),
+    "usage asked, the body cut": (sse(*PARTIAL, done=False, tail=b"data: {"), USAGE_ASKED, {},
+                                  CUT_BODY),
+    "max_tokens, a cut call, tool_calls": (sse(*PARTIAL, END), LIMITED, {}, [
+        REPAIRED,
+        ("R-LENGTH-VISIBLE", "MUST", "Q-ARGS-TRUNCATED", None, None,
+         "call 0's arguments are cut but finish_reason is 'tool_calls', not \"length\"", None)]),
+    "max_tokens, a cut call, the body cut": (
+        sse(*PARTIAL, done=False, tail=b"data: {"), LIMITED, {}, CUT_BODY),
+    "max_tokens, a cut call, the connection dropped": (
+        sse(*PARTIAL, done=False), LIMITED, {"transport": "connection reset"}, [RESET]),
+    "max_tokens, a cut call, an error": (
+        sse(*PARTIAL, {"error": {"message": "boom"}}), LIMITED, {}, [BOOM]),
+    "no finish, the connection dropped": (
+        sse(*PARTIAL, done=False), {}, {"transport": "connection reset"}, [RESET]),
+    "no finish, [DONE]": (sse(*PARTIAL), {}, {}, [
+        REPAIRED, ("R-FINISH-PRESENT", "MUST", "Q-FINISH-NEVER-SENT", 3, None,
+                   "no finish_reason in the whole stream", None)]),
+    "an empty body": (b"", {}, {}, [
+        ("R-COMPLETE", "MUST", None, None, None, "HTTP 200 with an empty body: the server "
+         "closed the stream after its headers, before any event", None)]),
+    "prose, required, the body cut": (
+        sse(ROLE, ch({"content": "Sunny."}), done=False, tail=b"data: {"),
+        {"tool_choice": "required"}, {},
+        [("R-COMPLETE", "MUST", None, 2, None, "HTTP 200 body cut inside an event after 2 "
+          "event(s), with no finish_reason: the server closed the stream mid-answer", None),
+         ("R-SSE-WELL-FORMED", "MUST", None, 2, None,
+          "stream ended inside an event (no blank line after it): {", None)]),
+    "prose, required, the connection dropped": (
+        sse(ROLE, ch({"content": "Sunny."}), done=False), {"tool_choice": "required"},
+        {"transport": "connection reset"}, [RESET]),
+    "prose, required": (sse(ROLE, ch({"content": "Sunny."}), ch({}, "stop")),
+                        {"tool_choice": "required"}, {}, [(*NOT_ENFORCED, "Sunny.")]),
+    "nothing, required": (sse(ROLE, ch({}, "stop")), {"tool_choice": "required"}, {}, [
+        ("R-TOOL-CHOICE", "MUST", "Q-TOOLCALLS-MISSING-IN-STREAM", None, None,
+         "tool_choice required but no tool call streamed", None)]),
+    "nothing, required, the connection dropped": (
+        sse(ROLE, done=False), {"tool_choice": "required"}, {"transport": "connection reset"},
+        [RESET]),
+}
+
+
+@pytest.mark.parametrize("name", list(WIRE_CASES))
+def test_wire_findings(name: str) -> None:
+    raw, request, kw, expected = WIRE_CASES[name]
+    assert on_wire(raw, request, **kw) == expected
