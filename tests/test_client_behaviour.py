@@ -1179,3 +1179,86 @@ def test_feed_many_returns_the_accumulator() -> None:
     acc = ToolCallAccumulator()
     assert acc.feed_many([chunk(opener(0, "call_a", "f", "{}"))]) is acc
     assert [c.id for c in acc.result().calls] == ["call_a"]
+
+
+class D(dict):  # a dict subclass (a decoder's object_hook, an SDK's mapping type)
+    pass
+
+
+class L(list):
+    pass
+
+
+def test_dict_and_list_subclasses_read_like_plain_ones() -> None:
+    def sub(c: Any) -> Any:
+        if isinstance(c, dict):
+            return D({k: sub(v) for k, v in c.items()})
+        if isinstance(c, list):
+            return L(sub(v) for v in c)
+        return c
+
+    stream = [chunk(opener(0, "call_a", "f", '{"a": "xx'), content="Hi", reasoning="r"),
+              chunk(frag(0, "y")), chunk(frag(0, '"}')), chunk(opener(1, "call_b", "g", "{}")),
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+               "usage": {"total_tokens": 3}}]
+    for n in (1, 2):
+        turn = run([sub(c) for c in stream], n=n)
+        assert calls(turn) == [
+            (0, "call_a", "function", "f", '{"a": "xxy"}', '{"a": "xxy"}', False, True, 0),
+            (1, "call_b", "function", "g", "{}", "{}", False, True, 1)]
+        assert (turn.content, turn.reasoning, turn.finish_reason, turn.usage) == (
+            "Hi", "r", "tool_calls", {"total_tokens": 3})
+        assert notes(turn) == []
+
+
+def test_a_fast_fragment_makes_its_call_the_one_in_progress() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": "xx')),
+                chunk(opener(1, "call_b", "g", '{"b": 1}')),
+                chunk(frag(0, "y")),  # the fast path: call_a is in progress again
+                chunk(frag(None, '"}')),  # no index: the call in progress
+                FIN])
+    assert [(c.id, c.arguments, c.valid) for c in turn.calls] == [
+        ("call_a", '{"a": "xxy"}', True), ("call_b", '{"b": 1}', True)]
+    assert notes(turn) == [("Q-INDEX-ABSENT", 3, ABSENT, True)]
+
+
+def test_a_short_fragment_with_more_keys_takes_the_general_path() -> None:
+    # an extra key, a name, an id next to a fragment no longer than what is there
+    turn = run([chunk(opener(0, "call_a", "get_", '{"a": "xxxx')),
+                chunk({"index": 0, "function": {"arguments": "y"}, "extra_content": {"s": 1}}),
+                chunk({"index": 0, "function": {"name": "weather", "arguments": "z"}}),
+                chunk({"index": 0, "id": "call_x", "function": {"arguments": "w"}}),
+                chunk({"index": 0, "id": "call_x", "function": {"name": "g", "arguments": '"'}}),
+                chunk({"index": 0, "type": "custom", "function": {"arguments": "}"}}),
+                FIN])
+    assert [(c.index, c.id, c.type, c.name, c.arguments, c.extras) for c in turn.calls] == [
+        (0, "call_a", "function", "get_weatherg", '{"a": "xxxxyzw"}', {"extra_content": {"s": 1}})]
+    assert notes(turn) == [("Q-NAME-FRAGMENTED", e, "function name arrived in pieces", True)
+                           for e in (2, 4)]
+
+
+def test_content_and_reasoning_that_are_not_strings_are_ignored() -> None:
+    turn = run([chunk(content=["x"], reasoning_content=["y"], reasoning="g"),
+                chunk(content=7, reasoning_text=7),
+                chunk(content="ok")])
+    assert (turn.content, turn.reasoning) == ("ok", "g")
+
+
+def test_every_choice_of_a_chunk_is_read() -> None:
+    turn = run([{"choices": [{"index": 0, "delta": {"content": "a"}},
+                             "junk",
+                             {"index": 0, "delta": {"content": "b"}},
+                             {"index": 0, "delta": {"content": "c"}, "finish_reason": "stop"},
+                             {"index": 0, "delta": {"content": "d"}}]}])
+    assert (turn.content, turn.finish_reason) == ("abcd", "stop")
+
+
+@pytest.mark.parametrize(
+    "choice, expected",
+    [({"index": 0, "delta": {}, "finish_reason": None, "finishReason": 3}, None),
+     ({"index": 0, "delta": {}, "finishReason": ""}, None),
+     ({"index": 0, "delta": {}, "finish_reason": "", "finishReason": ""}, None),
+     ({"index": 0, "delta": {}, "finish_reason": "stop", "finishReason": "MAX"}, "stop")],
+)
+def test_finish_reason_that_is_not_a_reason(choice: dict[str, Any], expected: Any) -> None:
+    assert run([{"choices": [choice]}]).finish_reason == expected
