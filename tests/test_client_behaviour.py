@@ -150,6 +150,20 @@ NOT_REPAIRED = [
     '{"a": +1',
     '{"a": .5',
     "[" * 3000,  # too deep to parse once closed
+    # more after a whole top-level value
+    '{"a": 1},',
+    '"a",',
+    "true,",
+    "12,",
+    # a cut number where no value may start
+    "[1 -",
+    '{"a": 1 -',
+    '{"a": 1, -',
+    "{-",
+    # a bad string after a comma
+    '[1,"\\x"',
+    '[1,"\\uzz"',
+    '[1,"\x01"',
 ]
 
 
@@ -1262,3 +1276,74 @@ def test_every_choice_of_a_chunk_is_read() -> None:
 )
 def test_finish_reason_that_is_not_a_reason(choice: dict[str, Any], expected: Any) -> None:
     assert run([{"choices": [choice]}]).finish_reason == expected
+
+
+@pytest.mark.parametrize("index", ["0", True, None, 0.0])
+def test_an_index_that_is_not_an_integer_is_absent(index: Any) -> None:
+    turn = run([chunk({"index": index, "id": "call_a", "function": {"name": "f",
+                                                                   "arguments": "{}"}}), FIN])
+    assert calls(turn) == [(0, "call_a", "function", "f", "{}", "{}", False, True, None)]
+    assert notes(turn) == [("Q-INDEX-ABSENT", 0, ABSENT, True)]
+
+
+def test_one_index_less_call_is_not_a_guess() -> None:
+    turn = run([chunk(opener(None, "call_a", "f", '{"a": ')), chunk(frag(None, "1")), FIN])
+    assert calls(turn) == [(0, "call_a", "function", "f", '{"a": 1}', '{"a": 1', True, True,
+                            None)]
+    assert notes(turn) == [("Q-ARGS-TRUNCATED", 0, TRUNCATED, True),
+                           ("Q-INDEX-ABSENT", 0, ABSENT, True),
+                           ("Q-INDEX-ABSENT", 1, ABSENT, True)]
+
+
+def test_short_fragments_on_a_shared_index_are_still_guesses() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": "xxxxxxxx')),
+                chunk(opener(0, "call_b", "g", '{"b": "yyyyyyyy')),
+                chunk(frag(0, '"}')),
+                chunk(frag(0, '"}')), FIN])
+    assert calls(turn) == [
+        (0, "call_a", "function", "f", '{"a": "xxxxxxxx"}', '{"a": "xxxxxxxx', True, True, 0),
+        (1, "call_b", "function", "g", '{"b": "yyyyyyyy"}"}', '{"b": "yyyyyyyy"}"}', False,
+         False, 0),
+    ]
+    assert notes(turn) == [("Q-ARGS-TRUNCATED", 0, TRUNCATED, True),
+                           ("Q-INDEX-ALL-ZERO", 1, INTERLEAVED, False)]
+
+
+def test_a_declared_name_after_an_undeclared_one_is_a_piece() -> None:
+    turn = run([chunk(opener(0, None, "h", '{"a":')),
+                chunk({"index": 0, "function": {"name": "f", "arguments": "1}"}}), FIN],
+               tools=TOOLS)
+    assert [(c.index, c.name, c.arguments) for c in turn.calls] == [(0, "hf", '{"a":1}')]
+    assert notes(turn) == [("Q-NAME-FRAGMENTED", 1, "function name arrived in pieces", True)]
+
+
+def test_the_first_type_stays() -> None:
+    turn = run([chunk({"index": 0, "type": "custom", "function": {"name": "f"}}),
+                chunk({"index": 0, "type": "function", "function": {"arguments": "{}"}}), FIN])
+    assert [(c.type, c.name, c.arguments) for c in turn.calls] == [("custom", "f", "{}")]
+
+
+def test_calls_on_other_indices_with_and_without_names() -> None:
+    # a named call without id next to an argument-less call with id: nothing split
+    turn = run([chunk(opener(0, None, "f", "{}")), chunk(opener(1, "call_b", "g")), FIN])
+    assert calls(turn) == [(0, "", "function", "f", "{}", "{}", False, True, 0),
+                           (1, "call_b", "function", "g", "{}", "", False, True, 1)]
+    assert notes(turn) == [("Q-ARGS-ABSENT-NO-PARAMS", 1, "no arguments streamed; sent as {}",
+                            True)]
+    # an empty index with neither id nor name holds no arguments: nothing split either
+    turn = run([chunk(opener(0, "call_a", "f")), chunk({"index": 1, "function": {}}), FIN])
+    assert calls(turn) == [(0, "call_a", "function", "f", "{}", "", False, True, 0),
+                           (1, "", "function", "", "{}", "", False, True, 1)]
+    assert notes(turn) == [("Q-ARGS-ABSENT-NO-PARAMS", e, "no arguments streamed; sent as {}",
+                            True) for e in (0, 1)]
+
+
+def test_defaults_one_choice_and_no_finish() -> None:
+    acc = ToolCallAccumulator()
+    acc.feed(chunk(opener(0, "call_a", "f", "{}"), index=1))
+    acc.feed(chunk(opener(0, "call_b", "g", "{}"), index=0))
+    turn = acc.result()
+    assert [(c.index, c.id) for c in turn.calls] == [(0, "call_a"), (1, "call_b")]
+    assert notes(turn) == [("Q-INDEX-ALL-ZERO", 1, NEW_ON.format(0), True)]
+    assert turn.finish_reason is None
+    assert run([chunk(content="x")]).finish_reason is None
