@@ -162,6 +162,8 @@ NOT_REPAIRED = [
     "{-",
     # a bad string after a comma
     '[1,"\\x"',
+    '{"a\\X',  # a key cut after a bad escape: not a prefix of JSON, not dropped
+    '{"b": 1, "a\\X',
     '[1,"\\uzz"',
     '[1,"\x01"',
 ]
