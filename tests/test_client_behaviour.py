@@ -162,6 +162,7 @@ NOT_REPAIRED = [
     "{-",
     # a bad string after a comma
     '[1,"\\x"',
+    '["\\x", ',  # (a repair that went on past a bad escape would loop here)
     '{"a\\X',  # a key cut after a bad escape: not a prefix of JSON, not dropped
     '{"b": 1, "a\\X',
     '[1,"\\uzz"',
@@ -277,6 +278,10 @@ def test_join_tail_joins_the_newest_and_merges_blocks_while_the_one_before_is_sh
     join_tail(parts)
     assert parts == ["".join(str(i % 10) for i in range(65))]
     # the block before is longer than twice the tail: left alone
+    # the newest 32 are joined at once, a long fragment among them included
+    parts = ["a" * 1000] + ["b"] * 33 + ["c" * 100] + ["d"] * 30
+    join_tail(parts)
+    assert parts == ["a" * 1000, "b" * 33 + "c" * 100 + "d" * 30]
     parts = ["p" * 85, "q" * 10] + ["r"] * 32
     join_tail(parts)
     assert parts == ["p" * 85, "q" * 10 + "r" * 32]
@@ -920,6 +925,9 @@ def test_id_and_type_arrive_after_the_opener() -> None:
         (opener(0, "call_a", "f", "{}", extra_content={"s": 1}),
          ("call_a", "function", "f", "{}", {"extra_content": {"s": 1}})),
         (opener(0, "call_a", "f", "{}", extra_content=None), ("call_a", "function", "f", "{}", {})),
+        ({"index": 0, "id": "call_a", "function": {"name": "f", "arguments": "{}"},
+          "extra_content": {"s": 1}},
+         ("call_a", "function", "f", "{}", {"extra_content": {"s": 1}})),
         ({"index": 0, "id": "call_a", "function": {"name": "f", "arguments": "{}", "x": 1}},
          ("call_a", "function", "f", "{}", {})),
         ({"index": 0, "id": "call_a", "function": "f"}, ("call_a", "function", "", "{}", {})),
@@ -1349,3 +1357,12 @@ def test_defaults_one_choice_and_no_finish() -> None:
     assert notes(turn) == [("Q-INDEX-ALL-ZERO", 1, NEW_ON.format(0), True)]
     assert turn.finish_reason is None
     assert run([chunk(content="x")]).finish_reason is None
+
+
+def test_an_index_less_delta_finds_its_call_by_id() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": ')),
+                chunk(opener(1, "call_b", "g", "{}")),
+                chunk({"id": "call_a", "function": {"arguments": "1}"}}), FIN])
+    assert [(c.index, c.id, c.arguments, c.valid) for c in turn.calls] == [
+        (0, "call_a", '{"a": 1}', True), (1, "call_b", "{}", True)]
+    assert notes(turn) == [("Q-INDEX-ABSENT", 2, ABSENT, True)]
