@@ -20,8 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from vcr.persisters.filesystem import CassetteNotFoundError, FilesystemPersister
 from vcr.serialize import serialize
+from vcr.serializers import yamlserializer
 
 from conformance import secrets
 
@@ -75,11 +77,29 @@ def vcr_options() -> dict[str, Any]:
 
 
 class AtomicPersister(FilesystemPersister):
-    """Writes through a temporary file and a rename, after a last redaction pass."""
+    """Writes through a temporary file and a rename, after a last redaction pass.
+
+    YAML (the suite's format) is dumped straight into the file through that pass, line
+    by line: the text of a cassette is never held whole (with a body near ``max_bytes``,
+    the text and its UTF-8 copy were two more bodies in memory)."""
 
     @classmethod
     def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
+        if serializer is yamlserializer:
+            secrets.write_atomic_text(Path(cassette_path), lambda sink: serialize(
+                cassette_dict, _YamlInto(sink)))
+        else:
+            secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
+
+
+class _YamlInto:
+    """vcrpy's YAML serializer, dumping into a sink instead of returning the text."""
+
+    def __init__(self, sink: Any):
+        self._sink = sink
+
+    def serialize(self, data: Any) -> None:
+        yaml.dump(data, self._sink, Dumper=yamlserializer.Dumper)
 
 
 

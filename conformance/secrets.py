@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
@@ -411,21 +411,66 @@ def write_atomic(path: str | Path, data: str | bytes, *, redact_secrets: bool = 
     A failure at any point (a full disk, an encoding error, a crash before the rename)
     leaves the previous file untouched and removes the temporary file.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if not redact_secrets:
         payload = data if isinstance(data, bytes) else data.encode("utf-8")
     elif isinstance(data, bytes):
         payload = redact_bytes(data)
     else:
         payload = redact(data).encode("utf-8")
+    _write_atomic(Path(path), lambda f: f.write(payload))
+
+
+class RedactingLines:
+    """A text sink (``write(str)``) that redacts whole lines and writes them as UTF-8 to
+    ``f``: a text as long as a body is written without ever being held whole. For YAML
+    this is the whole-text redaction: no pattern spans a line end, and a YAML writer
+    escapes or indents every line end inside a value, so no known secret spans one in
+    the text either."""
+
+    def __init__(self, f: Any):
+        self._f = f
+        self._pending: list[str] = []  # the start of a line not ended yet
+
+    def write(self, text: str) -> None:
+        cut = text.rfind("\n") + 1
+        if not cut:
+            self._pending.append(text)
+            return
+        self._pending.append(text[:cut])
+        self._line_end()
+        if cut < len(text):
+            self._pending.append(text[cut:])
+
+    def flush(self) -> None:
+        self._line_end()
+
+    def _line_end(self) -> None:
+        head = "".join(self._pending)  # one copy, even of a line as long as a body
+        self._pending = []
+        head = redact(head)
+        for i in range(0, len(head), 1 << 20):  # encoded a slice at a time, not whole
+            self._f.write(head[i:i + (1 << 20)].encode("utf-8"))
+
+
+def write_atomic_text(path: str | Path, emit: Callable[[Any], None]) -> None:
+    """``write_atomic`` for a text made by ``emit(sink)`` calling ``sink.write(str)``
+    (a YAML dumper), redacted line by line and never held whole in memory."""
+    def fill(f: Any) -> None:
+        sink = RedactingLines(f)
+        emit(sink)
+        sink.flush()
+    _write_atomic(Path(path), fill)
+
+
+def _write_atomic(path: Path, fill: Callable[[Any], Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes the file 0600; reports and cassettes are meant to be shared, so
         # they get the mode any new file gets here (0666 less the umask).
         os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            fill(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
