@@ -45,7 +45,18 @@ ENCODING_HEADER = "x-conformance-content-encoding"  # the content-encoding undon
 # The request was sent again on a new connection: the server had dropped the kept-alive
 # one it first went on. The one-line reason; recorded, so a replay shows the finding.
 RETRY_HEADER = "x-conformance-connection-retry"
-INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER)
+# A limit (max_bytes, total_timeout) ended the body: only its first KEEP_ON_LIMIT bytes
+# are kept. "kept the first K of N bytes received"; recorded, so a replay says it too.
+CUT_HEADER = "x-conformance-body-cut"
+INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, CUT_HEADER)
+# What a limit fault keeps of the body: enough events to show the stream's shape; the
+# rest (up to max_bytes of an endless stream) would only be copied by vcrpy, the scrub,
+# the YAML writer and the analysis, several times over, to reach the same error cell.
+KEEP_ON_LIMIT = 256 * 1024
+# The body is held in the pieces it came in; pieces under SMALL bytes are joined into
+# pieces of PIECE bytes: a bytes object costs some 40 bytes besides its content, so a
+# server sending one byte per chunk would otherwise make the cell hold 40 times its body.
+SMALL, PIECE = 1024, 64 * 1024
 KEEPALIVE_QUIRK = "Q-KEEPALIVE-DROPPED"
 
 
@@ -121,11 +132,13 @@ def parse_retry_after(value: str | None, date: str | None = None) -> float | Non
 class TransportFault(httpx.TransportError):
     """A classified transport failure: ``str()`` is the one-line reason (keys redacted),
     ``quirk`` the catalogue id it shows, if any, ``stage`` where it happened: ``connect``
-    (no connection), ``headers`` (connected, no response head), ``body``."""
+    (no connection), ``headers`` (connected, no response head), ``body``; ``limit``
+    whether one of the suite's own limits (max_bytes, total_timeout) ended the body."""
 
-    def __init__(self, reason: str, quirk: str | None = None, stage: str = "body"):
+    def __init__(self, reason: str, quirk: str | None = None, stage: str = "body",
+                 limit: bool = False):
         super().__init__(secrets.one_line(reason))
-        self.reason, self.quirk, self.stage = str(self), quirk, stage
+        self.reason, self.quirk, self.stage, self.limit = str(self), quirk, stage, limit
 
 
 # Kept for callers of the first version.
@@ -201,7 +214,13 @@ class _LimitedStream(httpx.SyncByteStream):
     A fault met after the headers ends the body where it stopped and is written into
     the response's own headers (``x-conformance-transport-error``): vcrpy reads the
     headers only after the body, so a recording keeps the partial body and the reason,
-    and its replay ends in the same error cell with the same evidence."""
+    and its replay ends in the same error cell with the same evidence.
+
+    The body is held here until it ends, then handed on: when a limit ends it (an
+    endless stream, a flood), only its first ``KEEP_ON_LIMIT`` bytes are handed on and
+    ``x-conformance-body-cut`` says so. What a cell holds is then at most ``max_bytes``
+    (this buffer) while reading, and a bounded prefix after, whatever the endpoint
+    sends; the live run and its replay judge the same prefix."""
 
     def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
                  decoder: _Decoder | None = None, sock: Any = None,
@@ -210,6 +229,7 @@ class _LimitedStream(httpx.SyncByteStream):
         self._decoder = decoder
         self._sock, self._on_close = sock, on_close
         self._expired = False
+        self._seen = 0  # body bytes received (decoded)
         self.response: httpx.Response | None = None
         self.headers_raw: list[tuple[bytes, bytes]] = []
 
@@ -225,15 +245,16 @@ class _LimitedStream(httpx.SyncByteStream):
 
     def _total_fault(self) -> TransportFault:
         return TransportFault(f"stream still running after {self._limits.total_timeout:g} s "
-                              "(limits.total_timeout)")
+                              "(limits.total_timeout)", limit=True)
 
     def _check(self, seen: int) -> None:
         lim = self._limits
+        self._seen = seen
         if seen > lim.max_bytes:
-            raise TransportFault(f"stream exceeded {lim.max_bytes} bytes (limits.max_bytes)")
+            raise TransportFault(f"stream exceeded {lim.max_bytes} bytes (limits.max_bytes)",
+                                 limit=True)
         if time.monotonic() - self._started > lim.total_timeout:
-            raise TransportFault(f"stream still running after {lim.total_timeout:g} s "
-                                 "(limits.total_timeout)")
+            raise self._total_fault()
 
     def __iter__(self) -> Iterator[bytes]:
         left = self._limits.total_timeout - (time.monotonic() - self._started)
@@ -242,8 +263,20 @@ class _LimitedStream(httpx.SyncByteStream):
         if timer is not None:
             timer.daemon = True
             timer.start()
+        held: list[bytes] = []  # the body so far
+        small = bytearray()  # small pieces, joined
         try:
-            yield from self._read()
+            try:
+                for piece in self._read():
+                    if len(piece) >= SMALL:
+                        _flush(held, small)
+                        held.append(piece)
+                    else:
+                        small += piece
+                        if len(small) >= PIECE:
+                            _flush(held, small)
+            finally:
+                _flush(held, small)
             if self._expired:
                 raise self._total_fault()
         except TransportFault as fault:
@@ -255,10 +288,17 @@ class _LimitedStream(httpx.SyncByteStream):
             raw = list(self.headers_raw) + [(FAULT_HEADER.encode(), fault.reason.encode())]
             if fault.quirk:
                 raw.append((QUIRK_HEADER.encode(), fault.quirk.encode()))
+            if fault.limit:
+                held = [_prefix(held, KEEP_ON_LIMIT)]
+                raw.append((CUT_HEADER.encode(), f"kept the first {len(held[0])} of "
+                            f"{self._seen} bytes received".encode()))
             self.response.headers = httpx.Headers(raw)
         finally:
             if timer is not None:
                 timer.cancel()
+        held.reverse()
+        while held:  # handed on one by one: the consumer's list is then the only holder
+            yield held.pop()
 
     def _read(self) -> Iterator[bytes]:
         seen = 0
@@ -302,6 +342,26 @@ class _LimitedStream(httpx.SyncByteStream):
         finally:
             if self._on_close is not None:
                 self._on_close()
+
+
+def _flush(held: list[bytes], small: bytearray) -> None:
+    if small:
+        held.append(bytes(small))
+        small.clear()
+
+
+def _prefix(pieces: list[bytes], size: int) -> bytes:
+    """The first ``size`` bytes of the pieces, cut after the last SSE event that ends
+    within them (a cut inside an event would read as the server's malformed event);
+    a body with no event end in them (JSON, one huge event) is cut at ``size``."""
+    out = bytearray()
+    for piece in pieces:
+        if len(out) >= size:
+            break
+        out += piece[:size - len(out)]
+    end = max(out.rfind(sep) + len(sep) if sep in out else 0
+              for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"))
+    return bytes(out[:end or size])
 
 
 class LimitedTransport(httpx.HTTPTransport):

@@ -1,0 +1,266 @@
+"""A cell holds at most its ``max_bytes`` plus a constant, whatever the endpoint sends.
+
+- end to end: the real suite records one cell of an endless stream (``conformance.faults``)
+  with ``limits.max_bytes`` of 4 MiB, under ``tracemalloc`` in the pytest subprocess; the
+  peak allocated during the cell (reading, vcrpy, scrub, analysis, cassette write) stays
+  under ``max_bytes + 4 MiB``, the cassette keeps a 256 KiB prefix and says so, and the
+  replay is the same error cell;
+- unit: the transport's buffer (one byte per chunk costs no more than the bytes), the cut
+  at an event boundary, the marker, and the line-by-line cassette writer (the same bytes
+  and the same redaction as the whole-text write).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from vcr.request import Request
+from vcr.serialize import serialize
+from vcr.serializers import jsonserializer, yamlserializer
+
+from conformance import secrets
+from conformance.cassettes import AtomicPersister
+from conformance.faults import fault_server, providers_yaml, run_suite
+from conformance.readers import read_cassette_file
+from conformance.transport import (
+    CUT_HEADER,
+    FAULT_HEADER,
+    KEEP_ON_LIMIT,
+    Limits,
+    TransportFault,
+    _LimitedStream,
+    _prefix,
+)
+
+MiB = 2**20
+
+# Runs inside the suite's pytest process: tracemalloc from the start of the cell (its
+# setup, the exchange under vcrpy, the analysis) to the end of its teardown (where
+# pytest-recording writes the cassette).
+PLUGIN = '''
+import json, os, tracemalloc, pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    yield
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    with open(os.environ["CELLMEM_OUT"], "w") as f:
+        json.dump({"cell": item.nodeid, "peak": peak}, f)
+'''
+
+
+def _cell(reports: Path) -> dict[str, Any]:
+    (path,) = (reports / "results").glob("*.json")
+    return json.loads(path.read_text())
+
+
+def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: Path) -> None:
+    max_bytes = 4 * MiB
+    (tmp_path / "cellmem.py").write_text(PLUGIN)
+    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json")}
+    with fault_server(max_wait=60) as fs:
+        (tmp_path / "providers.yaml").write_text(providers_yaml({"endless": {
+            "base_url": fs.base_url("endless", 0), "model": "reference",
+            "retries": {"max": 0}, "limits": {"max_bytes": max_bytes}}}))
+        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
+                        env=env)
+    assert "1 failed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
+    peak = json.loads((tmp_path / "peak.json").read_text())["peak"]
+    # k = 1: the transport holds the body as it came (no copy) until a limit ends it,
+    # then hands on only its first 256 KiB. C = 4 MiB: that prefix copied by vcrpy, the
+    # scrub, the exchange, the analysis and the YAML writer (about 6 times, 1.5 MiB),
+    # plus the modules a first cell imports (about 2 MiB). Measured: 6.1 MiB; before
+    # the prefix and the streamed cassette, 18.6 MiB (the body copied four times over).
+    assert peak <= max_bytes + 4 * MiB, peak / MiB
+    live = _cell(tmp_path / "reports")
+    assert (live["verdict"], live["reason"]) == (
+        "error", "stream exceeded 4194304 bytes (limits.max_bytes)")
+
+    cassette = tmp_path / "cassettes" / "endless" / "single.yaml"
+    assert cassette.stat().st_size < 400_000  # the prefix, not the 4 MiB
+    (t,) = read_cassette_file(cassette)
+    # 330 whole events of 793 bytes: the last event that ends within 256 KiB
+    assert len(t.raw) == 261690 and t.raw.endswith(b"\n\n")
+    m = re.fullmatch(r"kept the first 261690 of (\d+) bytes received", t.headers[CUT_HEADER])
+    assert m and int(m.group(1)) > max_bytes, t.headers[CUT_HEADER]
+    assert t.transport_error == "stream exceeded 4194304 bytes (limits.max_bytes)"
+
+    rep = run_suite(tmp_path, "--record-mode=none", "--scenario", "single")
+    assert "1 failed" in rep.stdout, rep.stdout[-3000:]
+    replayed = _cell(tmp_path / "reports")
+    for key in ("verdict", "reason", "quirks", "findings", "finish_reason", "tool_calls"):
+        assert replayed[key] == live[key], key
+    # the findings are the fault's, not the cut's: no event ends inside the prefix
+    assert [f["rule"] for f in live["findings"]] == ["R-COMPLETE"]
+
+
+# ------------------------------------------------------------------ the transport's buffer
+
+class _Inner(httpx.SyncByteStream):
+    def __init__(self, pieces: Iterator[bytes]):
+        self._pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._pieces
+
+
+def _stream(pieces: Iterator[bytes], max_bytes: int) -> _LimitedStream:
+    s = _LimitedStream(_Inner(pieces), Limits(max_bytes=max_bytes), time.monotonic())
+    s.headers_raw = [(b"content-type", b"text/event-stream")]
+    s.response = httpx.Response(200, headers=s.headers_raw)
+    return s
+
+
+def test_one_byte_per_chunk_costs_the_bytes_not_an_object_each() -> None:
+    body = b"x" * 150_000
+    s = _stream((body[i:i + 1] for i in range(len(body))), 1_000_000)
+    tracemalloc.start()
+    try:
+        out = [bytes(p) for p in s]  # the consumer's own copy
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert b"".join(out) == body
+    assert len(out) == 3  # two pieces of 64 KiB and the rest
+    # the held body (150 kB), the consumer's copy (150 kB), a 64 KiB piece being made;
+    # 150,000 one-byte objects would be 5.1 MB
+    assert peak < 450_000, peak
+
+
+def test_a_limit_keeps_the_events_that_end_within_the_prefix_and_says_so() -> None:
+    event = b"data: " + b"y" * 992 + b"\n\n"  # 1,000 bytes
+    s = _stream(iter([event] * 1000), 400_000)
+    out = b"".join(s)
+    assert out == event * 262  # 262,000 of the 262,144 bytes kept
+    assert s.response is not None
+    assert s.response.headers[CUT_HEADER] == "kept the first 262000 of 401000 bytes received"
+    assert s.response.headers[FAULT_HEADER] == "stream exceeded 400000 bytes (limits.max_bytes)"
+    assert s.response.headers["content-type"] == "text/event-stream"
+
+
+def test_a_fault_that_is_no_limit_keeps_the_whole_body() -> None:
+    def cut() -> Iterator[bytes]:
+        yield b"data: " + b"z" * 300_000 + b"\n\n"
+        yield b"data: {\"half"
+        raise httpx.RemoteProtocolError("peer closed connection (incomplete chunked read)")
+
+    s = _stream(cut(), 1_000_000)
+    assert b"".join(s) == b"data: " + b"z" * 300_000 + b'\n\ndata: {"half'
+    assert s.response is not None and CUT_HEADER not in s.response.headers
+    assert s.response.headers[FAULT_HEADER] == (
+        "the server closed the connection in the middle of the response body "
+        "(incomplete chunked read)")
+
+
+def test_a_limit_before_the_headers_were_handed_on_still_raises() -> None:
+    s = _LimitedStream(_Inner(iter([b"x" * 10])), Limits(max_bytes=5), time.monotonic())
+    with pytest.raises(TransportFault) as e:
+        list(s)
+    assert (str(e.value), e.value.limit) == ("stream exceeded 5 bytes (limits.max_bytes)", True)
+
+
+def test_the_limits_are_limits_and_other_faults_are_not() -> None:
+    assert TransportFault("x").limit is False
+    s = _LimitedStream(_Inner(iter(())), Limits(total_timeout=2.5), time.monotonic())
+    fault = s._total_fault()
+    assert (fault.reason, fault.limit) == (
+        "stream still running after 2.5 s (limits.total_timeout)", True)
+
+
+PREFIXES = [  # (pieces, size, kept): written by hand
+    ([b"data: a\n\ndata: b\n\n"], 12, b"data: a\n\n"),
+    ([b"data: a\n\ndata: b\n\n"], 18, b"data: a\n\ndata: b\n\n"),
+    ([b"data: a\n\ndata: b\n\n"], 17, b"data: a\n\n"),
+    ([b"data: a\r\n\r\ndata: b"], 15, b"data: a\r\n\r\n"),
+    ([b"data: a\r\rdata: b\r\r"], 12, b"data: a\r\r"),
+    ([b"a\n\nb\r\rc"], 7, b"a\n\nb\r\r"),
+    ([b"a\r\rb\n\nc"], 7, b"a\r\rb\n\n"),
+    ([b"data: a\n", b"\ndata: b\n\n"], 12, b"data: a\n\n"),
+    ([b"da", b"ta: a\n\n", b"data: b"], 30, b"data: a\n\n"),
+    ([b'{"a": "xxxxxxxx'], 5, b'{"a":'),  # no event end: cut at the size
+    ([b"ab", b"cd", b"ef"], 3, b"abc"),
+    ([b"abc"], 10, b"abc"),
+    ([], 10, b""),
+]
+
+
+@pytest.mark.parametrize("pieces,size,kept", PREFIXES)
+def test_the_prefix_ends_after_the_last_whole_event(pieces: list[bytes], size: int,
+                                                    kept: bytes) -> None:
+    assert _prefix(pieces, size) == kept
+
+
+def test_what_a_limit_keeps_is_256_kib() -> None:
+    assert KEEP_ON_LIMIT == 262144
+
+
+# ------------------------------------------------------------------ the cassette writer
+
+CANARY = "CANARYmem0123456789"
+
+
+def _cassette(body: bytes) -> dict[str, Any]:
+    req = Request("POST", "http://127.0.0.1:1/v1/chat/completions", b'{"stream": true}',
+                  {"content-type": "application/json"})
+    resp = {"status": {"code": 200, "message": "OK"},
+            "headers": {"x-echo": [f"Bearer {CANARY}"]}, "body": {"string": body}}
+    return {"requests": [req], "responses": [resp]}
+
+
+@pytest.fixture
+def canary() -> Iterator[str]:
+    secrets.register(CANARY)
+    yield CANARY
+    secrets.forget(CANARY)
+
+
+BODIES = [
+    b'data: {"choices": [{"delta": {"content": "' + CANARY.encode() + b' la"}}]}\n\n' * 300,
+    b"x" * 300_000 + CANARY.encode() + b"x" * 10,  # one line as long as a body
+    "data: {\"content\": \"\u00e9t\u00e9 " .encode() + CANARY.encode() + b'"}\n\n',
+]
+
+
+@pytest.mark.parametrize("body", BODIES, ids=["events", "one-line", "utf8"])
+def test_the_streamed_cassette_is_the_whole_text_write(tmp_path: Path, canary: str,
+                                                        body: bytes) -> None:
+    AtomicPersister.save_cassette(tmp_path / "c.yaml", _cassette(body), yamlserializer)
+    whole = secrets.redact(serialize(_cassette(body), yamlserializer)).encode()
+    written = (tmp_path / "c.yaml").read_bytes()
+    assert written == whole
+    assert canary.encode() not in written and b"<redacted>" in written
+
+
+def test_another_serializer_is_written_whole(tmp_path: Path, canary: str) -> None:
+    AtomicPersister.save_cassette(tmp_path / "c.json", _cassette(b"a " + canary.encode()),
+                                  jsonserializer)
+    text = (tmp_path / "c.json").read_text()
+    assert json.loads(text)["interactions"][0]["response"]["body"]["string"] == "a <redacted>"
+
+
+def test_lines_are_redacted_wherever_the_writes_cut_them(canary: str) -> None:
+    text = f"a: {canary}\nb: x{canary}y\nc: Bearer abcdefghijkl\n{canary}"
+    want = secrets.redact(text).encode()
+    assert want.count(b"<redacted>") == 4
+    for size in (1, 2, 5, 7, 19, len(text)):
+        out: list[bytes] = []
+
+        class Sink:
+            write = out.append
+
+        lines = secrets.RedactingLines(Sink())
+        for i in range(0, len(text), size):
+            lines.write(text[i:i + size])
+        lines.flush()
+        assert b"".join(out) == want, size
