@@ -296,9 +296,13 @@ class _LimitedStream(httpx.SyncByteStream):
         finally:
             if timer is not None:
                 timer.cancel()
-        held.reverse()
-        while held:  # handed on one by one: the consumer's list is then the only holder
-            yield held.pop()
+        # One piece: the consumer's join (httpx's read) returns it as it is, and the held
+        # pieces are freed at once (handed on one by one, they cost some 40 MB more RSS
+        # on a 58 MiB body: the allocator kept their pages).
+        body = b"".join(held)
+        del held
+        if body:
+            yield body
 
     def _read(self) -> Iterator[bytes]:
         seen = 0

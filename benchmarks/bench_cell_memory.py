@@ -1,0 +1,153 @@
+"""Memory of one recorded cell: peak RSS of the real suite recording one cell.
+
+Run:  python benchmarks/bench_cell_memory.py  [--max-mb 64] [--cases endless long]
+
+Each case records one cell (``--scenario single``, ``--record-mode=all``) of a provider
+whose ``limits.max_bytes`` is ``--max-mb`` MiB, through ``conformance/suite`` in a
+subprocess, the way a user runs it (vcrpy reads the body, the scrub, the cassette
+write, the analysis). The subprocess reports its own peak RSS (VmHWM) at the end of the
+cell and, in a second run, the peak that ``tracemalloc`` saw during the cell.
+
+- ``endless``: ``conformance.faults``' ``endless`` route (content deltas forever); the
+  cell ends at ``max_bytes`` as an ``error``. Goal (issue 16): the cell holds at most
+  ``max_bytes`` plus a constant.
+- ``long``: a stream that ends normally at about 90 % of ``max_bytes`` (content deltas
+  of ordinary text, then a tool call and ``[DONE]``), served here: the body is kept
+  whole, so the cell holds a few copies of it.
+
+``refused`` (a closed port: the cell ends before any byte) is the floor: interpreter,
+pytest, imports and one cell's machinery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PLUGIN = '''
+import json, os, tracemalloc, pytest
+
+def _hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    trace = os.environ["CELLMEM_TRACE"] == "1"
+    if trace:
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+    yield
+    peak = tracemalloc.get_traced_memory()[1] - base if trace else None
+    with open(os.environ["CELLMEM_OUT"], "w") as f:
+        json.dump({"rss_mb": _hwm(), "traced_mb": peak and peak / 2**20}, f)
+'''
+
+
+def _chunk(content: str | None = None, tool: dict | None = None, finish: str | None = None
+           ) -> bytes:
+    delta: dict = {}
+    if content is not None:
+        delta["content"] = content
+    if tool is not None:
+        delta["tool_calls"] = [tool]
+    chunk = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+             "model": "bench", "choices": [{"index": 0, "delta": delta,
+                                            "finish_reason": finish}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def long_server(size: int) -> tuple[ThreadingHTTPServer, str]:
+    """A server answering every POST with a finite stream of about ``size`` bytes."""
+    piece = _chunk("the quick brown fox jumps over the lazy dog " * 16) * 64
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            sent = 0
+            while sent + len(piece) < size:
+                self.wfile.write(piece)
+                sent += len(piece)
+            call = {"index": 0, "id": "call_bench", "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            self.wfile.write(_chunk(tool=call) + _chunk(finish="tool_calls")
+                             + b"data: [DONE]\n\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def record(base_url: str, max_bytes: int, trace: bool) -> dict:
+    from conformance.faults import providers_yaml, run_suite
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_p = Path(tmp)
+        (tmp_p / "cellmem.py").write_text(PLUGIN)
+        (tmp_p / "providers.yaml").write_text(providers_yaml({"p": {
+            "base_url": base_url, "model": "reference", "retries": {"max": 0},
+            "limits": {"max_bytes": max_bytes}}}))
+        out = tmp_p / "out.json"
+        env = {"PYTHONPATH": tmp, "CELLMEM_OUT": str(out), "CELLMEM_TRACE": "01"[trace]}
+        t0 = time.perf_counter()
+        r = run_suite(tmp_p, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
+                      env=env, timeout=900)
+        seconds = time.perf_counter() - t0
+        if not out.exists():
+            raise SystemExit(f"the cell did not run: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        res = json.loads(out.read_text())
+        cassette = next((tmp_p / "cassettes").rglob("*.yaml"), None)
+        res.update(seconds=seconds, cassette_mb=cassette.stat().st_size / 2**20
+                   if cassette else 0.0, outcome=r.stdout.strip().splitlines()[-1])
+        return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-mb", type=float, default=64.0)
+    ap.add_argument("--cases", nargs="+", default=["refused", "endless", "long"],
+                    choices=["refused", "endless", "long"])
+    args = ap.parse_args()
+    max_bytes = int(args.max_mb * 2**20)
+    from conformance.faults import closed_port, fault_server
+
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
+          f"({args.max_mb:g} MiB)")
+    print(f"{'case':>8} {'peak RSS MB':>12} {'traced MiB':>11} {'traced/max':>10} "
+          f"{'cassette MiB':>12} {'s':>6}  outcome")
+    with fault_server(max_wait=900) as fs:
+        server, long_url = long_server(int(max_bytes * 0.9))
+        try:
+            for case in args.cases:
+                url = {"endless": fs.base_url("endless"), "long": long_url,
+                       "refused": f"http://127.0.0.1:{closed_port()}/v1"}[case]
+                rss = record(url, max_bytes, trace=False)
+                traced = record(url, max_bytes, trace=True)
+                print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
+                      f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
+                      f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f}  {rss['outcome']}")
+        finally:
+            server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
