@@ -344,6 +344,12 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
          calls(tc(0, name="f")), calls(tc(0, args="1}")), END],
         [("R-FIRST-NAME", "MUST", "Q-NAME-AFTER-ARGUMENTS", 1, NAME_PTR,
           "index 0: the name arrived after the opening delta (event 3)", None)]),
+    "an id but no type and never a name": (  # not held back: only id-less openers are
+        [ROLE, calls(tc(0, ID, args="")), FRAG, END],
+        [("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+          None),
+         (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
+          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":""}'))]),
     "never a name": ([ROLE, calls(tc(0, ID, "function", args="")), FRAG, END], [
         ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
          None)]),
@@ -893,3 +899,53 @@ WIRE_CASES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any], list[tuple]]]
 def test_wire_findings(name: str) -> None:
     raw, request, kw, expected = WIRE_CASES[name]
     assert on_wire(raw, request, **kw) == expected
+
+
+# ------------------------------------------------------------------ the model's own text of a call
+
+CALL_TEXT = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+BROKEN = [calls(tc(0, ID, "function", "get_weather", "")),
+          calls(tc(0, args='{"city": Paris}'))]  # invalid JSON that repair cannot close
+INVALID = "arguments are not JSON and cannot be repaired; kept as sent"
+
+
+def corrupted(event: int, text_event: int) -> tuple:
+    return ("R-ARGS-JSON", "MUST", "Q-ARGS-SERVER-PARSER-CORRUPTION", event, None,
+            f"{INVALID}; the model's own text of the 'get_weather' call is in content (event "
+            f"{text_event}) with valid arguments: the server's parser broke them", None)
+
+
+def duplicated(event: int) -> tuple:
+    return (*DUPLICATED[:3], event, *DUPLICATED[4:])
+
+
+EVIDENCE_CASES: dict[str, tuple[list[str], list[tuple]]] = {
+    "the call written with object arguments": ([CALL_TEXT], [duplicated(1), corrupted(2, 1)]),
+    "the call written with parameters as a JSON string": (
+        ['{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}'],
+        [duplicated(1), corrupted(2, 1)]),
+    "after text that does not decode and arguments that do not parse": (
+        ['{"name": oops} {"name": "get_weather", "arguments": "nope"} ' + CALL_TEXT],
+        [duplicated(1), corrupted(2, 1)]),
+    "arguments that are a number": (
+        ['{"name": "get_weather", "arguments": 3}'],
+        [duplicated(1), ("R-ARGS-JSON", "MUST", "Q-ARGS-INVALID-JSON", 2, None, INVALID, None)]),
+    "a call to another tool": (
+        ['{"name": "get_time", "arguments": {"tz": "UTC"}}'],
+        [duplicated(1), ("R-ARGS-JSON", "MUST", "Q-ARGS-INVALID-JSON", 2, None, INVALID, None)]),
+    "prose only": (["hello"],
+                   [("R-ARGS-JSON", "MUST", "Q-ARGS-INVALID-JSON", 2, None, INVALID, None)]),
+    # Content is kept up to 200 000 characters: text past that is not read for evidence.
+    "the text at 199 999 characters": (
+        ["x" * 100_000, "y" * 99_999, CALL_TEXT], [duplicated(3), corrupted(4, 3)]),
+    "the text at 200 000 characters": (
+        ["x" * 100_000, "y" * 100_000, CALL_TEXT],
+        [duplicated(3), ("R-ARGS-JSON", "MUST", "Q-ARGS-INVALID-JSON", 4, None, INVALID, None)]),
+}
+
+
+@pytest.mark.parametrize("name", list(EVIDENCE_CASES))
+def test_server_parser_evidence(name: str) -> None:
+    texts, expected = EVIDENCE_CASES[name]
+    text_chunks = [ch({"content": t}) for t in texts]
+    assert got(ROLE, *text_chunks, *BROKEN, END) == expected

@@ -134,7 +134,8 @@ def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
             obj, _ = decoder.raw_decode(text, m.start())
         except ValueError:
             continue
-        args = obj.get("arguments", obj.get("parameters")) if isinstance(obj, dict) else None
+        # The match starts at "{": what decodes there is an object.
+        args = obj.get("arguments", obj.get("parameters"))
         if isinstance(args, str):
             try:
                 args = json.loads(args)
