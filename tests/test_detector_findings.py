@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.analysis import analyze, analyze_chunks
+from conformance.analysis import analyze, analyze_bytes, analyze_chunks
 from conformance.readers import exchange_transcript
 
 ABSENT = object()  # a key left out of the delta (absent, null and "" are different facts)
@@ -628,6 +628,19 @@ INVENTED_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
          ch({}, "length")], [WEATHER],
         [invented(1, "'get_weather' requires city, unit", 3),
          ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None)]),
+    "a second call on index 0": (  # the index's state is the new call's: its opener
+        [ROLE, calls(tc(0, ID, "function", "ping", "{}")), ch({"content": None}),
+         calls(tc(0, ID2, "function", "get_weather", "")), calls(tc(0, args="{}")),
+         ch({}, "length")], [WEATHER, BARE],
+        [(*WHOLE, 1, P, "id, name and complete arguments in one delta",
+          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+               '"function":{"name":"ping","arguments":"{}"}')),
+         ("R-INDEX-DISTINCT", "MUST", "Q-INDEX-ALL-ZERO", 3, P + "/index",
+          "a new call (id 'call_T1a2b3c4d5e6f7g8h9i0j1k2') reuses index 0",
+          _exc('"id":"call_T1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+               '"function":{"name":"get_weather","arguments":""}')),
+         invented(1, "'get_weather' requires city, unit", 3),
+         ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None)]),
     "an index-less call": (  # no index state: the finish chunk's event, no pointer
         [ROLE, calls(tc(ABSENT, ID, "function", "get_weather", "{}")), ch({}, "length")],
         [WEATHER],
@@ -949,3 +962,13 @@ def test_server_parser_evidence(name: str) -> None:
     texts, expected = EVIDENCE_CASES[name]
     text_chunks = [ch({"content": t}) for t in texts]
     assert got(ROLE, *text_chunks, *BROKEN, END) == expected
+
+
+def test_index_less_shape_is_reported_at_the_first_delta_event_not_its_chunk_count() -> None:
+    # A comment is an event but no chunk: event numbers run one ahead of chunk ordinals.
+    raw = b": keepalive\n\n" + sse(ROLE, calls(tc(ABSENT, ID, "function", "f", '{"a":1}')),
+                                   calls(tc(ABSENT, ID2, "function", "g", '{"a":1}')), END)
+    r = analyze_bytes(raw)
+    assert [(f.quirk, f.event, f.count) for f in r.findings] == [
+        ("Q-SSE-COMMENT-KEEPALIVE", 0, 1), ("Q-INDEX-ABSENT", 2, 2),
+        ("Q-INDEX-ABSENT-PARALLEL-SPLIT", 2, 1)]
