@@ -295,6 +295,10 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
     "id empty": ([ROLE, calls(tc(0, "", "function", "f", "")), FRAG, END], [
         (*ID_ABSENT, 1, P + "/id", "the first delta of a call has id ''",
          _exc('"id":"","type":"function","function":{"name":"f","arguments":""}'))]),
+    "id a number, a string id later": (  # no id yet: the later one is adopted, not a change
+        [ROLE, calls(tc(0, 5, "function", "f", "")), calls(tc(0, ID, args="{}")), END], [
+            (*ID_ABSENT, 1, P + "/id", "the first delta of a call has id 5",
+             _exc('"id":5,"type":"function","function":{"name":"f","arguments":""}'))]),
     "no type": ([ROLE, calls(tc(0, ID, name="f", args="")), FRAG, END], [
         (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"name":"f","arguments":""}'))]),
@@ -382,6 +386,15 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
           "index 1: the name arrived after the opening delta (event 3)", None),
          (*TYPE_MISSING, 2, P + "/type", 'the first delta of a call has no type "function"',
           '{"index":1,"function":{"arguments":"{\\"a\\":"}}')]),
+    "a named id-less second index is judged at once": (  # the first R-FIRST-TYPE is its
+        [ROLE, OPEN, FRAG, calls(tc(1, name="g", args="{}")),
+         calls(tc(2, ID3, name="h", args="")), calls(tc(2, args="{}")), END],
+        [(*WHOLE, 3, P, "id, name and complete arguments in one delta",
+          '{"index":1,"function":{"name":"g","arguments":"{}"}}'),
+         (*ID_ABSENT, 3, P + "/id", "the first delta of a call has no id",
+          '{"index":1,"function":{"name":"g","arguments":"{}"}}'),
+         (*TYPE_MISSING, 3, P + "/type", 'the first delta of a call has no type "function"',
+          '{"index":1,"function":{"name":"g","arguments":"{}"}}', 2)]),
     "a lone nameless index is no split": (
         [ROLE, calls(tc(1, args='{"a":1}')), END],
         [(*ON_OPENER, '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
@@ -722,6 +735,12 @@ CONTENT_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
         [ROLE, ch({"content": "Let me check."}), OPEN, FRAG, END], {"tool_choice": "required"},
         [("R-TOOL-CHOICE", "SHOULD", "Q-REQUIRED-NOT-ENFORCED", 1, "/choices/0/delta/content",
           'tool_choice "required" but prose came before the first call', "Let me check.")]),
+    "long prose then a call, required": (
+        [ROLE, ch({"content": "Let me " + "x" * 100}), ch({"content": "y" * 100}), OPEN, FRAG,
+         END], {"tool_choice": "required"},
+        [("R-TOOL-CHOICE", "SHOULD", "Q-REQUIRED-NOT-ENFORCED", 1, "/choices/0/delta/content",
+          'tool_choice "required" but prose came before the first call',
+          "Let me " + "x" * 100 + "y" * 53)]),
     "blank then a call, required": (
         [ROLE, ch({"content": "  "}), OPEN, FRAG, END], {"tool_choice": "required"}, []),
     "a call then prose, required": (
