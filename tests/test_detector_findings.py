@@ -163,6 +163,18 @@ TOOL_DELTA_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
           '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{\\"a\\":1}"}}'),
          (*INDEX_ABSENT,
           '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":"{\\"a\\":1}"}}')]),
+    "index-less delta whose function is a string": (
+        [ROLE, calls({"id": ID, "type": "function", "function": "f"}), END],
+        [NO_PARAMS, (*INDEX_ABSENT, '{"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                     '"function":"f"}')]),
+    "function a string on the opener and a continuation": (
+        [ROLE, calls({"index": 0, "id": ID, "type": "function", "function": "f"}),
+         calls({"index": 0, "function": "g"}), END],
+        [NO_PARAMS,
+         ("R-FIRST-ARGS", "SHOULD", None, 1, P + "/function",
+          "the first delta of a call has no arguments key", None),
+         ("R-FIRST-NAME", "MUST", None, 1, P + "/function/name",
+          "index 0: the call never received a name", None)]),
     "index-less fragment without id or name": (  # not a call start: no type, no id finding
         [ROLE, calls(tc(ABSENT, type="x", args='{"a":1}')), END],
         [(*INDEX_ABSENT, '{"type":"x","function":{"arguments":"{\\"a\\":1}"}}')]),
@@ -370,6 +382,14 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
         [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
           "index 1 carries arguments but never an id or a name: one call's deltas split "
           "over two indices", '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}')]),
+    "a split, then a nameless third index": (  # the split ends index 1's judgment only
+        [ROLE, OPEN, calls(tc(1, args='{"a":1}')), calls(tc(2, ID3, "function", args="")),
+         calls(tc(2, args="{}")), END],
+        [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
+          "index 1 carries arguments but never an id or a name: one call's deltas split "
+          "over two indices", '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
+         ("R-FIRST-NAME", "MUST", None, 3, NAME_PTR, "index 2: the call never received a name",
+          None)]),
     "the same with an empty id": (
         [ROLE, OPEN, calls(tc(1, "", args='{"a":1}')), END],
         [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
