@@ -1366,3 +1366,84 @@ def test_an_index_less_delta_finds_its_call_by_id() -> None:
     assert [(c.index, c.id, c.arguments, c.valid) for c in turn.calls] == [
         (0, "call_a", '{"a": 1}', True), (1, "call_b", "{}", True)]
     assert notes(turn) == [("Q-INDEX-ABSENT", 2, ABSENT, True)]
+
+
+def test_a_cumulative_call_completed_by_an_append_is_done() -> None:
+    tail = ', "bbbbbbbbbbbbbbbbbbbb": 2}'  # longer than what was there: appended, not re-sent
+    turn = run([chunk(opener(0, None, "f", '{"a"')),
+                chunk(frag(0, '{"a": 1')),
+                chunk(frag(0, tail)),
+                chunk({"index": 0, "function": {"name": "f", "arguments": '{"c": 3}'}}), FIN])
+    assert [(c.index, c.name, c.arguments) for c in turn.calls] == [
+        (0, "f", '{"a": 1' + tail), (1, "f", '{"c": 3}')]
+    assert [(w.quirk, w.event) for w in turn.workarounds] == [
+        ("Q-ARGS-CUMULATIVE", 1), ("Q-INDEX-ALL-ZERO", 3)]
+
+
+def test_a_whole_re_send_after_fast_fragments_is_a_duplicate() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": ')), chunk(frag(0, "1}")),
+                chunk(frag(0, '{"a": 1}')), FIN])
+    assert calls(turn) == [(0, "call_a", "function", "f", '{"a": 1}', '{"a": 1}{"a": 1}', False,
+                            True, 0)]
+    assert notes(turn) == [("Q-ARGS-DUPLICATED-ON-FLUSH", 0,
+                            "arguments repeated whole; collapsed", True)]
+
+
+def test_a_call_completed_by_a_fast_fragment_is_done() -> None:
+    turn = run([chunk(opener(0, None, "f", '{"a": "xxx')),
+                chunk(frag(0, 'yyyyyyyy"}')),  # as long as what was there
+                chunk({"index": 0, "function": {"name": "f", "arguments": '{"c": 3}'}}), FIN])
+    assert [(c.index, c.name, c.arguments) for c in turn.calls] == [
+        (0, "f", '{"a": "xxxyyyyyyyy"}'), (1, "f", '{"c": 3}')]
+    assert notes(turn) == [("Q-INDEX-ALL-ZERO", 2, NEW_ON.format(0), True)]
+
+
+def test_an_index_equal_to_an_integer_but_not_one_is_absent() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": "xxx')),
+                chunk({"index": 0.0, "function": {"arguments": '"}'}}),
+                chunk({"index": True, "function": {"arguments": ""}}), FIN])
+    assert [(c.index, c.arguments) for c in turn.calls] == [(0, '{"a": "xxx"}')]
+    assert notes(turn) == [("Q-INDEX-ABSENT", 1, ABSENT, True), ("Q-INDEX-ABSENT", 2, ABSENT, True)]
+
+
+def test_every_delta_of_a_chunk_is_read() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"a": "xx'), opener(1, "call_b", "g", '{"b": "yy')),
+                chunk(frag(0, "1"), frag(1, "2"), frag(0, '"}'), frag(1, '"}')), FIN])
+    assert [(c.id, c.arguments) for c in turn.calls] == [
+        ("call_a", '{"a": "xx1"}'), ("call_b", '{"b": "yy2"}')]
+    assert notes(turn) == []
+
+
+def test_an_object_after_text_arguments() -> None:
+    turn = run([chunk(opener(0, "call_a", "f", '{"x": 1')), chunk(frag(0, {"y": 2})), FIN])
+    assert calls(turn) == [(0, "call_a", "function", "f", '{"x": 1}', '{"x": 1', True, True, 0)]
+    assert [(w.quirk, w.event) for w in turn.workarounds] == [
+        ("Q-ARGS-TRUNCATED", 0), ("Q-ARGS-JSON-OBJECT", 1)]
+
+
+@pytest.mark.parametrize(
+    "finish, executable",
+    [("length", False), ("content_filter", False), ("error", False), ("stop", True),
+     ("tool_calls", True), (None, True), ("", True)],
+)
+def test_turn_executable_by_finish_reason(finish: str | None, executable: bool) -> None:
+    turn = Turn([_tc(0, "call_a", "f", "{}")], None, None, finish, None, None, [])
+    assert (turn.executable, turn.recoverable) == (executable, True)
+
+
+def test_turn_properties() -> None:
+    ok = _tc(0, "call_a", "f", "{}")
+    notes_ = [Workaround("Q-B", 3, "b"), Workaround("Q-A", 1, "a"), Workaround("Q-B", 5, "b")]
+    turn = Turn([ok], None, None, "tool_calls", None, None, notes_)
+    assert (turn.quirks, turn.repaired, turn.recoverable, turn.executable) == (
+        ["Q-A", "Q-B"], False, True, True)
+    lost = [Workaround("Q-A", 1, "a", recovered=False)]
+    assert Turn([ok], None, None, "stop", None, None, lost).recoverable is False
+    assert Turn([ok], None, None, "stop", None, {"e": 1}, []).recoverable is False
+    unnamed = _tc(0, "call_a", "", "{}")
+    assert Turn([unnamed], None, None, "stop", None, None, []).recoverable is False
+    invalid = _tc(0, "call_a", "f", "{", valid=False)
+    assert Turn([invalid], None, None, "stop", None, None, []).recoverable is False
+    repaired = _tc(0, "call_a", "f", "{}", repaired=True)
+    assert Turn([ok, repaired], None, None, "stop", None, None, []).repaired is True
+    assert Turn([], None, None, "stop", None, None, []).executable is False
