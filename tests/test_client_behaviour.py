@@ -1447,3 +1447,14 @@ def test_turn_properties() -> None:
     repaired = _tc(0, "call_a", "f", "{}", repaired=True)
     assert Turn([ok, repaired], None, None, "stop", None, None, []).repaired is True
     assert Turn([], None, None, "stop", None, None, []).executable is False
+
+
+def test_an_index_less_id_after_a_named_call_opens_one_at_its_event() -> None:
+    turn = run([chunk({"function": {"name": "f", "arguments": "{}"}}),
+                chunk({"id": "call_b", "function": {"arguments": ""}}), FIN])
+    assert [(c.index, c.id, c.name, c.arguments) for c in turn.calls] == [
+        (0, "", "f", "{}"), (1, "call_b", "", "{}")]
+    # sorted by event, then quirk
+    assert notes(turn) == [("Q-INDEX-ABSENT", 0, ABSENT, True),
+                           ("Q-ARGS-ABSENT-NO-PARAMS", 1, "no arguments streamed; sent as {}", True),
+                           ("Q-INDEX-ABSENT", 1, ABSENT, True)]
