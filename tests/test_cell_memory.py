@@ -263,3 +263,34 @@ def test_lines_are_redacted_wherever_the_writes_cut_them(canary: str) -> None:
             lines.write(text[i:i + size])
         lines.flush()
         assert b"".join(out) == want, size
+
+
+def test_each_line_is_written_when_it_ends_not_at_the_end(canary: str) -> None:
+    out: list[bytes] = []
+
+    class Sink:
+        write = out.append
+
+    lines = secrets.RedactingLines(Sink())
+    lines.write("a: 1\nb: 2\nc")
+    assert out == [b"a: 1\nb: 2\n"]  # the pending "c" waits for its line end
+    lines.write(f": {canary}\nd")
+    assert out == [b"a: 1\nb: 2\n", b"c: <redacted>\n"]
+    lines.write(": 4")
+    lines.flush()
+    assert out == [b"a: 1\nb: 2\n", b"c: <redacted>\n", b"d: 4"]
+    lines.flush()
+    assert len(out) == 3
+
+
+def test_a_line_as_long_as_a_body_is_encoded_a_mebibyte_at_a_time() -> None:
+    out: list[bytes] = []
+
+    class Sink:
+        write = out.append
+
+    lines = secrets.RedactingLines(Sink())
+    lines.write("\u00e9" * (3 * MiB // 2))  # 1.5 Mi characters, 3 MiB of UTF-8
+    lines.write("\n")
+    assert [len(b) for b in out] == [2 * MiB, MiB + 1]
+    assert b"".join(out) == ("\u00e9" * (3 * MiB // 2) + "\n").encode()
