@@ -558,3 +558,106 @@ def test_analyze_chunks_source_and_request() -> None:
     r = analyze_chunks([ROLE, chunk({}, "stop")], source="s.jsonl",
                        request={"stream": True, "stream_options": {"include_usage": True}})
     assert (r.source, r.rules["R-USAGE"]) == ("s.jsonl", "fail")
+
+
+# ============================================================================== which path
+
+def full_path_events(monkeypatch: pytest.MonkeyPatch, cs: list[Any],
+                     request: dict[str, Any] | None = None) -> tuple[list[int], list[int]]:
+    """The events judged in full (seen by the chunk detectors) and those that took the
+    steady path (seen by the fragment detectors only): a long stream's cost depends on it."""
+    from conformance.analysis import analyzer
+
+    full: list[int] = []
+    steady: list[int] = []
+    monkeypatch.setattr(analyzer, "CHUNK_DETECTORS",
+                        [lambda a, c, n: full.append(n), *analyzer.CHUNK_DETECTORS])
+    monkeypatch.setattr(analyzer, "FRAGMENT_DETECTORS",
+                        [lambda a, st, args, n: steady.append(n),
+                         *analyzer.FRAGMENT_DETECTORS])
+    analyze_chunks(cs, request=request)
+    return full, steady
+
+
+def test_clean_fragments_take_the_steady_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert full_path_events(monkeypatch, [ROLE, OPEN, *PARIS, END]) == ([0, 1, 2, 6], [3, 4, 5])
+
+
+def _choice(c: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    ch = {**c["choices"][0], **kw}
+    return {**c, "choices": [{k: v for k, v in ch.items() if v is not ...}]}
+
+
+def _delta(c: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    return _choice(c, delta=delta)
+
+
+F1 = PARIS[1]
+ARGS = {"arguments": 'ty": '}
+DEVIANT = {
+    "two choices": {**F1, "choices": [F1["choices"][0], {**F1["choices"][0], "index": 1}]},
+    "choice without index": _choice(F1, index=...),
+    "finishReason key": _choice(F1, finishReason=None),
+    "role in the delta": _delta(F1, {"role": "assistant", "tool_calls": [
+        {"index": 0, "function": ARGS}]}),
+    "two tool calls": _delta(F1, {"tool_calls": [{"index": 0, "function": ARGS},
+                                                  {"index": 0, "function": {"arguments": ""}}]}),
+    "tool call with an id": _delta(F1, {"tool_calls": [{"index": 0, "id": ID_W,
+                                                         "function": ARGS}]}),
+    "tool call with a type only": _delta(F1, {"tool_calls": [{"type": "function",
+                                                               "function": ARGS}]}),
+    "function with a name": _delta(F1, {"tool_calls": [{"index": 0, "function": {
+        "name": "get_weather", **ARGS}}]}),
+    "function as a list": _delta(F1, {"tool_calls": [{"index": 0, "function": [ARGS]}]}),
+    "index as a string": _delta(F1, {"tool_calls": [{"index": "0", "function": ARGS}]}),
+    "empty fragment": _delta(F1, {"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}),
+    "object arguments": _delta(F1, {"tool_calls": [{"index": 0, "function": {
+        "arguments": {"city": "Paris"}}}]}),
+    "tool_calls an object": _delta(F1, {"tool_calls": {"index": 0, "function": ARGS}}),
+    "tool call a list": _delta(F1, {"tool_calls": [[0, ARGS]]}),
+    "delta a list": _delta(F1, [{"tool_calls": [{"index": 0, "function": ARGS}]}]),
+    "choice a list": {**F1, "choices": [[F1["choices"][0]]]},
+    "choices an object": {**F1, "choices": F1["choices"][0]},
+    "another chunk key": {**F1, "service_tier": "default"},
+    "a chunk key less": {k: v for k, v in F1.items() if k != "created"},
+    "another created": {**F1, "created": 2},
+    "another choice key": _choice(F1, logprobs=...),
+    "another choice index": _choice(F1, index=1),
+    "an index never opened": frag('ty": ', 1),
+}
+
+
+RETEMPLATE = {"another chunk key", "another created", "another choice key"}
+
+
+@pytest.mark.parametrize("name", DEVIANT)
+def test_a_chunk_unlike_the_template_is_judged_in_full(monkeypatch: pytest.MonkeyPatch,
+                                                       name: str) -> None:
+    full, steady = full_path_events(monkeypatch, [ROLE, OPEN, PARIS[0], DEVIANT[name],
+                                                  PARIS[2], END])
+    if name in RETEMPLATE:  # a clean fragment itself: the next one is judged against it
+        assert (full, steady) == ([0, 1, 2, 3, 4, 5], [])
+    else:
+        assert (full, steady) == ([0, 1, 2, 3, 5], [4])
+
+
+def test_no_steady_path_after_the_finish_nor_with_n_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    stop_in_between = chunk({}, "tool_calls")
+    assert full_path_events(monkeypatch, [ROLE, OPEN, PARIS[0], stop_in_between, PARIS[1]]) \
+        == ([0, 1, 2, 3, 4], [])
+    assert full_path_events(monkeypatch, [ROLE, OPEN, *PARIS, END], {"n": 2}) == (
+        [0, 1, 2, 3, 4, 5, 6], [])
+
+
+def test_a_chunk_with_a_finding_is_no_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each of these fragments is judged, and counted, on its own
+    cs = [ROLE, OPEN, *[{**f, "model": ""} for f in PARIS], END]
+    assert full_path_events(monkeypatch, cs) == ([0, 1, 2, 3, 4, 5, 6], [])
+    assert found(analyze_chunks(cs)) == [
+        F("Q-ENVELOPE-FIELDS-MISSING", "SHOULD", "Q-ENVELOPE-FIELDS-MISSING", 2, "/model",
+          "chunk without model", count=4)]
+
+
+def test_a_chunk_that_is_no_fragment_is_no_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = chunk({"content": "a"})
+    assert full_path_events(monkeypatch, [ROLE, text, text, text]) == ([0, 1, 2, 3], [])
