@@ -119,6 +119,8 @@ def test_events_of_each_kind() -> None:
            Event(3, CHUNK, 7, "", chunk({"content": "Hi."})), Event(4, DONE, 9, "[DONE]")]
     r = analyze_events(evs)
     assert (r.source, r.events, r.verdict, r.error) == ("<events>", 5, "fails", None)
+    # events other than chunks mean the stream was framed: the SSE rules are judged
+    assert (r.rules["R-SSE-DATA-JSON"], r.rules["R-SSE-DONE"]) == ("pass", "pass")
     assert found(r) == [
         F("Q-SSE-COMMENT-KEEPALIVE", "SHOULD", "Q-SSE-COMMENT-KEEPALIVE", 0, None,
           "SSE comment line ': ping'", ": ping"),
@@ -127,6 +129,12 @@ def test_events_of_each_kind() -> None:
         F("R-FINISH-PRESENT", "MUST", "Q-FINISH-NEVER-SENT", 4, None,
           "no finish_reason in the whole stream"),
     ]
+
+
+def test_chunk_events_alone_are_unframed() -> None:
+    r = analyze_events([Event(0, CHUNK, None, "", ROLE),
+                        Event(1, CHUNK, None, "", chunk({}, "stop"))], source="e")
+    assert (r.source, found(r), r.rules["R-SSE-DONE"]) == ("e", [], "not applicable")
 
 
 def test_a_fault_that_is_no_cut_leaves_a_stream_without_finish_a_quirk_not_an_error() -> None:

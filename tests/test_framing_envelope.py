@@ -550,6 +550,9 @@ def test_roundtrip_rejected_by_pydantic_for_a_null_assistant_content() -> None:
     long = ('{"detail":"' + "x" * 5000 + PYDANTIC[11:-2].replace('"', "'") + '"}')
     r = analyze_bytes(long.encode(), request=RT, status=500, headers=JSON)
     assert found(r)[1]["quirk"] == "Q-RT-CONTENT-NULL-REJECTED"
+    # a byte that is no UTF-8 does not hide the text
+    r = analyze_bytes(b"\xff" + PYDANTIC.encode(), request=RT, status=500, headers=JSON)
+    assert found(r)[1]["quirk"] == "Q-RT-CONTENT-NULL-REJECTED"
 
 
 def test_a_rejection_of_a_request_that_is_no_round_trip_is_not_judged_as_one() -> None:
@@ -659,9 +662,10 @@ def test_body_message(raw: bytes | None, text: str) -> None:
 
 
 def test_body_message_reads_4000_bytes_only() -> None:
-    # a JSON body longer than 4000 bytes is not parsed: its first line is quoted
-    raw = b'{"error": "' + b"e" * 4000 + b'"}'
-    assert _body_message(raw) == '{"error": "' + "e" * 109
+    # a JSON body of 4000 bytes is parsed; one byte more is not: its first line is quoted
+    assert _body_message(b'{"error": "' + b"e" * 3987 + b'"}') == "e" * 200
+    assert _body_message(b'{"error": "' + b"e" * 3988 + b'"}') == '{"error": "' + "e" * 109
+    assert _body_message(b'{"message": "' + b"m" * 300 + b'"}') == "m" * 200
 
 
 def test_finding_and_impact_json() -> None:
