@@ -669,3 +669,23 @@ def test_a_chunk_with_a_finding_is_no_template(monkeypatch: pytest.MonkeyPatch) 
 def test_a_chunk_that_is_no_fragment_is_no_template(monkeypatch: pytest.MonkeyPatch) -> None:
     text = chunk({"content": "a"})
     assert full_path_events(monkeypatch, [ROLE, text, text, text]) == ([0, 1, 2, 3], [])
+
+
+def test_a_call_the_first_choice_never_showed_is_read_on_the_steady_path() -> None:
+    # The second choice opens call 1: the naive and guarded readings (choices[0] only)
+    # never saw its opener, so its first fragment, on the steady path, starts their entry.
+    second = {**ROLE, "choices": [
+        {"index": 0, "delta": {"content": "x"}, "logprobs": None, "finish_reason": None},
+        {"index": 0, "delta": {"tool_calls": [{"index": 1, "id": ID_T, "type": "function",
+                                               "function": {"name": "get_time",
+                                                            "arguments": ""}}]},
+         "logprobs": None, "finish_reason": None}]}
+    r = analyze_chunks([ROLE, OPEN, PARIS[0], second, frag('{"tz": "UTC"}', 1), PARIS[1],
+                        PARIS[2], PARIS[3], END])
+    paris = (ID_W, "get_weather", '{"city": "Paris"}')
+    assert calls(r) == {"naive": [paris, ("", "", '{"tz": "UTC"}')],
+                        "guarded": [paris, ("", "", '{"tz": "UTC"}')],
+                        "robust": [paris, (ID_T, "get_time", '{"tz": "UTC"}')]}
+    why = f"call 1: id '' instead of '{ID_T}'"
+    assert impact(r) == {"naive": ("wrong", why), "guarded": ("wrong", why),
+                         "robust": ("ok", "")}
