@@ -689,3 +689,55 @@ def test_a_call_the_first_choice_never_showed_is_read_on_the_steady_path() -> No
     why = f"call 1: id '' instead of '{ID_T}'"
     assert impact(r) == {"naive": ("wrong", why), "guarded": ("wrong", why),
                          "robust": ("ok", "")}
+
+
+# ============================================================================== robust notes
+
+NO_ARGS_NOTE = "no arguments streamed; sent as {}"
+
+
+def test_notes_after_one_reported_by_its_own_detector_are_still_reported() -> None:
+    # Q-NAME-FRAGMENTED is the detector's (with its pointer); call 1's note follows it
+    r = analyze_chunks([
+        ROLE, chunk({"tool_calls": [{"index": 0, "id": ID_W, "type": "function",
+                                     "function": {"name": "get_", "arguments": ""}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"name": "weather"}}]}),
+        frag('{"city": "Paris"}'), opener(1, ID_T, "get_time"), END])
+    assert found(r) == [
+        F("R-CONT-NAME-ABSENT", "INFO", "Q-NAME-FRAGMENTED", 2,
+          "/choices/0/delta/tool_calls/0/function/name", "the name continued with 'weather'",
+          '{"index":0,"function":{"name":"weather"}}'),
+        F("Q-ARGS-ABSENT-NO-PARAMS", "SHOULD", "Q-ARGS-ABSENT-NO-PARAMS", 4, None,
+          NO_ARGS_NOTE)]
+
+
+def test_notes_after_one_a_detector_reported_already_are_still_reported() -> None:
+    r = analyze_chunks([
+        ROLE, chunk({"tool_calls": [{"index": 0, "id": ID_W, "type": "function", "function": {
+            "name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+        opener(1, ID_T, "get_time"), END])
+    assert [(f["rule"], f["quirk"], f["event"]) for f in found(r)] == [
+        ("R-ARGS-STRING", "Q-ARGS-JSON-OBJECT", 1),
+        ("Q-ARGS-ABSENT-NO-PARAMS", "Q-ARGS-ABSENT-NO-PARAMS", 2)]
+
+
+def test_notes_after_a_transport_cut_call_are_still_reported() -> None:
+    t = Transcript("<t>", "live", False, lambda: iter(
+        [Event(i, CHUNK, None, "", c) for i, c in enumerate(
+            [ROLE, OPEN, frag('{"city": "Par'), opener(1, ID_T, "get_time")])]),
+        status=200, transport_error="connection reset")
+    assert found(analyze(t)) == [
+        F("Q-ARGS-ABSENT-NO-PARAMS", "SHOULD", "Q-ARGS-ABSENT-NO-PARAMS", 3, None,
+          NO_ARGS_NOTE),
+        F("R-COMPLETE", "MUST", None, None, None, "connection reset")]
+
+
+def test_a_note_on_a_steady_fragment_carries_its_event_number() -> None:
+    # the comment is event 0: the chunks are events 1 to 5, the first cumulative resend 3
+    sse = ": hi\n\n" + "".join(f"data: {line}\n\n" for line in
+                               S.ARGS_CUMULATIVE.splitlines()) + "data: [DONE]\n\n"
+    assert found(analyze_bytes(sse.encode())) == [
+        F("Q-SSE-COMMENT-KEEPALIVE", "SHOULD", "Q-SSE-COMMENT-KEEPALIVE", 0, None,
+          "SSE comment line ': hi'", ": hi"),
+        F("R-ARGS-JSON", "MUST", "Q-ARGS-CUMULATIVE", 3, None,
+          "arguments re-sent in full on each delta")]
