@@ -550,6 +550,13 @@ def test_roundtrip_rejected_by_pydantic_for_a_null_assistant_content() -> None:
     long = ('{"detail":"' + "x" * 5000 + PYDANTIC[11:-2].replace('"', "'") + '"}')
     r = analyze_bytes(long.encode(), request=RT, status=500, headers=JSON)
     assert found(r)[1]["quirk"] == "Q-RT-CONTENT-NULL-REJECTED"
+    # the first 16000 bytes are searched, no more
+    marker = (b"AssistantMessage', 'content'), 'msg': 'input should be a valid string', "
+              b"'input': None")
+    for size, quirk in ((16000, "Q-RT-CONTENT-NULL-REJECTED"), (16001, None)):
+        body = b"x" * (size - len(marker)) + marker
+        r = analyze_bytes(body, request=RT, status=500, headers=JSON)
+        assert found(r)[1]["quirk"] == quirk
     # a byte that is no UTF-8 does not hide the text
     r = analyze_bytes(b"\xff" + PYDANTIC.encode(), request=RT, status=500, headers=JSON)
     assert found(r)[1]["quirk"] == "Q-RT-CONTENT-NULL-REJECTED"
