@@ -741,3 +741,20 @@ def test_a_note_on_a_steady_fragment_carries_its_event_number() -> None:
           "SSE comment line ': hi'", ": hi"),
         F("R-ARGS-JSON", "MUST", "Q-ARGS-CUMULATIVE", 3, None,
           "arguments re-sent in full on each delta")]
+
+
+def test_a_call_that_never_got_a_name_leaves_the_robust_client_nothing() -> None:
+    r = analyze_chunks([ROLE, opener(0, ID_W, "", "{}"), END])
+    assert impact(r) == {"naive": ("ok", ""), "guarded": ("ok", ""), "robust": (
+        "unrecoverable", "a call without a name or valid arguments")}
+    assert r.verdict == "fails"
+
+
+def test_every_quirk_the_robust_client_could_not_repair_is_named() -> None:
+    time_required = {"type": "function", "function": {"name": "get_time", "parameters": {
+        "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    r = analyze_chunks([ROLE, opener(0, ID_W, "get_weather", "not json"),
+                        opener(1, ID_T, "get_time"), END],
+                       request={"tools": [WEATHER, time_required], "stream": True})
+    assert impact(r)["robust"] == (
+        "unrecoverable", "Q-ARGS-INVALID-JSON, Q-ARGS-LOST-MULTITOKEN-DELTA")
