@@ -758,3 +758,11 @@ def test_every_quirk_the_robust_client_could_not_repair_is_named() -> None:
                        request={"tools": [WEATHER, time_required], "stream": True})
     assert impact(r)["robust"] == (
         "unrecoverable", "Q-ARGS-INVALID-JSON, Q-ARGS-LOST-MULTITOKEN-DELTA")
+
+
+def test_one_event_is_a_stream_to_judge() -> None:
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    one = chunk({"role": "assistant", "content": "Hi."}, "stop", usage=usage)
+    r = analyze_chunks([one], request={"stream": True, "stream_options": {"include_usage": True}})
+    assert (r.events, r.rules["R-CHUNK-OBJECT"], r.rules["R-FINISH-PRESENT"],
+            r.rules["R-USAGE"]) == (1, "pass", "pass", "pass")
