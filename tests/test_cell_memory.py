@@ -5,18 +5,23 @@
   peak allocated during the cell (reading, vcrpy, scrub, analysis, cassette write) stays
   under ``max_bytes + 4 MiB``, the cassette keeps a 256 KiB prefix and says so, and the
   replay is the same error cell;
-- unit: the transport's buffer (one byte per chunk costs no more than the bytes), the cut
-  at an event boundary, the marker, and the line-by-line cassette writer (the same bytes
-  and the same redaction as the whole-text write).
+- end to end, a body that ends normally at 3.6 of 4 MiB: kept whole (its end is
+  evidence), and the cell's peak is bounded by the measured copies of it (see the test);
+- unit: the transport's buffer (one byte per chunk costs no more than the bytes, a body
+  near ``max_bytes`` is held about once, not twice), the cut at an event boundary, the
+  marker, and the line-by-line cassette writer (the same bytes and the same redaction as
+  the whole-text write).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +110,73 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
     assert [f["rule"] for f in live["findings"]] == ["R-COMPLETE"]
 
 
+LONG_EVENT = (b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, '
+              b'"model": "m", "choices": [{"index": 0, "delta": {"content": "'
+              + b"the quick brown fox jumps over the lazy dog " * 16
+              + b'"}, "finish_reason": null}]}\n\n')  # 862 bytes
+LONG_END = (b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+            b'"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", '
+            b'"type": "function", "function": {"name": "get_weather", "arguments": '
+            b'"{\\"city\\": \\"Paris\\"}"}}]}, "finish_reason": null}]}\n\n'
+            b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+            b'"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}\n\n'
+            b"data: [DONE]\n\n")
+
+
+def _long_server(events: int) -> ThreadingHTTPServer:
+    """Content deltas, then one tool call and [DONE]: a stream that ends normally."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for _ in range(events // 64):
+                self.wfile.write(LONG_EVENT * 64)
+            self.wfile.write(LONG_END)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_within_a_bound(
+        tmp_path: Path) -> None:
+    max_bytes = 4 * MiB
+    events = 4352  # 4352 * 862 bytes + 451 bytes of end: 3.6 MiB, 90 % of max_bytes
+    body = len(LONG_EVENT) * events + len(LONG_END)
+    assert body == 3751875
+    (tmp_path / "cellmem.py").write_text(PLUGIN)
+    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json")}
+    server = _long_server(events)
+    try:
+        (tmp_path / "providers.yaml").write_text(providers_yaml({"long": {
+            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "model": "reference", "retries": {"max": 0},
+            "limits": {"max_bytes": max_bytes}}}))
+        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
+                        env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "1 passed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
+    peak = json.loads((tmp_path / "peak.json").read_text())["peak"]
+    # Measured (3.6 MiB body, of which 2.8 MiB content text): 11.0 MiB. Where: the body
+    # held (1x, the transport's buffer handed on without a copy) plus, at the worst
+    # moment, the analysis' content text as pieces and joined (2 x 0.8x); the scrub,
+    # the exchange's redaction and vcrpy's YAML conversion each decode the body to text
+    # while its bytes are held (2x). Bound: 3 x the body + 2 MiB (imports, the cell).
+    assert peak <= 3 * body + 2 * MiB, peak / MiB
+    (t,) = read_cassette_file(tmp_path / "cassettes" / "long" / "single.yaml")
+    assert len(t.raw) == body and t.raw.endswith(b"data: [DONE]\n\n")
+    assert CUT_HEADER not in t.headers and t.transport_error is None
+    assert _cell(tmp_path / "reports")["verdict"] == "conforms"
+
+
 # ------------------------------------------------------------------ the transport's buffer
 
 class _Inner(httpx.SyncByteStream):
@@ -135,6 +207,21 @@ def test_one_byte_per_chunk_costs_the_bytes_not_an_object_each() -> None:
     # the held pieces (150 kB), the body joined from them (150 kB), a 64 KiB piece being
     # made; 150,000 one-byte objects would be 5.1 MB
     assert peak < 450_000, peak
+
+
+def test_a_body_near_max_bytes_is_held_once_not_twice() -> None:
+    body = LONG_EVENT * 4352  # 3.6 MiB, read 64 KiB at a time
+    s = _stream((body[i:i + 65536] for i in range(0, len(body), 65536)), 4 * MiB)
+    tracemalloc.start()
+    try:
+        out = list(s)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out == [body]
+    # the buffer grown in place (an eighth over) and a piece being read, handed on
+    # without a copy; the pieces held and joined cost twice the body (7.2 MiB)
+    assert peak < 1.2 * len(body), peak / len(body)
 
 
 def test_a_limit_keeps_the_events_that_end_within_the_prefix_and_says_so() -> None:
