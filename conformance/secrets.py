@@ -205,10 +205,59 @@ def _userinfo(m: re.Match[str]) -> str:
 
 def redact_bytes(data: bytes) -> bytes:
     """Redact a body (bytes that need not be UTF-8: invalid bytes pass through
-    unchanged), including a known secret split across several SSE events."""
-    text = data.decode("utf-8", "surrogateescape")
-    out = redact(redact_split(text))
-    return data if out == text else out.encode("utf-8", "surrogateescape")
+    unchanged), including a known secret split across several SSE events.
+
+    A body is redacted a slice of about ``SLICE`` bytes at a time, each cut after a line
+    end (no pattern and no known secret spans one, so this is the whole-text redaction):
+    its text is never held whole beside its bytes, and a body with nothing to redact is
+    returned as it is. Only a body where ``_split_found`` sees a known secret in a field
+    of several events (or a secret holding a line end) is decoded and redacted whole."""
+    if _whole_needed(data):
+        text = data.decode("utf-8", "surrogateescape")
+        out = redact(redact_split(text))
+        return data if out == text else out.encode("utf-8", "surrogateescape")
+    view = memoryview(data)
+    done: list[bytes] | None = None  # from the first slice that changed on
+    start = 0
+    while start < len(data):
+        end = _slice_end(data, start)
+        text = str(view[start:end], "utf-8", "surrogateescape")
+        red = redact(text)
+        if done is None and red != text:
+            done = [data[:start]]
+        if done is not None:
+            done.append(red.encode("utf-8", "surrogateescape"))
+        start = end
+    return data if done is None else b"".join(done)
+
+
+SLICE = 1 << 20  # bytes of a body redacted at once
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+def _slice_end(data: bytes, start: int) -> int:
+    """Where the slice from ``start`` ends: after the last line end within ``SLICE``
+    bytes, else after the next one (a line longer than a slice is one slice)."""
+    limit = start + SLICE
+    if limit >= len(data):
+        return len(data)
+    cut = max(data.rfind(b"\n", start, limit), data.rfind(b"\r", start, limit))
+    if cut >= 0:
+        return cut + 1
+    m = _LINE_END.search(data, limit)
+    return m.end() if m else len(data)
+
+
+def _whole_needed(data: bytes) -> bool:
+    secrets_ = _by_length
+    if not secrets_:
+        return False
+    if any("\n" in s or "\r" in s for s in secrets_):
+        return True
+    if b"data:" not in data:
+        return False
+    return _split_found(str(m.group(), "utf-8", "surrogateescape")
+                        for m in _DATA_LINE_B.finditer(data))
 
 
 def redact_body(text: str) -> str:
@@ -260,6 +309,38 @@ def _set_at(value: Any, path: tuple[Any, ...], new: str, old: str) -> bool:
 
 
 _LINES = re.compile(r"(\r\n|\r|\n)")  # the SSE line terminators
+# A line that starts with "data:" (at the start or after a terminator), to its end.
+_DATA_LINE = re.compile(r"(?:^|(?<=[\r\n]))data:[^\r\n]*")
+_DATA_LINE_B = re.compile(rb"(?:^|(?<=[\r\n]))data:[^\r\n]*")
+
+
+def _split_found(lines: Iterable[str]) -> bool:
+    """Whether ``redact_split`` has anything to do: a known secret in the joined text of
+    a field that several events carry. One pass over the ``data:`` lines holding, per
+    field, only its last characters (one fewer than the longest secret): an occurrence
+    ending in a fragment starts within them or in the fragment itself."""
+    secrets_ = _by_length
+    keep = len(secrets_[0]) - 1  # the longest first; MIN_SECRET keeps it above 0
+    tails: dict[tuple[Any, ...], str] = {}
+    counts: dict[tuple[Any, ...], int] = {}
+    found: set[tuple[Any, ...]] = set()
+    for line in lines:
+        payload = line[5:].strip()
+        if not payload.startswith(("{", "[")):
+            continue
+        try:
+            obj = json.loads(payload)
+        except (ValueError, RecursionError):
+            continue
+        fragments: list[tuple[tuple[Any, ...], str]] = []
+        _fragments(obj, (), fragments)
+        for path, value in fragments:
+            window = tails.get(path, "") + value
+            counts[path] = counts.get(path, 0) + 1
+            if path not in found and any(s in window for s in secrets_):
+                found.add(path)
+            tails[path] = window[-keep:]
+    return any(counts[path] > 1 for path in found)
 
 
 def redact_split(text: str) -> str:
@@ -270,6 +351,8 @@ def redact_split(text: str) -> str:
     secrets_ = _by_length
     if not secrets_ or "data:" not in text:
         return text
+    if not _split_found(m.group() for m in _DATA_LINE.finditer(text)):
+        return text  # the common case, found holding one line at a time
     lines = _LINES.split(text)  # lines at even positions, their terminators in between
     parsed: dict[int, Any] = {}
     streams: dict[tuple[Any, ...], list[tuple[int, str]]] = {}

@@ -381,3 +381,106 @@ def test_a_line_as_long_as_a_body_is_encoded_a_mebibyte_at_a_time() -> None:
     lines.write("\n")
     assert [len(b) for b in out] == [2 * MiB, MiB + 1]
     assert b"".join(out) == ("\u00e9" * (3 * MiB // 2) + "\n").encode()
+
+
+# ------------------------------------------------------------------ the body's redaction
+
+def test_a_body_is_redacted_a_slice_at_a_time_and_not_copied_when_clean(canary: str) -> None:
+    line = b'data: {"choices": [{"delta": {"content": "' + b"w" * 980 + b'"}}]}\n\n'
+    body = line * 3700  # 3.6 MiB, four slices
+    tracemalloc.start()
+    try:
+        out = secrets.redact_bytes(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out is body  # nothing to redact: the same object, no copy
+    # a slice's text and its redaction (1 MiB each); the whole text would be 3.6 MiB
+    assert peak < 2.5 * MiB, peak / MiB
+    hot = line * 1100 + b"data: x " + canary.encode() + b" Bearer abcdefghijkl\n\n" + line * 2
+    want = line * 1100 + b"data: x <redacted> Bearer <redacted>\n\n" + line * 2
+    assert secrets.redact_bytes(hot) == want  # in the second slice: the first kept as is
+    assert secrets.redact_bytes(b"\xff" + hot) == b"\xff" + want
+
+
+SLICE_ENDS = [  # (data, start, end) with SLICE = 4: written by hand
+    (b"ab\ncd\nef", 0, 3),  # after the last line end within 4 bytes
+    (b"a\nb\ncdef", 0, 4),
+    (b"abc\ndef", 0, 4),
+    (b"abcd\nef", 0, 5),  # none within 4: after the next one
+    (b"abcdefg\rh", 0, 8),
+    (b"abcdefg", 0, 7),  # none at all: to the end
+    (b"ab\r\ncd\ne", 0, 4),
+    (b"ab\ncd\nef", 3, 6),
+    (b"abc", 0, 3),  # shorter than a slice
+    (b"abcd", 0, 4),
+]
+
+
+@pytest.mark.parametrize("data,start,end", SLICE_ENDS)
+def test_a_slice_ends_after_a_line_end(monkeypatch: pytest.MonkeyPatch, data: bytes,
+                                       start: int, end: int) -> None:
+    monkeypatch.setattr(secrets, "SLICE", 4)
+    assert secrets._slice_end(data, start) == end
+
+
+def test_small_slices_redact_what_the_whole_text_does(monkeypatch: pytest.MonkeyPatch,
+                                                      canary: str) -> None:
+    monkeypatch.setattr(secrets, "SLICE", 8)
+    body = (f"a {canary}\r\nb sk-abcdefghijklmnopqrst\rc http://u:p@h/?key=v&x=1\n"
+            "d Basic QWxhZGRpbjpvcGVu\n\u00e9 \u00e9").encode() + b"\xff\n"
+    assert secrets.redact_bytes(body) == (
+        "a <redacted>\r\nb <redacted>\rc http://<redacted>@h/?key=<redacted>&x=1\n"
+        "d Basic <redacted>\n\u00e9 \u00e9").encode() + b"\xff\n"
+
+
+def test_a_secret_holding_a_line_end_is_redacted_whole(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    monkeypatch.setattr(secrets, "SLICE", 4)
+    secrets.register("CANARYline\nend42")
+    try:
+        assert secrets.redact_bytes(b"x CANARYline\nend42 y") == b"x <redacted> y"
+    finally:
+        secrets.forget("CANARYline\nend42")
+
+
+def _ev(content: str, field: str = "content") -> str:
+    return 'data: {"choices": [{"index": 0, "delta": {"' + field + '": "' + content + '"}}]}'
+
+
+SPLITS = [  # (the data lines, whether redact_split has work): written by hand
+    ([_ev("CANARYmem01"), _ev("23456789")], True),  # split across two deltas
+    ([_ev("x CANARYmem0123456789"), _ev("y")], True),  # whole, in a field of two events
+    ([_ev("C"), _ev("ANARYmem012345678"), _ev("9")], True),  # over three events
+    ([_ev("x CANARYmem0123456789")], False),  # one event: redact() covers it
+    ([_ev("CANARYmem01"), _ev("23456789", "reasoning")], False),  # two different fields
+    ([_ev("CANARYmem01"), _ev("2345678")], False),  # not the whole secret
+    ([_ev("CANARYmem01"), "data: [DONE]", "data: {bad", _ev("23456789")], True),
+    (['data: [{"a": "CANARYmem0"}]', 'data: [{"a": "123456789"}]'], True),  # arrays
+    (['data: "CANARYmem0"', 'data: "123456789"'], False),  # not an object nor an array
+    (["data:" + _ev("CANARYmem01")[5:], "data: " + _ev("23456789")[5:]], True),
+]
+
+
+@pytest.mark.parametrize("lines,found", SPLITS)
+def test_a_split_secret_is_found_holding_one_line_at_a_time(canary: str, lines: list[str],
+                                                             found: bool) -> None:
+    assert secrets._split_found(lines) is found
+    text = "\n\n".join(lines) + "\n\n"
+    assert (secrets.redact_split(text) is text) is not found
+    body = text.encode()
+    assert secrets._whole_needed(body) is found
+
+
+DATA_LINES = [  # (text, its data lines): written by hand
+    ("data: a\n\ndata: b\r\n\r\ndata: c\rdata: d", ["data: a", "data: b", "data: c", "data: d"]),
+    (" data: a\nxdata: b\ndata:c", ["data:c"]),
+    ("event: x\ndata: {}\n", ["data: {}"]),
+]
+
+
+@pytest.mark.parametrize("text,lines", DATA_LINES)
+def test_the_data_lines_are_those_that_start_a_line(text: str, lines: list[str]) -> None:
+    assert [m.group() for m in secrets._DATA_LINE.finditer(text)] == lines
+    assert [m.group() for m in secrets._DATA_LINE_B.finditer(text.encode())] == [
+        x.encode() for x in lines]
