@@ -14,6 +14,8 @@ cell and, in a second run, the peak that ``tracemalloc`` saw during the cell.
 - ``long``: a stream that ends normally at about 90 % of ``max_bytes`` (content deltas
   of ordinary text, then a tool call and ``[DONE]``), served here: the body is kept
   whole, so the cell holds a few copies of it.
+- ``long-key``: the same with an API key (``api_key_env``), as a real provider has: the
+  body's redaction then also looks for the key split across events.
 
 ``refused`` (a closed port: the cell ends before any byte) is the floor: interpreter,
 pytest, imports and one cell's machinery.
@@ -96,7 +98,7 @@ def long_server(size: int) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
-def record(base_url: str, max_bytes: int, trace: bool) -> dict:
+def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dict:
     from conformance.faults import providers_yaml, run_suite
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,9 +106,11 @@ def record(base_url: str, max_bytes: int, trace: bool) -> dict:
         (tmp_p / "cellmem.py").write_text(PLUGIN)
         (tmp_p / "providers.yaml").write_text(providers_yaml({"p": {
             "base_url": base_url, "model": "reference", "retries": {"max": 0},
-            "limits": {"max_bytes": max_bytes}}}))
+            "limits": {"max_bytes": max_bytes},
+            **({"api_key_env": "BENCH_KEY"} if key else {})}}))
         out = tmp_p / "out.json"
-        env = {"PYTHONPATH": tmp, "CELLMEM_OUT": str(out), "CELLMEM_TRACE": "01"[trace]}
+        env = {"PYTHONPATH": tmp, "CELLMEM_OUT": str(out), "CELLMEM_TRACE": "01"[trace],
+               "BENCH_KEY": "sk-bench0123456789abcdefghij"}
         t0 = time.perf_counter()
         r = run_suite(tmp_p, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
                       env=env, timeout=900)
@@ -123,8 +127,8 @@ def record(base_url: str, max_bytes: int, trace: bool) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-mb", type=float, default=64.0)
-    ap.add_argument("--cases", nargs="+", default=["refused", "endless", "long"],
-                    choices=["refused", "endless", "long"])
+    cases = ["refused", "endless", "long", "long-key"]
+    ap.add_argument("--cases", nargs="+", default=cases, choices=cases)
     args = ap.parse_args()
     max_bytes = int(args.max_mb * 2**20)
     from conformance.faults import closed_port, fault_server
@@ -138,9 +142,11 @@ def main() -> int:
         try:
             for case in args.cases:
                 url = {"endless": fs.base_url("endless"), "long": long_url,
+                       "long-key": long_url,
                        "refused": f"http://127.0.0.1:{closed_port()}/v1"}[case]
-                rss = record(url, max_bytes, trace=False)
-                traced = record(url, max_bytes, trace=True)
+                key = case == "long-key"
+                rss = record(url, max_bytes, trace=False, key=key)
+                traced = record(url, max_bytes, trace=True, key=key)
                 print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
                       f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
                       f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f}  {rss['outcome']}")

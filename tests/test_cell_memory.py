@@ -151,12 +151,15 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_within_a_bound(
     body = len(LONG_EVENT) * events + len(LONG_END)
     assert body == 3751875
     (tmp_path / "cellmem.py").write_text(PLUGIN)
-    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json")}
+    # with a key, as a real provider has: the body's redaction then also looks for it
+    # split across events (which held every event parsed: 31.6 MiB here before)
+    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json"),
+           "CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
     server = _long_server(events)
     try:
         (tmp_path / "providers.yaml").write_text(providers_yaml({"long": {
             "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
-            "model": "reference", "retries": {"max": 0},
+            "model": "reference", "retries": {"max": 0}, "api_key_env": "CELLMEM_KEY",
             "limits": {"max_bytes": max_bytes}}}))
         rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
                         env=env)
@@ -167,9 +170,10 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_within_a_bound(
     peak = json.loads((tmp_path / "peak.json").read_text())["peak"]
     # Measured (3.6 MiB body, of which 2.8 MiB content text): 11.0 MiB. Where: the body
     # held (1x, the transport's buffer handed on without a copy) plus, at the worst
-    # moment, the analysis' content text as pieces and joined (2 x 0.8x); the scrub,
-    # the exchange's redaction and vcrpy's YAML conversion each decode the body to text
-    # while its bytes are held (2x). Bound: 3 x the body + 2 MiB (imports, the cell).
+    # moment, the analysis' content text as pieces and joined (2 x 0.8x); vcrpy's YAML
+    # conversion decodes the body to text while its bytes are held (2x); the scrub and
+    # the exchange redact it a 1 MiB slice at a time. Bound: 3 x the body + 2 MiB
+    # (imports, a slice, the cell).
     assert peak <= 3 * body + 2 * MiB, peak / MiB
     (t,) = read_cassette_file(tmp_path / "cassettes" / "long" / "single.yaml")
     assert len(t.raw) == body and t.raw.endswith(b"data: [DONE]\n\n")
