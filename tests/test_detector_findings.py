@@ -902,6 +902,11 @@ WIRE_CASES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any], list[tuple]]]
     "usage asked, one event": (sse(END), USAGE_ASKED, {}, [
         ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS", 0, None,
          'finish_reason "tool_calls" without any tool-call delta', None), NO_USAGE]),
+    "usage asked, a single event": (sse(END, done=False), USAGE_ASKED, {}, [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS", 0, None,
+         'finish_reason "tool_calls" without any tool-call delta', None),
+        ("R-SSE-DONE", "SHOULD", "Q-SSE-DONE-MISSING", 0, None,
+         "stream ended without data: [DONE]", None), NO_USAGE]),
     "usage asked, an error": (sse(*PARTIAL, {"error": {"message": "boom"}}), USAGE_ASKED, {},
                               [BOOM]),
     "usage asked, the connection dropped": (
