@@ -418,6 +418,8 @@ SLICE_ENDS = [  # (data, start, end) with SLICE = 4: written by hand
     (b"ab\ncd\nef", 3, 6),
     (b"abc", 0, 3),  # shorter than a slice
     (b"abcd", 0, 4),
+    (b"a\nbc", 0, 4),  # exactly a slice: all of it
+    (b"\nabcdef", 0, 1),  # a line end at the start
 ]
 
 
@@ -438,14 +440,29 @@ def test_small_slices_redact_what_the_whole_text_does(monkeypatch: pytest.Monkey
         "d Basic <redacted>\n\u00e9 \u00e9").encode() + b"\xff\n"
 
 
-def test_a_secret_holding_a_line_end_is_redacted_whole(monkeypatch: pytest.MonkeyPatch
-                                                       ) -> None:
+@pytest.mark.parametrize("secret", ["CANARYline\nend42", "CANARYline\rend42"])
+def test_a_secret_holding_a_line_end_is_redacted_whole(monkeypatch: pytest.MonkeyPatch,
+                                                       secret: str) -> None:
     monkeypatch.setattr(secrets, "SLICE", 4)
-    secrets.register("CANARYline\nend42")
+    secrets.register(secret)
     try:
-        assert secrets.redact_bytes(b"x CANARYline\nend42 y") == b"x <redacted> y"
+        assert secrets.redact_bytes(b"x " + secret.encode() + b" y") == b"x <redacted> y"
     finally:
-        secrets.forget("CANARYline\nend42")
+        secrets.forget(secret)
+
+
+def test_with_no_secret_known_a_body_is_still_redacted_a_slice_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(secrets, "_by_length", ())
+    body = b'data: {"choices": [{"delta": {"content": "' + b"v" * 2000 + b'"}}]}\n\n'
+    body *= 1800  # 3.5 MiB
+    tracemalloc.start()
+    try:
+        out = secrets.redact_bytes(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out is body and peak < 2.5 * MiB, peak / MiB
 
 
 def _ev(content: str, field: str = "content") -> str:
