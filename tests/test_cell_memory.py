@@ -420,6 +420,9 @@ SLICE_ENDS = [  # (data, start, end) with SLICE = 4: written by hand
     (b"abcd", 0, 4),
     (b"a\nbc", 0, 4),  # exactly a slice: all of it
     (b"\nabcdef", 0, 1),  # a line end at the start
+    (b"a\nbc\rd", 0, 2),  # a carriage return past the slice is not looked at
+    (b"\ra\rbcdef", 0, 3),  # the last carriage return within it
+    (b"ab\rcdef", 0, 3),  # a carriage return alone is a line end
 ]
 
 
@@ -505,3 +508,73 @@ def test_the_data_lines_are_those_that_start_a_line(text: str, lines: list[str])
     assert [m.group() for m in secrets._DATA_LINE.finditer(text)] == lines
     assert [m.group() for m in secrets._DATA_LINE_B.finditer(text.encode())] == [
         x.encode() for x in lines]
+
+
+SPLIT_BODY = [  # a body where a split canary sends redact_split to its whole path
+    "event: x",
+    'data: {"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"a CANARYmem01"}}]}',
+    "data: {bad",
+    "data: nope\udcff",
+    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"23456789 b CANA"}}]}',
+    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"RYmem0123456789 \u00e9", "role": "assistant"}}]}',
+]
+SPLIT_REDACTED = [  # written by hand
+    "event: x",
+    'data: {"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"a <redacted>"}}]}',
+    "data: {bad",
+    "data: nope\udcff",
+    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"<redacted> b <redacted>"}}]}',
+    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
+    '"<redacted> \u00e9", "role": "assistant"}}]}',
+]
+
+
+def test_a_split_secret_is_redacted_whole_in_text_and_bytes(canary: str) -> None:
+    text = "\n\n".join(SPLIT_BODY) + "\n\n"
+    want = "\n\n".join(SPLIT_REDACTED) + "\n\n"
+    assert secrets.redact_split(text.replace("\udcff", "")) == want.replace("\udcff", "")
+    body = text.encode("utf-8", "surrogateescape")  # an invalid byte in a data line
+    assert b"\xff" in body
+    assert secrets.redact_bytes(body) == want.encode("utf-8", "surrogateescape")
+
+
+def test_with_no_secret_known_redact_split_returns_the_text(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    monkeypatch.setattr(secrets, "_by_length", ())
+    text = "\n\n".join(SPLIT_BODY[:2]) + "\n\n"
+    assert secrets.redact_split(text) is text
+
+
+def test_a_clean_body_without_events_is_not_decoded_whole(canary: str) -> None:
+    body = b'{"choices": [{"message": {"content": "' + b"u" * (3 * MiB) + b'"}}]}\n'
+    body = body.replace(b"u" * 1000, b"u" * 999 + b"\n")  # lines, but no data: line
+    tracemalloc.start()
+    try:
+        out = secrets.redact_bytes(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out is body and peak < 2.5 * MiB, peak / MiB
+
+
+def test_a_secret_with_a_line_end_known_a_clean_body_is_returned_as_it_is() -> None:
+    secrets.register("CANARYline\nend43")
+    try:
+        body = b"data: clean\n\n"
+        assert secrets.redact_bytes(body) is body
+    finally:
+        secrets.forget("CANARYline\nend43")
+
+
+def test_the_split_search_starts_a_field_from_nothing() -> None:
+    secrets.register("XXXXsecret9")
+    try:
+        assert secrets._split_found(['data: {"a": "secret9"}', 'data: {"a": "z"}']) is False
+        assert secrets._split_found(['data: {"a": "XXXXsec"}', 'data: {"a": "ret9"}']) is True
+    finally:
+        secrets.forget("XXXXsecret9")
