@@ -578,3 +578,23 @@ def test_the_split_search_starts_a_field_from_nothing() -> None:
         assert secrets._split_found(['data: {"a": "XXXXsec"}', 'data: {"a": "ret9"}']) is True
     finally:
         secrets.forget("XXXXsecret9")
+
+
+MARKS = [  # (secret, content fragments, what redact_split makes of them): written by hand
+    ("CANARYmem0123456789",  # an unmarked fragment first; three split occurrences
+     ["x", "CANARYmem01", "23456789 CANARYmem01", "23456789 CANARYmem01", "23456789"],
+     ["x", "<redacted>", "<redacted> <redacted>", "<redacted> <redacted>", "<redacted>"]),
+    ("abababab",  # occurrences that overlap: marked once, not past their end
+     ["ababa", "bababXYZXYZXYZ"], ["<redacted>", "<redacted>XYZXYZXYZ"]),
+]
+
+
+@pytest.mark.parametrize("secret,pieces,redacted", MARKS)
+def test_every_split_occurrence_is_marked_and_nothing_past_it(secret: str, pieces: list[str],
+                                                               redacted: list[str]) -> None:
+    secrets.register(secret)
+    try:
+        text = "".join(_ev(p) + "\n\n" for p in pieces)
+        assert secrets.redact_split(text) == "".join(_ev(p) + "\n\n" for p in redacted)
+    finally:
+        secrets.forget(secret)
