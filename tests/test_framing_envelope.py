@@ -711,3 +711,23 @@ def test_capture_result_json_and_quirks() -> None:
     d = r.to_json()
     assert (d["error"], d["meta"], d["events"], r.turn) == ("boom", {"model": "m"}, 4, None)
     assert "error" not in Result("s", "conforms", [], None, {}, {}, {}, error="").to_json()
+
+
+def test_a_downgraded_completion_is_event_0_of_the_robust_reading() -> None:
+    body = {**COMPLETION, "choices": [{"index": 0, "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_A", "type": "function", "function": {"name": "f",
+                                                             "arguments": {"a": 1}}}]},
+        "finish_reason": "tool_calls"}]}
+    r = analyze_bytes(json.dumps(body).encode(), status=200, request=REQ, headers=JSON)
+    assert found(r)[0] == F("R-ARGS-STRING", "MUST", "Q-ARGS-JSON-OBJECT", 0, None,
+                            "arguments sent as a JSON value, not a string")
+    assert [(w.quirk, w.event) for w in r.turn.workarounds] == [("Q-ARGS-JSON-OBJECT", 0)]
+
+
+def test_a_200_json_error_is_event_0_of_the_robust_reading() -> None:
+    r = analyze_bytes(b'{"error":{"message":"rate limited"}}', status=200, request=REQ,
+                      headers=JSON)
+    assert [(w.quirk, w.event, w.message) for w in r.turn.workarounds] == [
+        ("Q-SSE-ERROR-ENVELOPE", 0, "error reported inside the stream")]
+    assert r.turn.error == {"message": "rate limited"}
