@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import REASONING_FIELDS, _error_text, _list
-from conformance.rules import INFO
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
@@ -37,7 +36,6 @@ DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_ca
 
 
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
-REFERENCE_EXTRA = frozenset({"obfuscation"})  # OpenAI's own extra field: reference behaviour
 AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  # their own quirk
 
 
@@ -198,18 +196,15 @@ def _empty_delta(a: Analyzer, n: int) -> None:
 
 
 def detect_collected(a: Analyzer) -> None:
-    """Q-EXTRA-FIELDS (reference `obfuscation` is INFO too), Q-EMPTY-DELTA-CHUNKS."""
+    """Q-EXTRA-FIELDS, Q-EMPTY-DELTA-CHUNKS. (OpenAI's own `obfuscation` is a CHUNK_KEY:
+    reference behaviour, never an extra field.)"""
     if a.extra_fields:
         names = sorted(a.extra_fields)
-        ev = min(a.extra_fields.values())
-        only_ref = set(names) <= REFERENCE_EXTRA
         a.find(
             "Q-EXTRA-FIELDS",
-            ("OpenAI's own extra field: " if only_ref else "non-standard fields: ")
-            + ", ".join(names[:12]),
-            event=ev,
-            level=INFO,
-        )
+            "non-standard fields: " + ", ".join(names[:12]),
+            event=min(a.extra_fields.values()),
+        )  # INFO: the catalogue's level of Q-EXTRA-FIELDS
     if a.empty_deltas >= 2:
         a.find(
             "Q-EMPTY-DELTA-CHUNKS",
