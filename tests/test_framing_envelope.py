@@ -527,6 +527,7 @@ PYDANTIC = ('{"detail":[{"loc":["body","messages",1,"typed-dict","AssistantMessa
     ("content must be non-empty", "Q-RT-CONTENT-EMPTY-REJECTED"),
     ("content is empty", "Q-RT-CONTENT-EMPTY-REJECTED"),
     ("empty", None),
+    ("content wrong", None),
     ("name is required for tool messages", "Q-RT-TOOL-MESSAGE-NAME"),
     ("name required in function_response", "Q-RT-TOOL-MESSAGE-NAME"),
     ("name wrong", None),
