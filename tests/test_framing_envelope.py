@@ -732,3 +732,14 @@ def test_a_200_json_error_is_event_0_of_the_robust_reading() -> None:
     assert [(w.quirk, w.event, w.message) for w in r.turn.workarounds] == [
         ("Q-SSE-ERROR-ENVELOPE", 0, "error reported inside the stream")]
     assert r.turn.error == {"message": "rate limited"}
+
+
+def test_an_empty_finish_reason_leaves_the_chunk_empty_and_finishreason_does_not() -> None:
+    empty_finish = chunk({}, "")
+    r = chunks_result(ROLE, empty_finish, empty_finish, TEXT, STOP)
+    assert [x for x in found(r) if x["quirk"] == "Q-EMPTY-DELTA-CHUNKS"] == [
+        F("Q-EMPTY-DELTA-CHUNKS", "INFO", "Q-EMPTY-DELTA-CHUNKS", 1, None,
+          "2 chunks carry nothing")]
+    camel = {**TEXT, "choices": [{"index": 0, "delta": {}, "finishReason": "stop"}]}
+    r = chunks_result(ROLE, TEXT, camel, camel)
+    assert "Q-EMPTY-DELTA-CHUNKS" not in r.quirks
