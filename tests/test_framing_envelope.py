@@ -743,3 +743,8 @@ def test_an_empty_finish_reason_leaves_the_chunk_empty_and_finishreason_does_not
     camel = {**TEXT, "choices": [{"index": 0, "delta": {}, "finishReason": "stop"}]}
     r = chunks_result(ROLE, TEXT, camel, camel)
     assert "Q-EMPTY-DELTA-CHUNKS" not in r.quirks
+
+
+def test_an_error_chunk_without_choices_is_no_usage_chunk() -> None:
+    r = chunks_result(ROLE, chunk(None, error={"message": "x"}, usage=USAGE))
+    assert r.quirks == ["Q-SSE-ERROR-IN-CHUNK"]
