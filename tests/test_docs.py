@@ -99,3 +99,22 @@ def test_readme_clients_table_is_the_committed_client_matrix() -> None:
     block = text[text.index(start) + len(start): text.index(end)].strip("\n")
     matrix = json.loads((ROOT / "reports" / "client-matrix.json").read_text("utf-8"))
     assert block == seed_table(matrix)
+
+
+def test_readme_mutation_table_is_docs_mutation_json() -> None:
+    """The README's mutation figures are the ones docs/mutation.json holds (both written
+    by tools/mutation_report.py), so a module judged again cannot leave the README behind."""
+    import importlib.util
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("mutation_report",
+                                                  root / "tools" / "mutation_report.py")
+    assert spec and spec.loader
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    text = (root / "README.md").read_text("utf-8")
+    block = text.split("<!-- mutation:start -->\n")[1].split("<!-- mutation:end -->")[0]
+    data = json.loads((root / "docs" / "mutation.json").read_text("utf-8"))
+    assert block.strip() == report.readme_table(data)
+    assert "| `client` |" in block and "| `analysis` |" in block

@@ -22,6 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "mutation.md"
 DATA = ROOT / "docs" / "mutation.json"
+README = ROOT / "README.md"
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.yaml"
 GOAL = 0.90
 
@@ -135,7 +136,7 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
     equivalent, stale = {}, []
     for k, entry in listed.items():
         if k in where and codes.get(k) is not None and codes[k] not in KILLED:
-            if entry["mutation"] in _diff(k, where[k]):
+            if " ".join(entry["mutation"].split()) in _diff(k, where[k]):  # as _diff spaces it
                 equivalent[k] = entry["why"]
             else:
                 stale.append(k)
@@ -247,6 +248,33 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def readme_table(data: dict[str, Any]) -> str:
+    """The README's table (between `<!-- mutation:start/end -->`): one row per module; a
+    partly judged module says so instead of a percentage."""
+    lines = ["| module | mutants | killed | survived | equivalent | killed / non-equivalent |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name in MODULES:
+        row = data.get(name)
+        if not row:
+            lines.append(f"| `{name}` | not measured | | | | |")
+            continue
+        complete = row.get("judged", row["mutants"]) == row["mutants"]
+        pct = f"{score(row):.1%}" if complete else f"partial ({row['judged']} judged)"
+        lines.append(f"| `{name}` | {row['mutants']:,} | {row['killed']:,} | {row['survived']:,} "
+                     f"| {row['equivalent']:,} | {pct} |")
+    return "\n".join(lines)
+
+
+def _update_readme(data: dict[str, Any]) -> None:
+    text = README.read_text("utf-8")
+    start, end = "<!-- mutation:start -->", "<!-- mutation:end -->"
+    i, j = text.find(start), text.find(end)
+    if i < 0 or j < i:
+        return  # a checkout without the block (an older README): nothing to keep equal
+    README.write_text(text[: i + len(start)] + "\n" + readme_table(data) + "\n" + text[j:],
+                      "utf-8")
+
+
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     names = [module_of(a) for a in argv] or list(MODULES)
@@ -263,6 +291,7 @@ def main(argv: list[str]) -> int:
             data[name] = row
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     DOC.write_text(render(data))
+    _update_readme(data)
     for name in names:
         row = data.get(name)
         if row and name not in missing:
