@@ -13,6 +13,7 @@ the tests, not here.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 # =============================================================================== reference
 # catalogue §1, verbatim fantasy:TestOpenAICommon/openai-gpt-4o/multi_tool_streaming.yaml
@@ -735,3 +736,20 @@ RT_REASONING_MUST_BE_ECHOED = (
     '{"error":{"message":"Missing `reasoning_content` field in the assistant message at '
     'message index 1.","type":"invalid_request_error"}}'
 )
+
+
+def found(r: Any) -> list[dict[str, Any]]:
+    """A result's findings as the JSON the report writes."""
+    return [f.to_json() for f in r.findings]
+
+
+def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str | None,
+      message: str, excerpt: str | None = None, count: int = 1) -> dict[str, Any]:
+    """One finding as `found` gives it, written by hand (excerpt and count only when set)."""
+    d: dict[str, Any] = {"rule": rule, "level": level, "quirk": quirk, "event": event,
+                         "pointer": pointer, "message": message}
+    if excerpt is not None:
+        d["excerpt"] = excerpt
+    if count > 1:
+        d["count"] = count
+    return d

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import streams as S
+from streams import F, found
 
 from conformance.analysis import (
     CaptureResult,
@@ -51,21 +52,6 @@ PARIS = [frag('{"ci'), frag('ty": '), frag('"Par'), frag('is"}')]
 END = chunk({}, "tool_calls")
 PARIS_CALL = {"index": 0, "id": ID_W, "type": "function", "name": "get_weather",
               "arguments": '{"city": "Paris"}'}
-
-
-def found(r: CaptureResult) -> list[dict[str, Any]]:
-    return [f.to_json() for f in r.findings]
-
-
-def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str | None,
-      message: str, excerpt: str | None = None, count: int = 1) -> dict[str, Any]:
-    d: dict[str, Any] = {"rule": rule, "level": level, "quirk": quirk, "event": event,
-                         "pointer": pointer, "message": message}
-    if excerpt is not None:
-        d["excerpt"] = excerpt
-    if count > 1:
-        d["count"] = count
-    return d
 
 
 def calls(r: CaptureResult) -> dict[str, list[tuple[str, str, str]]]:

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from streams import F, found
 
 from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_chunks
 from conformance.analysis.common import (
@@ -53,21 +54,6 @@ def data(c: dict[str, Any]) -> str:
 
 CLEAN = data(ROLE) + data(TEXT) + data(STOP)
 DONE = "data: [DONE]\n\n"
-
-
-def found(r: CaptureResult) -> list[dict[str, Any]]:
-    return [f.to_json() for f in r.findings]
-
-
-def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str | None,
-      message: str, excerpt: str | None = None, count: int = 1) -> dict[str, Any]:
-    d: dict[str, Any] = {"rule": rule, "level": level, "quirk": quirk, "event": event,
-                         "pointer": pointer, "message": message}
-    if excerpt is not None:
-        d["excerpt"] = excerpt
-    if count > 1:
-        d["count"] = count
-    return d
 
 
 # ============================================================================== framing
