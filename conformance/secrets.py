@@ -310,8 +310,23 @@ def _set_at(value: Any, path: tuple[Any, ...], new: str, old: str) -> bool:
 
 _LINES = re.compile(r"(\r\n|\r|\n)")  # the SSE line terminators
 # A line that starts with "data:" (at the start or after a terminator), to its end.
-_DATA_LINE = re.compile(r"(?:^|(?<=[\r\n]))data:[^\r\n]*")
 _DATA_LINE_B = re.compile(rb"(?:^|(?<=[\r\n]))data:[^\r\n]*")
+_DATA_LINE = re.compile(_DATA_LINE_B.pattern.decode())
+
+
+def _data_fragments(line: str) -> tuple[Any, list[tuple[tuple[Any, ...], str]]] | None:
+    """A ``data:`` line's JSON object or array and its string fragments by path; None
+    when the payload is not JSON of that kind."""
+    payload = line[5:].strip()
+    if not payload.startswith(("{", "[")):
+        return None
+    try:
+        obj = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    fragments: list[tuple[tuple[Any, ...], str]] = []
+    _fragments(obj, (), fragments)
+    return obj, fragments
 
 
 def _split_found(lines: Iterable[str]) -> bool:
@@ -325,16 +340,10 @@ def _split_found(lines: Iterable[str]) -> bool:
     counts: dict[tuple[Any, ...], int] = {}
     found: set[tuple[Any, ...]] = set()
     for line in lines:
-        payload = line[5:].strip()
-        if not payload.startswith(("{", "[")):
+        parsed = _data_fragments(line)
+        if parsed is None:
             continue
-        try:
-            obj = json.loads(payload)
-        except (ValueError, RecursionError):
-            continue
-        fragments: list[tuple[tuple[Any, ...], str]] = []
-        _fragments(obj, (), fragments)
-        for path, value in fragments:
+        for path, value in parsed[1]:
             window = tails.get(path, "") + value
             counts[path] = counts.get(path, 0) + 1
             if path not in found and any(s in window for s in secrets_):
@@ -360,17 +369,11 @@ def redact_split(text: str) -> str:
         line = lines[no]
         if not line.startswith("data:"):
             continue
-        payload = line[5:].strip()
-        if not payload.startswith(("{", "[")):
+        data = _data_fragments(line)
+        if data is None:
             continue
-        try:
-            obj = json.loads(payload)
-        except (ValueError, RecursionError):
-            continue
-        parsed[no] = obj
-        found: list[tuple[tuple[Any, ...], str]] = []
-        _fragments(obj, (), found)
-        for path, value in found:
+        parsed[no] = data[0]
+        for path, value in data[1]:
             streams.setdefault(path, []).append((no, value))
     edits: dict[int, list[tuple[tuple[Any, ...], str, str]]] = {}
     for path, pieces in streams.items():
@@ -531,8 +534,8 @@ class RedactingLines:
         head = "".join(self._pending)  # one copy, even of a line as long as a body
         self._pending = []
         head = redact(head)
-        for i in range(0, len(head), 1 << 20):  # encoded a slice at a time, not whole
-            self._f.write(head[i:i + (1 << 20)].encode("utf-8"))
+        for i in range(0, len(head), SLICE):  # encoded a slice at a time, not whole
+            self._f.write(head[i:i + SLICE].encode("utf-8"))
 
 
 def write_atomic_text(path: str | Path, emit: Callable[[Any], None]) -> None:

@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,7 +280,7 @@ class _LimitedStream(httpx.SyncByteStream):
             if fault.quirk:
                 raw.append((QUIRK_HEADER.encode(), fault.quirk.encode()))
             if fault.limit:
-                kept = _prefix([held.getbuffer()], KEEP_ON_LIMIT)
+                kept = _prefix(held.getbuffer(), KEEP_ON_LIMIT)
                 held = io.BytesIO(kept)
                 raw.append((CUT_HEADER.encode(), f"kept the first {len(kept)} of "
                             f"{self._seen} bytes received".encode()))
@@ -338,18 +338,14 @@ class _LimitedStream(httpx.SyncByteStream):
                 self._on_close()
 
 
-def _prefix(pieces: Iterable[bytes | memoryview], size: int) -> bytes:
-    """The first ``size`` bytes of the pieces, cut after the last SSE event that ends
+def _prefix(body: bytes | memoryview, size: int) -> bytes:
+    """The first ``size`` bytes of the body, cut after the last SSE event that ends
     within them (a cut inside an event would read as the server's malformed event);
     a body with no event end in them (JSON, one huge event) is cut at ``size``."""
-    out = bytearray()
-    for piece in pieces:
-        if len(out) >= size:
-            break
-        out += piece[:size - len(out)]
+    out = bytes(body[:size])
     end = max(out.rfind(sep) + len(sep) if sep in out else 0
               for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"))
-    return bytes(out[:end or size])
+    return out[:end or size]
 
 
 class LimitedTransport(httpx.HTTPTransport):
