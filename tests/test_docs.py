@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import update_readme
+from conformance.report import markers, update_readme
 from conformance.report.catalogue import render_quirks_doc
 from conformance.rules import quirk_catalogue
 
@@ -114,7 +114,8 @@ def test_readme_mutation_table_is_docs_mutation_json() -> None:
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     text = (root / "README.md").read_text("utf-8")
-    block = text.split("<!-- mutation:start -->\n")[1].split("<!-- mutation:end -->")[0]
+    start, end = markers("mutation")
+    block = text.split(start)[1].split(end)[0]
     data = json.loads((root / "docs" / "mutation.json").read_text("utf-8"))
     assert block.strip() == report.readme_table(data)
     assert "| `client` |" in block and "| `analysis` |" in block

@@ -265,16 +265,6 @@ def readme_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _update_readme(data: dict[str, Any]) -> None:
-    text = README.read_text("utf-8")
-    start, end = "<!-- mutation:start -->", "<!-- mutation:end -->"
-    i, j = text.find(start), text.find(end)
-    if i < 0 or j < i:
-        return  # a checkout without the block (an older README): nothing to keep equal
-    README.write_text(text[: i + len(start)] + "\n" + readme_table(data) + "\n" + text[j:],
-                      "utf-8")
-
-
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     names = [module_of(a) for a in argv] or list(MODULES)
@@ -291,7 +281,9 @@ def main(argv: list[str]) -> int:
             data[name] = row
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     DOC.write_text(render(data))
-    _update_readme(data)
+    from conformance.report import update_readme
+
+    update_readme(README, readme_table(data), block="mutation")
     for name in names:
         row = data.get(name)
         if row and name not in missing:
