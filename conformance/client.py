@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "ToolCall",
     "Workaround",
     "Turn",
+    "TextCutError",
     "ToolCallAccumulator",
     "RoundTripPolicy",
     "to_raw_chunk",
@@ -52,6 +54,11 @@ class Workaround:
     event: int
     message: str
     recovered: bool = True
+
+
+class TextCutError(ValueError):
+    """A turn whose content (or echoed reasoning) was cut by ``max_text`` cannot be sent
+    back: the message would not be the turn that was received."""
 
 
 @dataclass
@@ -92,6 +99,10 @@ class Turn:
     usage: dict[str, Any] | None
     error: Any | None
     workarounds: list[Workaround]
+    # Characters received but not kept (``max_text``): the content or reasoning above is
+    # then only the first part of what was streamed, and ``message()`` refuses to send it.
+    content_dropped: int = 0
+    reasoning_dropped: int = 0
 
     @property
     def quirks(self) -> list[str]:
@@ -416,6 +427,34 @@ class _Slot:
         return self.parts[0] if self.parts else ""
 
 
+class _Kept(list[str]):
+    """The pieces of content (or reasoning) kept: at most ``limit`` characters, the rest
+    counted in ``dropped``. A list whose ``append`` keeps the bound, so the hot path appends
+    and joins (``join_tail``) as it does for a plain list."""
+
+    def __init__(self, limit: int | None) -> None:
+        super().__init__()
+        self.room = sys.maxsize if limit is None else limit  # characters still to keep
+        self.dropped = 0
+
+    def append(self, text: str) -> None:
+        room = self.room
+        kept = text[:room]  # the text itself (no copy) while there is room for all of it
+        self.dropped += len(text) - len(kept)
+        if kept:
+            self.room = room - len(kept)
+            super().append(kept)
+
+    def joined(self) -> str | None:
+        """The text kept, as one string that the list keeps in place of its pieces (the
+        turn and the accumulator share it: one copy, not two)."""
+        if not self:
+            return None
+        text = "".join(self)
+        self[:] = [text]
+        return text
+
+
 class _Choice:
     __slots__ = ("slots", "by_index", "by_id", "current", "shared")
 
@@ -443,15 +482,25 @@ CONTROL_MARKUP = re.compile(
 
 
 class ToolCallAccumulator:
-    """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``."""
+    """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``.
 
-    def __init__(self, *, tools: Iterable[Any] | None = None, n: int = 1):
+    ``max_text`` bounds the characters of content, and separately of reasoning, that are
+    kept (the rest is counted in ``Turn.content_dropped`` / ``reasoning_dropped``), for a
+    reader that must not hold whatever text an endpoint streams. By default everything is
+    kept: a client sends the turn back as it was received. Tool-call arguments are always
+    kept whole."""
+
+    def __init__(
+        self, *, tools: Iterable[Any] | None = None, n: int = 1, max_text: int | None = None
+    ):
         self._declared = _declared_tools(tools)
         self._per_choice = n > 1
         self._choices: dict[int, _Choice] = {}
         self._choice0 = self._choices[0] = _Choice()  # with n=1 every choice is choice 0
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
+        if max_text is not None and max_text < 0:
+            raise ValueError(f"max_text is a number of characters, not {max_text}")
+        self._content = _Kept(max_text)
+        self._reasoning = _Kept(max_text)
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._error: Any = None
@@ -589,16 +638,16 @@ class ToolCallAccumulator:
         for state in self._choices.values():
             self._judge_attribution(state)
         calls = [self._call(s, final=True) for s in self._all_slots()]
-        content = "".join(self._content) if self._content else None
-        reasoning = "".join(self._reasoning) if self._reasoning else None
         return Turn(
             calls,
-            content,
-            reasoning,
+            self._content.joined(),
+            self._reasoning.joined(),
             self._finish,
             self._usage,
             self._error,
             sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)),
+            self._content.dropped,
+            self._reasoning.dropped,
         )
 
     # -- internals ----------------------------------------------------------------
@@ -963,7 +1012,13 @@ class RoundTripPolicy:
 
 
 def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict[str, Any]:
+    """The assistant message that sends ``turn`` back; TextCutError when its content, or
+    its reasoning that the policy echoes, was cut by ``max_text``."""
     p = policy or RoundTripPolicy()
+    if turn.content_dropped:
+        raise TextCutError(_cut("content", turn.content, turn.content_dropped))
+    if p.echo_reasoning and turn.reasoning_dropped:
+        raise TextCutError(_cut("reasoning", turn.reasoning, turn.reasoning_dropped))
     msg: dict[str, Any] = {"role": "assistant"}
     if turn.content:
         msg["content"] = turn.content
@@ -981,6 +1036,12 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
     if p.echo_reasoning and turn.reasoning:
         msg["reasoning_content"] = turn.reasoning
     return msg
+
+
+def _cut(what: str, kept: str | None, dropped: int) -> str:
+    n = len(kept or "")
+    return (f"the turn's {what} was cut (the first {n:,} of {n + dropped:,} characters "
+            "kept): sent back, it would not be what was received")
 
 
 def tool_result_messages(

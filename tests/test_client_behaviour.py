@@ -1458,3 +1458,94 @@ def test_an_index_less_id_after_a_named_call_opens_one_at_its_event() -> None:
     assert notes(turn) == [("Q-INDEX-ABSENT", 0, ABSENT, True),
                            ("Q-ARGS-ABSENT-NO-PARAMS", 1, "no arguments streamed; sent as {}", True),
                            ("Q-INDEX-ABSENT", 1, ABSENT, True)]
+
+
+# ------------------------------------------------------------------ max_text: a bounded text
+
+CUT = ("the turn's {} was cut (the first {} of {} characters kept): sent back, it would not "
+       "be what was received")
+
+
+def _text_turn(max_text: int | None, contents: list[str],
+               reasonings: tuple[str, ...] | list[str] = ()) -> Turn:
+    acc = ToolCallAccumulator(max_text=max_text)
+    acc.feed(chunk(opener(0, "call_a", "f", "{}")))
+    for c in contents:
+        acc.feed(chunk(content=c))
+    for r in reasonings:
+        acc.feed(chunk(reasoning_content=r))
+    acc.feed(FIN)
+    return acc.result()
+
+
+@pytest.mark.parametrize("max_text, contents, kept, dropped", [
+    (None, ["abc", "def"], "abcdef", 0),  # the default keeps everything
+    (6, ["abc", "def"], "abcdef", 0),  # exactly the bound: nothing dropped
+    (7, ["abc", "def"], "abcdef", 0),
+    (5, ["abc", "def"], "abcde", 1),  # the piece that crosses the bound is cut
+    (3, ["abc", "def", "gh"], "abc", 5),  # pieces after it are counted, not kept
+    (2, ["abc", "def", "gh"], "ab", 6),
+    (0, ["abc", "def"], None, 6),  # nothing kept: no content at all
+])
+def test_max_text_keeps_the_first_characters_and_counts_the_rest(
+        max_text: int | None, contents: list[str], kept: str | None, dropped: int) -> None:
+    turn = _text_turn(max_text, contents, [c.upper() for c in contents])
+    assert (turn.content, turn.content_dropped) == (kept, dropped)
+    assert (turn.reasoning, turn.reasoning_dropped) == (
+        kept and kept.upper(), dropped)  # the same bound, counted apart
+    # the calls are never cut: arguments are what an accumulator must keep
+    assert calls(turn) == [(0, "call_a", "function", "f", "{}", "{}", False, True, 0)]
+
+
+def test_max_text_content_and_reasoning_each_have_their_room() -> None:
+    turn = _text_turn(4, ["ab", "cd", "e"], ["WXYZ"])
+    assert (turn.content, turn.content_dropped, turn.reasoning, turn.reasoning_dropped) == (
+        "abcd", 1, "WXYZ", 0)
+    turn = _text_turn(4, ["ab"], ["WX", "YZ!", "?"])
+    assert (turn.content, turn.content_dropped, turn.reasoning, turn.reasoning_dropped) == (
+        "ab", 0, "WXYZ", 2)
+
+
+def test_max_text_over_many_pieces_and_compactions() -> None:
+    acc = ToolCallAccumulator(max_text=250)
+    for i in range(300):  # past JOIN_AFTER: the pieces are joined as they come
+        acc.feed(chunk(content=f"{i % 10}"))
+        if i == 100:
+            acc.compact()
+    turn = acc.result()
+    assert turn.content == "0123456789" * 25
+    assert turn.content_dropped == 50
+    assert acc.result().content == turn.content  # asked twice: the same text
+
+
+def test_max_text_must_not_be_negative() -> None:
+    with pytest.raises(ValueError) as e:
+        ToolCallAccumulator(max_text=-1)
+    assert str(e.value) == "max_text is a number of characters, not -1"
+    assert ToolCallAccumulator(max_text=0).result().content is None
+
+
+def test_a_cut_turn_is_not_sent_back() -> None:
+    turn = _text_turn(1000, ["a" * 600, "b" * 900])
+    assert turn.content_dropped == 500
+    with pytest.raises(cl.TextCutError) as e:
+        turn.message()
+    assert str(e.value) == CUT.format("content", "1,000", "1,500")
+    assert isinstance(e.value, ValueError)
+    nothing = _text_turn(0, ["abc"])
+    with pytest.raises(cl.TextCutError) as e:
+        assistant_message(nothing, RoundTripPolicy(content="empty"))
+    assert str(e.value) == CUT.format("content", "0", "3")
+
+
+def test_cut_reasoning_blocks_only_a_message_that_echoes_it() -> None:
+    turn = _text_turn(3, ["ok"], ["abcd", "ef"])
+    assert (turn.content, turn.reasoning, turn.reasoning_dropped) == ("ok", "abc", 3)
+    entry = {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    assert turn.message() == {"role": "assistant", "content": "ok", "tool_calls": [entry]}
+    with pytest.raises(cl.TextCutError) as e:
+        turn.message(RoundTripPolicy(echo_reasoning=True))
+    assert str(e.value) == CUT.format("reasoning", "3", "6")
+    whole = _text_turn(3, ["ok"], ["abc"])
+    assert whole.message(RoundTripPolicy(echo_reasoning=True)) == {
+        "role": "assistant", "content": "ok", "tool_calls": [entry], "reasoning_content": "abc"}
