@@ -17,7 +17,7 @@ import httpx
 
 from conformance import secrets
 from conformance.analysis import CaptureResult, analyze
-from conformance.client import RoundTripPolicy, tool_result_messages
+from conformance.client import RoundTripPolicy, TextCutError, tool_result_messages
 from conformance.providers import Provider
 from conformance.rules import IMPLIES, INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
 from conformance.scenarios import Scenario, build_request, tool_result_for
@@ -265,14 +265,18 @@ class CellRunner:
         findings += [dict(f, exchange=0) for f in extra]
         retries = list(t1.meta.get("retries", []))
         if scenario.roundtrip and verdict != "error" and r1.turn and r1.turn.calls:
-            rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
-                provider, scenario, body, r1, client, url, limits, retry, rng)
-            findings += rt_findings
-            evidence += rt_evidence
-            retries += rt_retries
-            exchanges += 1 + len(rt_retries)
-            if rt_error:
-                verdict, reason = "error", "round trip: " + rt_error
+            try:
+                rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
+                    provider, scenario, body, r1, client, url, limits, retry, rng)
+            except TextCutError as e:  # the analysis kept only the first TEXT_KEPT characters
+                verdict, reason = "error", f"round trip: not sent: {e}"
+            else:
+                findings += rt_findings
+                evidence += rt_evidence
+                retries += rt_retries
+                exchanges += 1 + len(rt_retries)
+                if rt_error:
+                    verdict, reason = "error", "round trip: " + rt_error
         elif scenario.roundtrip and verdict != "error" and not_elicited is None:
             not_elicited = "not elicited: no tool call to send back"
         if verdict != "error":
@@ -374,7 +378,8 @@ class CellRunner:
                              content=policy.content,
                              tool_message_name=not policy.tool_message_name,
                              id_format=policy.id_format)))
-        if turn.reasoning and not policy.echo_reasoning:
+        if turn.reasoning and not policy.echo_reasoning and not turn.reasoning_dropped:
+            # (reasoning cut by the analysis' bound is not what was received: not probed)
             variants.append(("Q-REASONING-MUST-BE-ECHOED", "the turn's reasoning_content is "
                              "sent back", RoundTripPolicy(
                                  content=policy.content,

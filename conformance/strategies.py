@@ -97,8 +97,8 @@ class GuardedAccumulator(NaiveAccumulator):
 
 
 class RobustStrategy:
-    def __init__(self, tools: Any = None, n: int = 1) -> None:
-        self.acc = ToolCallAccumulator(tools=tools, n=n)
+    def __init__(self, tools: Any = None, n: int = 1, max_text: int | None = None) -> None:
+        self.acc = ToolCallAccumulator(tools=tools, n=n, max_text=max_text)
         self.crash: str | None = None
         self._turn: Turn | None = None
 

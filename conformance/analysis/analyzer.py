@@ -90,6 +90,13 @@ END_DETECTORS: list[Callable[..., None]] = [
 
 
 COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies keep
+# Characters of content, and of reasoning, the robust strategy keeps of a turn (the rest is
+# counted: Turn.content_dropped). Only the round trip reads them, to send the turn back:
+# 1 Mi characters is twice the longest answer a model is allowed today (128k output
+# tokens at about 4 characters each), so no real turn is cut, and a body of text without
+# end costs the analysis at most this much (up to 4 bytes a character) beside the body,
+# twice while the kept pieces are joined, instead of twice the whole text.
+TEXT_KEPT = 1 << 20
 
 
 class Analyzer:
@@ -106,7 +113,7 @@ class Analyzer:
         self.order: list[tuple[str, str | None]] = []
         self.failed_rules: set[str] = set()
         self.naive, self.guarded = NaiveAccumulator(), GuardedAccumulator()
-        self.robust = RobustStrategy(self.tools, self.n)
+        self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT)
         self.events = 0
         self.done_seen = False
         self.chunk_id: str | None = None
