@@ -101,7 +101,8 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              keep_ids=True, expect=Expect(min_calls=1, names=("get_weather",))),
     Scenario("round-trip", "Tool results sent back",
              "The assembled assistant message and one tool result per call go back; the "
-             "provider must accept them and answer.",
+             "provider must accept them and answer. A turn whose content was longer than "
+             "the analysis keeps (1 Mi characters) is not sent: error.",
              "Answer both, calling the tools: what is the weather in Paris, and what time is "
              "it in Tokyo?", roundtrip=True, expect=Expect(min_calls=1)),
     Scenario("tool-choice-none", "tool_choice none", "No tool call may appear.",
