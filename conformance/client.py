@@ -841,8 +841,8 @@ class ToolCallAccumulator:
             return
         if not a:
             return
-        if CONTROL_MARKUP.search(a):
-            slot.markup = True
+        if not slot.markup and CONTROL_MARKUP.search(a):  # noted once a call: a note per
+            slot.markup = True  # fragment would cost more than the stream it describes
             self._note(
                 "Q-ARGS-CONTROL-MARKUP",
                 ev,

@@ -1007,11 +1007,19 @@ def test_control_markup_in_a_short_fragment(piece: str) -> None:
         ("Q-ARGS-CONTROL-MARKUP", 1, False)]
 
 
-def test_markup_notes_are_all_kept() -> None:
-    turn = run([chunk(opener(0, "call_a", "f", "<think>"))]
-               + [chunk(frag(0, "<think>")) for _ in range(4)] + [FIN])
-    assert [(w.quirk, w.event) for w in turn.workarounds] == [
-        ("Q-ARGS-CONTROL-MARKUP", e) for e in range(5)]
+def test_markup_is_noted_once_per_call_and_every_call_s_loss_is_kept() -> None:
+    # Five calls with markup, three fragments each: one note per call (the first markup
+    # fragment), and losses are not cut at MAX_NOTES_PER_QUIRK as hopeful notes are.
+    chunks = []
+    for k in range(5):
+        chunks.append(chunk(opener(k, f"call_{k}", "f", f"<think>{k}")))
+        chunks += [chunk(frag(k, "<think>")), chunk(frag(k, "[ARGS]"))]
+    turn = run(chunks + [FIN])
+    assert [(w.quirk, w.event, w.message, w.recovered) for w in turn.workarounds] == [
+        ("Q-ARGS-CONTROL-MARKUP", 3 * k, f"control markup in arguments: '<think>{k}'", False)
+        for k in range(5)]
+    assert [c.raw_arguments for c in turn.calls] == [
+        f"<think>{k}<think>[ARGS]" for k in range(5)]
 
 
 @pytest.mark.parametrize(
