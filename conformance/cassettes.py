@@ -12,20 +12,29 @@ Ocp-Apim-Subscription-Key) are removed from requests and responses, the user inf
 every query parameter named like a credential or holding a known secret are removed
 from URIs, every known secret and key-shaped string is
 redacted from URIs, headers and bodies, and the serialized text gets a last redaction
-pass; then it is written through a temporary file and a rename.
+pass; then it is written through a temporary file and a rename. A body longer than
+``BIG`` is written and read back a slice at a time: a cell near ``max_bytes`` holds it
+once (vcrpy's bytes), not as the dumper's or the loader's text beside them.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from vcr.persisters.filesystem import CassetteNotFoundError, FilesystemPersister
-from vcr.serialize import serialize
+from vcr.persisters.filesystem import (
+    CassetteDecodeError,
+    CassetteNotFoundError,
+    FilesystemPersister,
+)
+from vcr.serialize import deserialize, serialize
 from vcr.serializers import yamlserializer
 
-from conformance import secrets
+from conformance import readers, secrets
 
 
 def scrub_request(request: Any) -> Any:
@@ -77,19 +86,143 @@ def vcr_options() -> dict[str, Any]:
 
 
 class AtomicPersister(FilesystemPersister):
-    """Writes through a temporary file and a rename, after a last redaction pass.
+    """Writes through a temporary file and a rename, after a last redaction pass; reads
+    YAML without holding a big body's text.
 
     YAML (the suite's format) is dumped straight into the file through that pass, line
-    by line: the text of a cassette is never held whole (with a body near ``max_bytes``,
-    the text and its UTF-8 copy were two more bodies in memory)."""
+    by line: the text of a cassette is never held whole. A response body longer than
+    ``BIG`` is set aside before the dump (a placeholder in a copy of the response) and
+    written from its bytes a slice at a time, redacted, as one double-quoted line (text)
+    or as the ``!!binary`` block vcrpy would write (bytes that are not UTF-8). Loading
+    decodes such a line a slice at a time back into bytes (``readers.load_yaml``)."""
 
     @classmethod
     def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        if serializer is yamlserializer:
-            secrets.write_atomic_text(Path(cassette_path), lambda sink: serialize(
-                cassette_dict, _YamlInto(sink)))
-        else:
+        if serializer is not yamlserializer:
             secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
+            return
+        aside: dict[str, bytes] = {}
+        responses = [_set_aside(r, aside) for r in cassette_dict["responses"]]
+        copy = {**cassette_dict, "responses": responses}
+        secrets.write_atomic_text(Path(cassette_path), lambda sink: serialize(
+            copy, _YamlInto(sink)), lambda f: _BodyLines(f, aside))
+
+    @classmethod
+    def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
+        if serializer is not yamlserializer:
+            return super().load_cassette(cassette_path, serializer)
+        path = Path(cassette_path)
+        if not path.is_file():
+            raise CassetteNotFoundError()
+        try:
+            data = readers.load_yaml(path, lambda text: yamlserializer.deserialize(
+                text.decode("utf-8")))
+        except UnicodeDecodeError as err:  # what vcrpy says of a file that is not UTF-8
+            raise CassetteDecodeError("Can't read Cassette, Encoding is broken") from err
+        return deserialize(None, _Loaded(data))  # vcrpy's checks and conversion
+
+
+BIG = 1 << 20  # a response body longer than this is written in slices
+_MARK = readers.SET_ASIDE
+
+
+def _set_aside(response: Any, aside: dict[str, bytes]) -> Any:
+    """A copy of a recorded response (vcrpy's own dict is never changed; vcrpy's
+    conversion to text changes the copy), its body replaced by a placeholder when it is
+    bytes longer than ``BIG``."""
+    if not isinstance(response, dict) or not isinstance(response.get("body"), dict):
+        return response
+    body = response["body"]
+    s = body.get("string")
+    if isinstance(s, bytes) and len(s) > BIG:
+        mark = readers.set_aside_mark(len(aside))
+        aside[mark] = s
+        s = mark
+    return {**response, "body": {**body, "string": s}}
+
+
+class _BodyLines(secrets.RedactingLines):
+    """The last redaction pass, writing a set-aside body where the dumper wrote its
+    placeholder line (``<indent>string: <placeholder>``)."""
+
+    def __init__(self, f: Any, aside: dict[str, bytes]):
+        super().__init__(f)
+        self._aside = aside
+
+    def _emit(self, text: str) -> None:
+        pos = 0
+        if self._aside:
+            for m in _MARK_LINE.finditer(text):
+                body = self._aside.get(m.group(2))
+                if body is None:
+                    continue
+                super()._emit(text[pos:m.start()])
+                self._f.write(m.group(1).encode() + b"string: ")
+                if _utf8(body):
+                    _write_text(self._f, body)
+                else:
+                    _write_binary(self._f, body, m.group(1) + "  ")
+                pos = m.end()
+        super()._emit(text[pos:])
+
+
+_MARK_LINE = re.compile(r"^( *)string: (" + _MARK + r"[0-9]+-[0-9a-f]{16})\n", re.MULTILINE)
+
+
+def _utf8(body: bytes) -> bool:
+    """Whether vcrpy would write the body as text: valid UTF-8, checked a slice at a
+    time (an incremental decoder: a character may straddle a slice end)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(body)
+    try:
+        for i in range(0, len(body), secrets.SLICE):
+            decoder.decode(view[i:i + secrets.SLICE])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _write_text(f: Any, body: bytes) -> None:
+    """The body as a YAML double-quoted scalar on one line, a slice at a time: each
+    slice ends after a line end of the body (``secrets.slices``) and is redacted, then
+    escaped: ``\\``, ``"``, every line break and everything outside YAML's printable
+    set (NUL, C0 and C1 controls, U+FEFF, U+FFFE, and, as ``\\x``/``\\u``/``\\U``, every
+    character beyond ASCII, so that the file stays ASCII as libyaml writes it)."""
+    f.write(b'"')
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(body)
+    for start, end in secrets.slices(body):
+        f.write(_escape(secrets.redact(decoder.decode(view[start:end], end == len(body)))))
+    f.write(b'"\n')
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _escape(text: str) -> bytes:
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") \
+        .replace("\r", "\\r").replace("\t", "\\t")
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    # \x85, \u2028, \u2029, \ufeff, \ufffe, astral characters: Python's escapes of them
+    # are YAML's (\xHH, \uHHHH, \UHHHHHHHH)
+    return text.encode("ascii", "backslashreplace")
+
+
+_B64_LINE = 57  # bytes per base64 line of 76 characters, as libyaml and base64 write them
+
+
+def _write_binary(f: Any, body: bytes, indent: str) -> None:
+    """The body as vcrpy's YAML writer has it (``!!binary |``, base64 lines of 76
+    characters), a slice at a time, each line through the last redaction pass."""
+    f.write(b"!!binary |\n")
+    step = secrets.SLICE // _B64_LINE * _B64_LINE or _B64_LINE
+    view = memoryview(body)
+    for i in range(0, len(body), step):
+        lines = base64.encodebytes(view[i:i + step]).decode("ascii")
+        lines = indent + lines[:-1].replace("\n", "\n" + indent) + "\n"
+        f.write(secrets.redact(lines).encode("ascii"))
 
 
 class _YamlInto:
@@ -101,6 +234,15 @@ class _YamlInto:
     def serialize(self, data: Any) -> None:
         yaml.dump(data, self._sink, Dumper=yamlserializer.Dumper)
 
+
+class _Loaded:
+    """A serializer whose text is already loaded: vcrpy's ``deserialize`` on it."""
+
+    def __init__(self, data: Any):
+        self._data = data
+
+    def deserialize(self, _text: Any) -> Any:
+        return self._data
 
 
 __all__ = ["AtomicPersister", "CassetteNotFoundError", "scrub_request", "scrub_response",

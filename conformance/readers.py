@@ -10,10 +10,14 @@ type, a missing mapping) is an ``InputError`` naming the interaction and the fie
 from __future__ import annotations
 
 import base64
+import codecs
 import gzip
+import io
 import json
+import os
+import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +202,7 @@ def load_cassette(path: Path) -> dict[str, Any]:
 
     loader = __getattr__("YamlLoader")
     try:
-        data = yaml.load(path.read_bytes(), Loader=loader)
+        data = load_yaml(path, lambda text: yaml.load(text, Loader=loader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -207,6 +211,136 @@ def load_cassette(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(str(path), "a YAML file without an `interactions` list (not a cassette)")
     return data
+
+
+LINE = 1 << 16  # a line longer than this is not read whole when it holds a body
+READ = 1 << 18  # bytes of such a line read at once
+# A body set aside stands as this plus a number and a nonce (not key-shaped: redaction
+# leaves it) in the text the YAML writer and reader see.
+SET_ASIDE = "conformance-set-aside-"
+
+
+def set_aside_mark(n: int) -> str:
+    return f"{SET_ASIDE}{n}-{os.urandom(8).hex()}"
+
+
+_BODY_LINE = re.compile(rb'( *)string: "')
+
+
+def load_yaml(path: Path, load: Callable[[bytes], Any]) -> Any:
+    """``load(text)`` of a YAML cassette, where every line longer than ``LINE`` that
+    holds a body on one line (``<indent>string: "…"``, as ``save_cassette`` writes one)
+    is decoded a slice at a time into bytes and stands in the text as a placeholder,
+    then put back in what ``load`` returns: its text is never held. Any other long line
+    is read whole. A body line that is not what this reader knows (an escape it does not
+    decode, no closing quote) has the whole file loaded by ``load`` instead."""
+    text: list[bytes] = []
+    bodies: dict[str, bytes] = {}
+    with path.open("rb") as f:
+        while line := f.readline(LINE):
+            m = _BODY_LINE.match(line)
+            if line.endswith(b"\n") or len(line) < LINE or not m:
+                text.append(line)
+                while not line.endswith(b"\n") and (line := f.readline(LINE)):
+                    text.append(line)  # a long line that holds no body: whole
+                continue
+            try:
+                body = _read_body(f, line[m.end():])
+            except ValueError:
+                return load(path.read_bytes())
+            mark = set_aside_mark(len(bodies))
+            bodies[mark] = body
+            text.append(m.group(1) + b"string: " + mark.encode() + b"\n")
+    data = load(b"".join(text))
+    if bodies and _put_back(data, bodies) != len(bodies):
+        return load(path.read_bytes())  # a body line inside something else: a block scalar
+    return data
+
+
+def _read_body(f: Any, head: bytes) -> bytes:
+    """The bytes of a double-quoted scalar whose first ``head`` was read, read from ``f``
+    to the end of its line a slice at a time (an escape may straddle a slice end)."""
+    out = io.BytesIO()  # grown in place, handed on without a copy
+    pending = head
+    while True:
+        chunk = f.readline(READ)
+        last = not chunk or chunk.endswith(b"\n")  # the line's end, or the file's
+        data = pending + chunk if pending else chunk
+        del chunk
+        view = memoryview(data)
+        if last:
+            end = len(data) - 2 if data.endswith(b'"\n') else -1  # before the closing quote
+            if end < 0 or _open_escape(data, end) != end:
+                raise ValueError("no closing quote")
+            out.write(_unescape(view[:end]))
+            return out.getvalue()
+        # kept back: the last byte (the closing quote?) and an escape the slice end cuts
+        cut = _open_escape(data, len(data) - 1)
+        out.write(_unescape(view[:cut]))
+        pending = data[cut:]
+
+
+def _open_escape(data: bytes, end: int) -> int:
+    """Where an escape that ``data[:end]`` ends before completing starts (``end`` when
+    none does). Only the last backslash can start one: it starts one when the run of
+    backslashes it ends is odd (``\\\\`` is an escaped backslash)."""
+    at = data.rfind(b"\\", max(0, end - 10), end)
+    if at < 0:
+        return end
+    run = at + 1 - len(data[max(0, at - 63):at + 1].rstrip(b"\\")) - max(0, at - 63)
+    if run == 64:  # a long run of backslashes: counted whole
+        run = at + 1 - len(data[:at + 1].rstrip(b"\\"))
+    if run % 2 == 0:
+        return end
+    size = {ord("x"): 4, ord("u"): 6, ord("U"): 10}.get(data[at + 1], 2) \
+        if at + 1 < end else 2
+    return at if at + size > end else end
+
+
+_NOT_PRINTABLE_ASCII = re.compile(rb"[^\t\x20-\x7e]")
+_NOT_PYTHONS = re.compile(rb'\\[^xuUnrt"\\]')
+_YAML_ESCAPE = re.compile(rb'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.?)', re.DOTALL)
+_SIMPLE = {b"0": "\0", b"a": "\a", b"b": "\b", b"t": "\t", b"\t": "\t", b"n": "\n",
+           b"v": "\v", b"f": "\f", b"r": "\r", b"e": "\x1b", b" ": " ", b'"': '"', b"/": "/",
+           b"\\": "\\", b"N": "\x85", b"_": "\xa0", b"L": "\u2028", b"P": "\u2029"}
+
+
+def _unescape(data: memoryview) -> bytes:
+    """The UTF-8 bytes of a slice of a double-quoted scalar's content (whole escapes).
+    What ``_escape`` writes is ASCII with escapes Python's ``unicode_escape`` decodes as
+    YAML does (fast, in C); other escapes go one by one. A raw byte outside printable
+    ASCII (which YAML's reader may reject) is a ValueError: the file is loaded whole."""
+    if _NOT_PRINTABLE_ASCII.search(data):
+        raise ValueError("a raw byte outside printable ASCII")
+    if not _NOT_PYTHONS.search(data):
+        return codecs.unicode_escape_decode(data)[0].encode("utf-8")
+    return _YAML_ESCAPE.sub(_one_escape, bytes(data))
+
+
+def _one_escape(m: re.Match[bytes]) -> bytes:
+    code = m.group(1)
+    if len(code) > 2:
+        return chr(int(code[1:], 16)).encode("utf-8")  # a surrogate: ValueError, load whole
+    if code not in _SIMPLE:
+        raise ValueError(f"an escape YAML does not know: {code!r}")
+    return _SIMPLE[code].encode("utf-8")
+
+
+def _put_back(data: Any, bodies: dict[str, bytes]) -> int:
+    """Replace each placeholder string in ``data`` by its body (iteratively: no recursion
+    limit on what a file nests); how many were put back."""
+    stack, done = [data], 0
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else \
+            enumerate(node) if isinstance(node, list) else ()
+        for k, v in list(items):
+            if isinstance(v, str) and v in bodies:
+                node[k] = bodies[v]
+                done += 1
+            elif isinstance(v, dict | list):
+                stack.append(v)
+    return done
 
 
 def _mapping(value: Any, source: str, what: str) -> dict[str, Any]:

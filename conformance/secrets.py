@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
@@ -218,21 +218,28 @@ def redact_bytes(data: bytes) -> bytes:
         return data if out == text else out.encode("utf-8", "surrogateescape")
     view = memoryview(data)
     done: list[bytes] | None = None  # from the first slice that changed on
-    start = 0
-    while start < len(data):
-        end = _slice_end(data, start)
+    for start, end in slices(data):
         text = str(view[start:end], "utf-8", "surrogateescape")
         red = redact(text)
         if done is None and red != text:
             done = [data[:start]]
         if done is not None:
             done.append(red.encode("utf-8", "surrogateescape"))
-        start = end
     return data if done is None else b"".join(done)
 
 
 SLICE = 1 << 20  # bytes of a body redacted at once
 _LINE_END = re.compile(rb"[\r\n]")
+
+
+def slices(data: bytes) -> Iterator[tuple[int, int]]:
+    """``data`` as (start, end) slices of about ``SLICE`` bytes, each cut after a line
+    end: the pieces a body is redacted in without changing what redaction finds."""
+    start = 0
+    while start < len(data):
+        end = _slice_end(data, start)
+        yield start, end
+        start = end
 
 
 def _slice_end(data: bytes, start: int) -> int:
@@ -533,16 +540,22 @@ class RedactingLines:
     def _line_end(self) -> None:
         head = "".join(self._pending)  # one copy, even of a line as long as a body
         self._pending = []
-        head = redact(head)
-        for i in range(0, len(head), SLICE):  # encoded a slice at a time, not whole
-            self._f.write(head[i:i + SLICE].encode("utf-8"))
+        self._emit(head)
+
+    def _emit(self, text: str) -> None:
+        """Write whole lines (or the end of the text), redacted."""
+        text = redact(text)
+        for i in range(0, len(text), SLICE):  # encoded a slice at a time, not whole
+            self._f.write(text[i:i + SLICE].encode("utf-8"))
 
 
-def write_atomic_text(path: str | Path, emit: Callable[[Any], None]) -> None:
+def write_atomic_text(path: str | Path, emit: Callable[[Any], None],
+                      lines: Callable[[Any], RedactingLines] = RedactingLines) -> None:
     """``write_atomic`` for a text made by ``emit(sink)`` calling ``sink.write(str)``
-    (a YAML dumper), redacted line by line and never held whole in memory."""
+    (a YAML dumper), redacted line by line and never held whole in memory; ``lines``
+    makes the sink (a ``RedactingLines``) around the file."""
     def fill(f: Any) -> None:
-        sink = RedactingLines(f)
+        sink = lines(f)
         emit(sink)
         sink.flush()
     _write_atomic(Path(path), fill)
