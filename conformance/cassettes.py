@@ -123,6 +123,9 @@ class AtomicPersister(FilesystemPersister):
 
 
 BIG = 1 << 20  # a response body longer than this is written in slices
+# Bytes of it decoded, redacted and escaped at once: each step copies (UTF-8 decoding
+# costs up to 3 times its input at its peak), so less than a redaction's SLICE.
+PIECE = 1 << 18
 _MARK = readers.SET_ASIDE
 
 
@@ -172,11 +175,13 @@ _MARK_LINE = re.compile(r"^( *)string: (" + _MARK + r"[0-9]+-[0-9a-f]{16})\n", r
 def _utf8(body: bytes) -> bool:
     """Whether vcrpy would write the body as text: valid UTF-8, checked a slice at a
     time (an incremental decoder: a character may straddle a slice end)."""
+    if body.isascii():  # the common case, checked without a copy
+        return True
     decoder = codecs.getincrementaldecoder("utf-8")()
     view = memoryview(body)
     try:
-        for i in range(0, len(body), secrets.SLICE):
-            decoder.decode(view[i:i + secrets.SLICE])
+        for i in range(0, len(body), PIECE):
+            decoder.decode(view[i:i + PIECE])
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
@@ -185,14 +190,15 @@ def _utf8(body: bytes) -> bool:
 
 def _write_text(f: Any, body: bytes) -> None:
     """The body as a YAML double-quoted scalar on one line, a slice at a time: each
-    slice ends after a line end of the body (``secrets.slices``) and is redacted, then
+    slice (``PIECE`` bytes or so) ends after a line end of the body (``secrets.slices``:
+    what redaction finds is what it finds in the whole text) and is redacted, then
     escaped: ``\\``, ``"``, every line break and everything outside YAML's printable
     set (NUL, C0 and C1 controls, U+FEFF, U+FFFE, and, as ``\\x``/``\\u``/``\\U``, every
     character beyond ASCII, so that the file stays ASCII as libyaml writes it)."""
     f.write(b'"')
     decoder = codecs.getincrementaldecoder("utf-8")()
     view = memoryview(body)
-    for start, end in secrets.slices(body):
+    for start, end in secrets.slices(body, PIECE):
         f.write(_escape(secrets.redact(decoder.decode(view[start:end], end == len(body)))))
     f.write(b'"\n')
 
@@ -217,7 +223,7 @@ def _write_binary(f: Any, body: bytes, indent: str) -> None:
     """The body as vcrpy's YAML writer has it (``!!binary |``, base64 lines of 76
     characters), a slice at a time, each line through the last redaction pass."""
     f.write(b"!!binary |\n")
-    step = secrets.SLICE // _B64_LINE * _B64_LINE or _B64_LINE
+    step = PIECE // _B64_LINE * _B64_LINE or _B64_LINE
     view = memoryview(body)
     for i in range(0, len(body), step):
         lines = base64.encodebytes(view[i:i + step]).decode("ascii")

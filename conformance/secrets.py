@@ -232,20 +232,22 @@ SLICE = 1 << 20  # bytes of a body redacted at once
 _LINE_END = re.compile(rb"[\r\n]")
 
 
-def slices(data: bytes) -> Iterator[tuple[int, int]]:
-    """``data`` as (start, end) slices of about ``SLICE`` bytes, each cut after a line
-    end: the pieces a body is redacted in without changing what redaction finds."""
+def slices(data: bytes, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """``data`` as (start, end) slices of about ``size`` (``SLICE``) bytes, each cut
+    after a line end: the pieces a body is redacted in without changing what redaction
+    finds."""
     start = 0
     while start < len(data):
-        end = _slice_end(data, start)
+        end = _slice_end(data, start, size)
         yield start, end
         start = end
 
 
-def _slice_end(data: bytes, start: int) -> int:
-    """Where the slice from ``start`` ends: after the last line end within ``SLICE``
-    bytes, else after the next one (a line longer than a slice is one slice)."""
-    limit = start + SLICE
+def _slice_end(data: bytes, start: int, size: int | None = None) -> int:
+    """Where the slice from ``start`` ends: after the last line end within ``size``
+    (``SLICE``) bytes, else after the next one (a line longer than a slice is one
+    slice)."""
+    limit = start + (size or SLICE)
     if limit >= len(data):
         return len(data)
     cut = max(data.rfind(b"\n", start, limit), data.rfind(b"\r", start, limit))

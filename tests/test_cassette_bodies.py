@@ -62,7 +62,7 @@ def _cassette(body: bytes | str) -> dict[str, Any]:
 def small(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds small enough for hand-written bodies to take the sliced paths."""
     monkeypatch.setattr(cassettes, "BIG", 8)
-    monkeypatch.setattr(secrets, "SLICE", 16)
+    monkeypatch.setattr(cassettes, "PIECE", 16)
     monkeypatch.setattr(readers, "LINE", 20)
     monkeypatch.setattr(readers, "READ", 5)
 
@@ -118,7 +118,7 @@ def test_a_big_body_is_written_from_its_bytes(tmp_path: Path, small: None, body:
 
 def test_a_binary_body_set_aside_is_what_vcrpy_writes(tmp_path: Path, small: None,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(secrets, "SLICE", 120)  # two base64 lines a slice: 4 slices
+    monkeypatch.setattr(cassettes, "PIECE", 120)  # two base64 lines a slice: 5 slices
     body = bytes(range(256)) * 2 + b"\xff"
     _save(tmp_path / "c.yaml", body)
     assert (tmp_path / "c.yaml").read_text() == serialize(_cassette(body), yamlserializer)
@@ -194,7 +194,7 @@ def test_every_body_round_trips_through_every_reader(tmp_path_factory: pytest.Te
     path = tmp_path_factory.mktemp("c") / "c.yaml"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cassettes, "BIG", 0)
-        mp.setattr(secrets, "SLICE", slice_)
+        mp.setattr(cassettes, "PIECE", slice_)
         mp.setattr(readers, "LINE", 20)
         mp.setattr(readers, "READ", read)  # escapes straddle the slice ends
         _save(path, body)
