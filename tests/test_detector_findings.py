@@ -448,7 +448,8 @@ def test_indices_are_per_choice_when_n_is_above_one() -> None:
     # 1 starting at index 1 is a non-zero start of its own although choice 0 has index 0.
     opener = calls(tc(0, ID, "function", "f", "{}"), index=0)
     nameless = calls(tc(0, type="function", args='{"a":1}'), index=1)
-    assert got(opener, nameless, ch({}, "tool_calls", 0), request={"n": 2}) == [
+    ends = (ch({}, "tool_calls", 0), ch({}, "tool_calls", 1))  # each choice finishes
+    assert got(opener, nameless, *ends, request={"n": 2}) == [
         (*WHOLE, 0, P, "id, name and complete arguments in one delta",
          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
               '"function":{"name":"f","arguments":"{}"}')),
@@ -459,7 +460,7 @@ def test_indices_are_per_choice_when_n_is_above_one() -> None:
         ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
          None)]
     second = calls(tc(1, ID2, "function", "g", "{}"), index=1)
-    assert got(opener, second, ch({}, "tool_calls", 0), request={"n": 2}) == [
+    assert got(opener, second, *ends, request={"n": 2}) == [
         (*WHOLE, 0, P, "id, name and complete arguments in one delta",
          _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
               '"function":{"name":"f","arguments":"{}"}'), 2),

@@ -413,8 +413,8 @@ def test_chunk_id_change_names_both_ids_at_the_first_change() -> None:
 
 
 def test_choice_index_1_is_fine_when_n_is_2() -> None:
-    r = chunks_result(ROLE, chunk({"content": "x"}, index=1), STOP,
-                      request={"n": 2, "stream": True})
+    r = chunks_result(ROLE, chunk({"content": "x"}, index=1), STOP, chunk({}, "stop", index=1),
+                      request={"n": 2, "stream": True})  # each choice ends with its own stop
     assert found(r) == []
 
 

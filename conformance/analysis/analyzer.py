@@ -59,6 +59,7 @@ CHUNK_DETECTORS: list[Callable[..., None]] = [
     envelope.detect_error_in_stream,
     envelope.detect_empty_choices,
     envelope.detect_envelope,
+    finish.detect_choice_repeated,
 ]
 CHOICE_DETECTORS: list[Callable[..., None]] = [
     envelope.detect_choice_shape,
@@ -120,9 +121,8 @@ class Analyzer:
         self.model: str | None = None
         self.fingerprints: set[str] = set()
         self.usage_chunks = 0
-        self.finishes: dict[str, int] = {}  # finish value -> first event (bounded)
-        self.last_finish: tuple[int, str] | None = None
-        self.finish_reported_at: int | None = None
+        self.choices = finish.Choices(self.n)  # finish state per choice (detectors/finish)
+        self.last_finish: tuple[int, str] | None = None  # the stream's last, any choice
         self.indexes: dict[tuple[int, int], _IndexState] = {}
         self.indexless: list[tuple[int, int, dict[str, Any]]] = []  # (event, chunk ordinal, tc)
         self.any_tool_delta = False

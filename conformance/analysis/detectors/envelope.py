@@ -135,7 +135,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
 
 def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-AZURE-CHOICE-WITHOUT-DELTA, Q-ENVELOPE-FIELDS-MISSING (choice index, finish key,
-    role null), Q-CHUNK-ID-UNSTABLE (choice index moves with n=1), Q-EXTRA-FIELDS,
+    role null), Q-CHUNK-ID-UNSTABLE (a choice index outside the request's n), Q-EXTRA-FIELDS,
     Q-TOOLCALLS-EMPTY-ARRAY, Q-EMPTY-DELTA-CHUNKS."""
     delta = choice.get("delta")
     if "delta" not in choice or not isinstance(delta, dict):
@@ -158,10 +158,11 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             pointer=ptr,
         )
     ci = choice.get("index")
-    if a.n <= 1 and isinstance(ci, int) and ci != 0:
+    if isinstance(ci, int) and ci != 0 and (a.n <= 1 or not 0 <= ci < a.n):
         a.find(
-            "Q-CHUNK-ID-UNSTABLE",
-            f"choice index {ci} in a single-choice stream",
+            "Q-CHUNK-ID-UNSTABLE",  # an index that names none of the request's n choices
+            f"choice index {ci} in a single-choice stream" if a.n <= 1
+            else f"choice index {ci} in a stream of n={a.n} choices",
             event=n,
             pointer=ptr + "/index",
         )

@@ -17,24 +17,101 @@ from conformance.analysis.common import (
     _nonempty,
     _usage_requested,
 )
-from conformance.client import Turn
+from conformance.client import ToolCall, Turn
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 FINISH_VALUES = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+# Finish state is kept per choice: with n > 1 each choice streams its own deltas and ends
+# with its own finish_reason (the same value n times is no repeat). With n = 1 every choice
+# is choice 0, as the robust client reads it (catalogue Q-CHUNK-ID-UNSTABLE's workaround).
+MAX_CHOICES = 128  # choice states kept (hostile input: a new choice index on every chunk)
+MAX_VALUES = 8  # distinct finish values remembered per choice (five standard, a few others)
+
+
+class ChoiceFinish:
+    """What the finish detectors remember about one choice."""
+
+    __slots__ = ("key", "finishes", "last", "nonfinal_reported", "tool_delta", "seen")
+
+    def __init__(self, key: int, seen: tuple[int, str]) -> None:
+        self.key = key  # the choice's index (0 for every choice when n = 1)
+        self.finishes: set[str] = set()  # the finish values it sent (at most MAX_VALUES)
+        self.last: tuple[int, str, str] | None = None  # (event, value, pointer) of the last
+        self.nonfinal_reported = False  # Q-FINISH-ON-NONFINAL-CHUNK reported for it
+        self.tool_delta = False  # a tool-call delta came on this choice
+        self.seen = seen  # (event, pointer) of its last appearance
+
+
+class Choices:
+    """The finish state of each choice: at most MAX_CHOICES; a choice past the cap is
+    judged only on what its own chunk shows (value, spelling, same-chunk call)."""
+
+    def __init__(self, n: int) -> None:
+        self.per_choice = n > 1
+        self.states: dict[int, ChoiceFinish] = {}
+        self.overflow = False  # more distinct choice indices than MAX_CHOICES
+
+    def state(self, choice: dict[str, Any], event: int, ptr: str) -> ChoiceFinish:
+        ci = choice.get("index")
+        key = ci if self.per_choice and isinstance(ci, int) else 0
+        st = self.states.get(key)
+        if st is not None:
+            st.seen = (event, ptr)
+        elif len(self.states) < MAX_CHOICES:
+            st = self.states[key] = ChoiceFinish(key, (event, ptr))
+        else:
+            self.overflow = True
+            st = ChoiceFinish(key, (event, ptr))  # not kept: no memory of it
+        return st
+
+    def unfinished(self) -> list[ChoiceFinish]:
+        """The choices without a finish_reason, in the order they first appeared."""
+        return [st for st in self.states.values() if st.last is None]
+
+    def label(self, st: ChoiceFinish) -> str:
+        """The prefix that names the choice in a message (none when there is one choice)."""
+        return f"choice {st.key}: " if self.per_choice else ""
+
+
+def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
+    """R-CHUNK-OBJECT: two choices of one chunk carry the same `index`. A choice index names
+    one of the request's `n` answers; a chunk that carries one twice leaves a client no way
+    to tell whose deltas and whose finish_reason each one is (a `choices[0]` reader drops
+    the second). No catalogue entry records it, so it is reported under the chunk rule.
+    (An index outside `n` is Q-CHUNK-ID-UNSTABLE, an absent one Q-ENVELOPE-FIELDS-MISSING.)"""
+    seen: set[int] = set()
+    for pos, choice in enumerate(_list(chunk.get("choices"))):
+        ci = choice.get("index") if isinstance(choice, dict) else None
+        if not isinstance(ci, int):
+            continue
+        if ci in seen:
+            a.find(
+                "R-CHUNK-OBJECT",
+                f"choice index {ci} appears twice in one chunk",
+                event=n,
+                pointer=f"/choices/{pos}/index",
+            )
+        seen.add(ci)
 
 
 def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-FINISH-EMPTY-STRING, Q-FINISH-CAMELCASE, Q-FINISH-NONSTANDARD-VALUE,
-    Q-FINISH-REPEATED, Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL."""
-    delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+    Q-FINISH-REPEATED, Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL; each
+    choice judged on its own state."""
+    d = choice.get("delta")
+    delta: dict[str, Any] = d if isinstance(d, dict) else {}
+    st = a.choices.state(choice, n, ptr)
+    if any(isinstance(tc, dict) for tc in _list(delta.get("tool_calls"))):
+        st.tool_delta = True
     carries_output = bool(delta.get("tool_calls")) or _nonempty(delta.get("content"))
-    if a.last_finish and carries_output and a.finish_reported_at is None:
-        a.finish_reported_at = n
+    if st.last and carries_output and not st.nonfinal_reported:
+        st.nonfinal_reported = True
         a.find(
             "Q-FINISH-ON-NONFINAL-CHUNK",
-            f"output after finish_reason {a.last_finish[1]!r} (event {a.last_finish[0]})",
+            f"{a.choices.label(st)}output after finish_reason {st.last[1]!r} "
+            f"(event {st.last[0]})",
             event=n,
             pointer=ptr,
         )
@@ -67,10 +144,10 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    if str(fr) in a.finishes:
+    if str(fr) in st.finishes:
         a.find(
             "Q-FINISH-REPEATED",
-            f"finish_reason {fr!r} sent again",
+            f"{a.choices.label(st)}finish_reason {fr!r} sent again",
             event=n,
             pointer=ptr + "/finish_reason",
         )
@@ -81,13 +158,37 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
             event=n,
             pointer=ptr + "/finish_reason",
         )
-    a.finishes.setdefault(str(fr), n)
+    if len(st.finishes) < MAX_VALUES:
+        st.finishes.add(str(fr))
+    st.last = (n, str(fr), ptr + "/finish_reason")
     a.last_finish = (n, str(fr))
+
+
+def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None:
+    """The robust turn's calls by choice index (None past MAX_CHOICES: not judged). The
+    robust client lists the calls choice by choice in index order, numbers each choice's
+    calls from 0, and opens or joins a call of a choice for each of its tool-call deltas:
+    so the runs that start at call 0 are, in order, the calls of the choices that got a
+    tool-call delta."""
+    c = a.choices
+    if not c.per_choice:
+        return {0: turn.calls}
+    if c.overflow:
+        return None
+    runs: list[list[ToolCall]] = []
+    for call in turn.calls:
+        if call.index == 0:
+            runs.append([])
+        runs[-1].append(call)
+    keys = sorted(k for k, st in c.states.items() if st.tool_delta)
+    return dict(zip(keys, runs, strict=False))
 
 
 def detect_finish_at_end(a: Analyzer) -> None:
     """Q-FINISH-NEVER-SENT, Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE,
-    Q-FINISH-TOOLCALLS-WITHOUT-DELTAS; R-LENGTH-CUT."""
+    Q-FINISH-TOOLCALLS-WITHOUT-DELTAS; R-LENGTH-CUT: each choice on its own (with n > 1
+    the findings name the choice and point at its finish_reason; choices in the order
+    they first appeared, so a finding several choices share keeps the first one's)."""
     if a.error_seen or a.body_cut or a.t.transport_error or (a.t.status not in (None, 200)):
         return
     if not a.t.framing and a.events == 0:
@@ -100,43 +201,73 @@ def detect_finish_at_end(a: Analyzer) -> None:
             event=a.events - 1 if a.events else None,
         )
         return
-    ev, last = a.last_finish
-    has_calls = a.any_tool_delta and bool(a.robust.turn().calls)
+    c = a.choices
+    for st in c.unfinished():  # only with n > 1: with one choice a finish is choice 0's
+        a.find(
+            "R-FINISH-PRESENT",
+            f"{c.label(st)}no finish_reason in the whole stream",
+            quirk="Q-FINISH-NEVER-SENT",
+            event=st.seen[0],
+            pointer=st.seen[1],
+        )
+    by_choice = calls_by_choice(a, a.robust.turn())
+    if by_choice is None:
+        return
+    for key, st in c.states.items():
+        if st.last is not None:
+            has_calls = st.tool_delta and bool(by_choice.get(key))
+            _judge_finish(a, c.label(st), st.last, has_calls)
+
+
+def _judge_finish(a: Analyzer, who: str, last_finish: tuple[int, str, str],
+                  has_calls: bool) -> None:
+    ev, last, ptr = last_finish
+    where = ptr if a.choices.per_choice else None
     if has_calls and last == "stop":
         tc = (a.req or {}).get("tool_choice")
         if isinstance(tc, dict):
             a.find(
                 "Q-FINISH-STOP-NAMED-TOOLCHOICE",
-                'named tool_choice finishes with "stop" (OpenAI\'s own behaviour)',
+                f'{who}named tool_choice finishes with "stop" (OpenAI\'s own behaviour)',
                 event=ev,
+                pointer=where,
             )
         else:
             a.find(
                 "R-FINISH-TOOL-CALLS",
-                'tool calls streamed but finish_reason is "stop"',
+                f'{who}tool calls streamed but finish_reason is "stop"',
                 quirk="Q-FINISH-STOP-WITH-TOOLCALLS",
                 event=ev,
+                pointer=where,
             )
     elif has_calls and last == "length":
         a.find(
-            "R-LENGTH-CUT", 'finish_reason "length": the calls are cut and not executable', event=ev
+            "R-LENGTH-CUT",
+            f'{who}finish_reason "length": the calls are cut and not executable',
+            event=ev,
+            pointer=where,
         )
     elif has_calls and last not in ("tool_calls", "function_call") and last in FINISH_VALUES:
         a.find(
-            "R-FINISH-TOOL-CALLS", f"tool calls streamed but finish_reason is {last!r}", event=ev
+            "R-FINISH-TOOL-CALLS",
+            f"{who}tool calls streamed but finish_reason is {last!r}",
+            event=ev,
+            pointer=where,
         )
     elif not has_calls and last == "tool_calls":
         a.find(
             "R-FINISH-TOOL-CALLS",
-            'finish_reason "tool_calls" without any tool-call delta',
+            f'{who}finish_reason "tool_calls" without any tool-call delta',
             quirk="Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
             event=ev,
+            pointer=where,
         )
 
 
 def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
-    must end with finish_reason "length"): both judged only when the request asks."""
+    must end with finish_reason "length", its own choice's): both judged only when the
+    request asks."""
     if a.req is None or a.events == 0 or a.error_seen or a.t.transport_error or a.body_cut:
         return
     if _usage_requested(a.req) and turn.usage is None:
@@ -144,15 +275,24 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     if any(a.req.get(k) is not None for k in MAX_TOKENS_KEYS):
         # A cut prefix is closed by JSON repair; arguments that repair cannot close are
         # invalid JSON the server sent (Q-ARGS-INVALID-JSON), not evidence of a cut.
-        cut = [c for c in turn.calls if c.repaired]
-        if cut:
+        c = a.choices
+        for key, calls in (calls_by_choice(a, turn) or {}).items():
+            cut = [call for call in calls if call.repaired]
+            if not cut:
+                continue
             a.length_judged = True
-            if turn.finish_reason != "length":
+            who, fr, ev, ptr = "", turn.finish_reason, None, None
+            if c.per_choice:
+                st = c.states[key]
+                who, (ev, fr, ptr) = c.label(st), st.last or (None, None, None)
+            if fr != "length":
                 a.find(
                     "R-LENGTH-VISIBLE",
-                    f"call {cut[0].index}'s arguments are cut but finish_reason is "
-                    f'{turn.finish_reason!r}, not "length"',
+                    f"{who}call {cut[0].index}'s arguments are cut but finish_reason is "
+                    f'{fr!r}, not "length"',
                     quirk="Q-ARGS-TRUNCATED",
+                    event=ev,
+                    pointer=ptr,
                 )
 
 
@@ -162,8 +302,12 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
     model was cut before writing them and the server filled in `{}` (vLLM 0.32 hermes,
     docs/lanes/vllm.md). Valid JSON the model never wrote; only finish_reason warns. A
     parameterless declared tool's `{}` is complete, and a stream without the request is
-    judged on the `{}` and the cut alone."""
-    if a.last_finish is None or a.last_finish[1] != "length" or a.error_seen:
+    judged on the `{}` and the cut alone. With n > 1, each choice cut by "length" on its
+    own calls."""
+    if a.error_seen:
+        return
+    by_choice = calls_by_choice(a, a.robust.turn())
+    if by_choice is None:
         return
     declared = {}
     for t in a.tools if isinstance(a.tools, list) else []:
@@ -171,7 +315,15 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
             declared[fn["name"]] = [r for r in _list(params.get("required")) if isinstance(r, str)]
-    for c in a.robust.turn().calls:
+    for key, st in a.choices.states.items():
+        if st.last is not None and st.last[1] == "length":
+            _invented(a, st, st.last[0], by_choice.get(key, []), declared)
+
+
+def _invented(a: Analyzer, st: ChoiceFinish, finish_event: int, calls: list[ToolCall],
+              declared: dict[str, list[str]]) -> None:
+    """The first call of the choice whose `{}` the model never wrote (one finding a choice)."""
+    for c in calls:
         if c.raw_arguments.strip() != "{}":
             continue
         if a.req is not None and declared.get(c.name) == []:
@@ -179,10 +331,12 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
         why = (f"{c.name!r} requires {', '.join(declared[c.name])}" if declared.get(c.name)
                else f"{c.name!r} is not a declared tool" if a.req is not None
                else "the stream was cut")
-        state = a.indexes.get((0, c.provider_index)) if c.provider_index is not None else None
-        a.find("R-LENGTH-CUT", f'call {c.index}: arguments "{{}}" with finish_reason "length" '
-               f"although {why}: the server filled them in, the model never wrote them",
+        state = (a.indexes.get((st.key, c.provider_index)) if c.provider_index is not None
+                 else None)
+        a.find("R-LENGTH-CUT", f'{a.choices.label(st)}call {c.index}: arguments "{{}}" with '
+               f'finish_reason "length" although {why}: the server filled them in, the model '
+               "never wrote them",
                quirk="Q-ARGS-INVENTED-ON-TRUNCATION",
-               event=state.first_event if state else a.last_finish[0],
+               event=state.first_event if state else finish_event,
                pointer=state.ptr if state else None)
         return

@@ -46,15 +46,16 @@ def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
 
 def detect_empty_or_cut_body(a: Analyzer) -> None:
     """A 200 SSE body with no event at all, or one that ends inside an event with no
-    finish_reason before it: the server closed the stream after its headers (a crash, not
-    a way of streaming). The cell is an `error` with this reason (``a.body_cut``), and the
+    finish_reason before it (with n > 1: while a choice has none): the server closed the
+    stream after its headers or mid-answer (a crash, not a way of streaming). The cell is an `error` with this reason (``a.body_cut``), and the
     end-of-stream quirks (Q-FINISH-NEVER-SENT, Q-SSE-DONE-MISSING) are not reported on it.
     A body that ends on an event boundary without a finish_reason stays
     Q-FINISH-NEVER-SENT: some servers stream that way on purpose (catalogue G)."""
     t = a.t
     if t.transport_error or a.error_seen or t.status not in (None, 200) or not t.framing:
         return
-    if a.last_finish is not None or a.done_seen:
+    unfinished = a.choices.unfinished()  # with n > 1 one choice may end while another is cut
+    if (a.last_finish is not None and not unfinished) or a.done_seen:
         return
     if a.events == 0:
         size = len(t.raw) if t.raw is not None else None
@@ -62,8 +63,9 @@ def detect_empty_or_cut_body(a: Analyzer) -> None:
         a.body_cut = (f"HTTP 200 with {what}: the server closed the stream after its "
                       "headers, before any event")
     elif a.cut_inside_event:
+        which = f" for choice {unfinished[0].key}" if a.last_finish is not None else ""
         a.body_cut = (f"HTTP 200 body cut inside an event after {a.events - 1} event(s), "
-                      "with no finish_reason: the server closed the stream mid-answer")
+                      f"with no finish_reason{which}: the server closed the stream mid-answer")
     else:
         return
     a.find("R-COMPLETE", a.body_cut, event=a.events - 1 if a.events else None)
