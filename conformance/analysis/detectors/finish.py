@@ -3,7 +3,8 @@
 Q-FINISH-EMPTY-STRING, Q-FINISH-CAMELCASE, Q-FINISH-NONSTANDARD-VALUE, Q-FINISH-REPEATED,
 Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL, Q-FINISH-NEVER-SENT,
 Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE, Q-FINISH-TOOLCALLS-WITHOUT-DELTAS;
-R-LENGTH-CUT, R-LENGTH-VISIBLE (Q-ARGS-TRUNCATED), R-USAGE; Q-ARGS-INVENTED-ON-TRUNCATION.
+R-LENGTH-CUT, R-LENGTH-VISIBLE (Q-ARGS-TRUNCATED), R-USAGE; Q-ARGS-INVENTED-ON-TRUNCATION;
+R-CHUNK-OBJECT for one choice index twice in a chunk. All judged per choice (n > 1).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     one of the request's `n` answers; a chunk that carries one twice leaves a client no way
     to tell whose deltas and whose finish_reason each one is (a `choices[0]` reader drops
     the second). No catalogue entry records it, so it is reported under the chunk rule.
-    (An index outside `n` is Q-CHUNK-ID-UNSTABLE, an absent one Q-ENVELOPE-FIELDS-MISSING.)"""
+    (An index outside `n`, and an absent one, are envelope.detect_choice_shape's.)"""
     seen: set[int] = set()
     for pos, choice in enumerate(_list(chunk.get("choices"))):
         ci = choice.get("index") if isinstance(choice, dict) else None
