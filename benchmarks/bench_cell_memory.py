@@ -6,7 +6,10 @@ Each case records one cell (``--scenario single``, ``--record-mode=all``) of a p
 whose ``limits.max_bytes`` is ``--max-mb`` MiB, through ``conformance/suite`` in a
 subprocess, the way a user runs it (vcrpy reads the body, the scrub, the cassette
 write, the analysis). The subprocess reports its own peak RSS (VmHWM) at the end of the
-cell and, in a second run, the peak that ``tracemalloc`` saw during the cell.
+cell and, in a second run, the peak that ``tracemalloc`` saw during the cell and during
+its teardown (where the cassette is written); each run then replays its cassette
+(``--record-mode=none``) and reports the same, the replay's setup being the cassette's
+load.
 
 - ``endless``: ``conformance.faults``' ``endless`` route (content deltas forever); the
   cell ends at ``max_bytes`` as an ``error``. Goal (issue 16): the cell holds at most
@@ -44,16 +47,42 @@ def _hwm():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
 
+TRACE = os.environ["CELLMEM_TRACE"] == "1"
+_peaks, _phases = [], {}
+
+def _phase(name):
+    if not TRACE:
+        yield
+        return
+    _peaks.append(tracemalloc.get_traced_memory()[1])
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    yield
+    peak = tracemalloc.get_traced_memory()[1]
+    _phases[name + "_mb"] = (peak - start) / 2**20
+    _peaks.append(peak)
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _phase("setup")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _phase("call")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield from _phase("teardown")
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    trace = os.environ["CELLMEM_TRACE"] == "1"
-    if trace:
+    if TRACE:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
     yield
-    peak = tracemalloc.get_traced_memory()[1] - base if trace else None
+    peak = max(_peaks + [tracemalloc.get_traced_memory()[1]]) - base if TRACE else None
     with open(os.environ["CELLMEM_OUT"], "w") as f:
-        json.dump({"rss_mb": _hwm(), "traced_mb": peak and peak / 2**20}, f)
+        json.dump({"rss_mb": _hwm(), "traced_mb": peak and peak / 2**20, **_phases}, f)
 '''
 
 
@@ -99,6 +128,7 @@ def long_server(size: int) -> tuple[ThreadingHTTPServer, str]:
 
 
 def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dict:
+    """One cell recorded, then replayed from its cassette (``replay_*``)."""
     from conformance.faults import providers_yaml, run_suite
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +151,18 @@ def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dic
         cassette = next((tmp_p / "cassettes").rglob("*.yaml"), None)
         res.update(seconds=seconds, cassette_mb=cassette.stat().st_size / 2**20
                    if cassette else 0.0, outcome=r.stdout.strip().splitlines()[-1])
+        if cassette:
+            out.unlink()
+            run_suite(tmp_p, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
+                      env=env, timeout=900)
+            if out.exists():
+                res.update({f"replay_{k}": v for k, v in json.loads(out.read_text()).items()})
         return res
+
+
+def _mb(res: dict, key: str) -> str:
+    v = res.get(key)
+    return "-" if v is None else f"{v:.1f}"
 
 
 def main() -> int:
@@ -135,8 +176,11 @@ def main() -> int:
 
     print(f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
           f"({args.max_mb:g} MiB)")
+    print("traced: MiB above the cell's start; write: the teardown (the cassette written); "
+          "load: a replay's setup (the cassette read)")
     print(f"{'case':>8} {'peak RSS MB':>12} {'traced MiB':>11} {'traced/max':>10} "
-          f"{'cassette MiB':>12} {'s':>6}  outcome")
+          f"{'write MiB':>9} {'cassette MiB':>12} {'s':>6} {'replay RSS MB':>13} "
+          f"{'replay traced':>13} {'load MiB':>8}  outcome")
     with fault_server(max_wait=900) as fs:
         server, long_url = long_server(int(max_bytes * 0.9))
         try:
@@ -149,7 +193,10 @@ def main() -> int:
                 traced = record(url, max_bytes, trace=True, key=key)
                 print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
                       f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
-                      f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f}  {rss['outcome']}")
+                      f"{_mb(traced, 'teardown_mb'):>9} "
+                      f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f} "
+                      f"{_mb(rss, 'replay_rss_mb'):>13} {_mb(traced, 'replay_traced_mb'):>13} "
+                      f"{_mb(traced, 'replay_setup_mb'):>8}  {rss['outcome']}")
         finally:
             server.shutdown()
     return 0
