@@ -151,6 +151,12 @@ class _BodyLines(secrets.RedactingLines):
     def __init__(self, f: Any, aside: dict[str, bytes]):
         super().__init__(f)
         self._aside = aside
+        self._written: set[str] = set()
+
+    def flush(self) -> None:
+        super().flush()
+        if len(self._written) != len(self._aside):  # never a placeholder for a body
+            raise RuntimeError("a response body set aside was not written into the cassette")
 
     def _emit(self, text: str) -> None:
         pos = 0
@@ -159,6 +165,7 @@ class _BodyLines(secrets.RedactingLines):
                 body = self._aside.get(m.group(2))
                 if body is None:
                     continue
+                self._written.add(m.group(2))
                 super()._emit(text[pos:m.start()])
                 self._f.write(m.group(1).encode() + b"string: ")
                 if _utf8(body):

@@ -9,6 +9,7 @@ The file stays a cassette any vcrpy reads; small bodies keep libyaml's bytes.
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -152,6 +153,17 @@ def test_several_bodies_each_in_its_place(tmp_path: Path, small: None) -> None:
     _, responses = AtomicPersister.load_cassette(tmp_path / "c.yaml", yamlserializer)
     assert [r["body"]["string"] for r in responses[:2]] == [b"first body\n",
                                                             b"second\xff body"]
+
+
+def test_a_body_whose_placeholder_is_not_found_fails_the_write(
+        tmp_path: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "c.yaml").write_text("the previous cassette\n")
+    monkeypatch.setattr(cassettes, "_MARK_LINE", re.compile("never matches"))
+    with pytest.raises(RuntimeError, match="a response body set aside was not written"):
+        _save(tmp_path / "c.yaml", b"a body long enough")
+    # the previous file is left as it was, and no temporary file stays
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+    assert (tmp_path / "c.yaml").read_text() == "the previous cassette\n"
 
 
 def test_a_big_body_is_redacted_slice_by_slice(tmp_path: Path, small: None,
