@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -427,32 +426,35 @@ class _Slot:
         return self.parts[0] if self.parts else ""
 
 
-class _Kept(list[str]):
-    """The pieces of content (or reasoning) kept: at most ``limit`` characters, the rest
-    counted in ``dropped``. A list whose ``append`` keeps the bound, so the hot path appends
-    and joins (``join_tail``) as it does for a plain list."""
+class _Pieces(list[str]):
+    """The pieces of content (or reasoning), all kept: a plain list (the hot path appends
+    and joins it with ``join_tail``) that joins itself at the end."""
 
-    def __init__(self, limit: int | None) -> None:
-        super().__init__()
-        self.room = sys.maxsize if limit is None else limit  # characters still to keep
-        self.dropped = 0
-
-    def append(self, text: str) -> None:
-        room = self.room
-        kept = text[:room]  # the text itself (no copy) while there is room for all of it
-        self.dropped += len(text) - len(kept)
-        if kept:
-            self.room = room - len(kept)
-            super().append(kept)
+    dropped = 0  # characters received and not kept
 
     def joined(self) -> str | None:
-        """The text kept, as one string that the list keeps in place of its pieces (the
-        turn and the accumulator share it: one copy, not two)."""
+        """The text, as one string that the list keeps in place of its pieces (the turn and
+        the accumulator share it: one copy, not two)."""
         if not self:
             return None
         text = "".join(self)
         self[:] = [text]
         return text
+
+
+class _Kept(_Pieces):
+    """At most ``limit`` characters of the pieces kept; the rest counted in ``dropped``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.room = limit  # characters still to keep
+
+    def append(self, text: str) -> None:
+        kept = text[: self.room]  # the text itself (no copy) while there is room for it all
+        if kept:
+            self.room -= len(kept)
+            list.append(self, kept)
+        self.dropped += len(text) - len(kept)
 
 
 class _Choice:
@@ -499,8 +501,9 @@ class ToolCallAccumulator:
         self._choice0 = self._choices[0] = _Choice()  # with n=1 every choice is choice 0
         if max_text is not None and max_text < 0:
             raise ValueError(f"max_text is a number of characters, not {max_text}")
-        self._content = _Kept(max_text)
-        self._reasoning = _Kept(max_text)
+        # A plain list when nothing is bounded: its append stays the C one.
+        self._content = _Pieces() if max_text is None else _Kept(max_text)
+        self._reasoning = _Pieces() if max_text is None else _Kept(max_text)
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._error: Any = None
