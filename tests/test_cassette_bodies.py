@@ -188,6 +188,21 @@ def test_a_placeholder_is_not_redacted_and_not_a_body_elsewhere(tmp_path: Path,
     assert "conformance-set-aside" not in text
 
 
+SLICES = [  # (data, size, the slices): written by hand, SLICE left at 1 MiB
+    (b"ab\ncd\nef", 4, [(0, 3), (3, 6), (6, 8)]),
+    (b"ab\ncd\nef", 6, [(0, 6), (6, 8)]),
+    (b"abcdef\ngh", 2, [(0, 7), (7, 9)]),  # a line longer than a slice is one slice
+    (b"ab\ncd\nef", None, [(0, 8)]),  # the default: SLICE
+    (b"", 4, []),
+]
+
+
+@pytest.mark.parametrize("data,size,want", SLICES)
+def test_a_body_is_written_in_slices_of_the_size_asked(data: bytes, size: int | None,
+                                                       want: list[tuple[int, int]]) -> None:
+    assert list(secrets.slices(data, size)) == want
+
+
 # ------------------------------------------------------------------ round trips
 
 # no "=", "@", "_" or "-": no query, user info or key shape for redaction to change
