@@ -1557,3 +1557,11 @@ def test_cut_reasoning_blocks_only_a_message_that_echoes_it() -> None:
     whole = _text_turn(3, ["ok"], ["abc"])
     assert whole.message(RoundTripPolicy(echo_reasoning=True)) == {
         "role": "assistant", "content": "ok", "tool_calls": [entry], "reasoning_content": "abc"}
+
+
+def test_a_fragment_as_long_as_the_text_is_appended_on_the_general_path() -> None:
+    # Without an index the fragment takes the general path, whose latch wants a longer
+    # fragment: one as long as the text so far is a new piece, not a re-send.
+    turn = run([chunk(opener(None, "call_a", "f", '{"a": 1')), chunk(frag(None, '{"a": 1')), FIN])
+    assert [c.raw_arguments for c in turn.calls] == ['{"a": 1{"a": 1']
+    assert "Q-ARGS-CUMULATIVE" not in turn.quirks
