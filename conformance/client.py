@@ -102,6 +102,9 @@ class Turn:
     # then only the first part of what was streamed, and ``message()`` refuses to send it.
     content_dropped: int = 0
     reasoning_dropped: int = 0
+    # The event of the first call not assembled (``max_calls``): ``calls`` are then only
+    # the first calls of the turn, and ``message()`` refuses to send them back.
+    calls_cut: int | None = None
 
     @property
     def quirks(self) -> list[str]:
@@ -488,12 +491,18 @@ class ToolCallAccumulator:
 
     ``max_text`` bounds the characters of content, and separately of reasoning, that are
     kept (the rest is counted in ``Turn.content_dropped`` / ``reasoning_dropped``), for a
-    reader that must not hold whatever text an endpoint streams. By default everything is
-    kept: a client sends the turn back as it was received. Tool-call arguments are always
-    kept whole."""
+    reader that must not hold whatever text an endpoint streams. ``max_calls`` bounds the
+    calls assembled (over all choices): a delta that would open one more is ignored and
+    ``Turn.calls_cut`` names its event. By default everything is kept: a client sends the
+    turn back as it was received. Tool-call arguments are always kept whole."""
 
     def __init__(
-        self, *, tools: Iterable[Any] | None = None, n: int = 1, max_text: int | None = None
+        self,
+        *,
+        tools: Iterable[Any] | None = None,
+        n: int = 1,
+        max_text: int | None = None,
+        max_calls: int | None = None,
     ):
         self._declared = _declared_tools(tools)
         self._per_choice = n > 1
@@ -504,6 +513,10 @@ class ToolCallAccumulator:
         # A plain list when nothing is bounded: its append stays the C one.
         self._content = _Pieces() if max_text is None else _Kept(max_text)
         self._reasoning = _Pieces() if max_text is None else _Kept(max_text)
+        if max_calls is not None and max_calls < 0:
+            raise ValueError(f"max_calls is a number of calls, not {max_calls}")
+        self._calls_left = -1 if max_calls is None else max_calls  # -1: no bound
+        self.calls_cut: int | None = None  # the event of the first call not assembled
         self._finish: str | None = None
         self._usage: dict[str, Any] | None = None
         self._error: Any = None
@@ -651,6 +664,7 @@ class ToolCallAccumulator:
             sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)),
             self._content.dropped,
             self._reasoning.dropped,
+            self.calls_cut,
         )
 
     # -- internals ----------------------------------------------------------------
@@ -726,7 +740,9 @@ class ToolCallAccumulator:
             return False
         if len(tc) > 4 or not _OPENER_KEYS.issuperset(tc) or not _FN_KEYS.issuperset(fn):
             return False
-        slot = state.open(idx, ev)
+        slot = self._open(state, idx, ev)
+        if slot is None:
+            return True  # past max_calls: not assembled
         slot.id = tid
         state.by_id[tid] = slot
         slot.ids.add(tid)
@@ -746,6 +762,8 @@ class ToolCallAccumulator:
         name = _nonempty_str(fn.get("name"))
         slot = self._select(state, tc.get("index"), tid, name, fn, ev)
         state.current = slot
+        if slot is None:
+            return  # a call past max_calls, or a fragment that would go to one
         if tid:
             if not slot.id:
                 slot.id = tid
@@ -762,6 +780,16 @@ class ToolCallAccumulator:
             if k not in ("index", "id", "type", "function") and v is not None:
                 slot.extras.setdefault(k, v)  # e.g. Gemini's extra_content: echo it back
 
+    def _open(self, state: _Choice, provider_index: int | None, ev: int) -> _Slot | None:
+        """A new call's slot; None past ``max_calls`` (the first such event is kept)."""
+        if self._calls_left == 0:
+            if self.calls_cut is None:
+                self.calls_cut = ev
+            state.current = None  # its fragments go nowhere, not to the last call kept
+            return None
+        self._calls_left -= 1
+        return state.open(provider_index, ev)
+
     def _select(
         self,
         state: _Choice,
@@ -770,20 +798,21 @@ class ToolCallAccumulator:
         name: str | None,
         fn: dict[str, Any],
         ev: int,
-    ) -> _Slot:
+    ) -> _Slot | None:
         idx = index if type(index) is int else None
         if idx is not None:
             slot = state.by_index.get(idx)
             if slot is None:
-                return state.open(idx, ev)
+                return self._open(state, idx, ev)
             if self._starts_new_call(slot, tid, name, fn):
                 quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
                 self._note(
                     quirk, ev, f"a new call started on occupied index {idx}; given its own slot"
                 )
-                state.shared.add(idx)
-                slot = state.open(idx, ev)
-                slot.plain = False
+                slot = self._open(state, idx, ev)
+                if slot is not None:
+                    state.shared.add(idx)
+                    slot.plain = False
                 return slot
             if idx in state.shared and not tid and not name:
                 slot.guessed = True  # a bare fragment on an index several calls share
@@ -796,14 +825,14 @@ class ToolCallAccumulator:
             cur = state.current
             if cur is not None and not cur.id and not cur.name and cur.length == 0:
                 return cur
-            return state.open(None, ev)
+            return self._open(state, None, ev)
         cur = state.current
         if name:
             if cur is not None and (not cur.name or (cur.name == name and not self._done(cur))):
                 return cur
-            return state.open(None, ev)
+            return self._open(state, None, ev)
         if cur is None:
-            return state.open(None, ev)
+            return self._open(state, None, ev)
         if len(state.slots) > 1:
             cur.guessed = True  # no index, id or name: "the call in progress" is a guess
         return cur
@@ -1018,6 +1047,9 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
     """The assistant message that sends ``turn`` back; TextCutError when its content, or
     its reasoning that the policy echoes, was cut by ``max_text``."""
     p = policy or RoundTripPolicy()
+    if turn.calls_cut is not None:
+        raise TextCutError(f"the turn had more than the {len(turn.calls):,} calls kept: "
+                           "sent back, it would not be what was received")
     if turn.content_dropped:
         raise TextCutError(_cut("content", turn.content, turn.content_dropped))
     if p.echo_reasoning and turn.reasoning_dropped:
