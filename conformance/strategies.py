@@ -20,9 +20,10 @@ from conformance.client import JOIN_AFTER, ToolCallAccumulator, Turn, join_tail
 class NaiveAccumulator:
     guard = False
 
-    def __init__(self) -> None:
+    def __init__(self, max_calls: int | None = None) -> None:
         self.acc: dict[Any, dict[str, Any]] = {}
         self.crash: str | None = None
+        self.max_calls = max_calls  # indexes given an entry; a new one past it is ignored
 
     def feed(self, chunk: Any, event: int) -> None:
         if self.crash is not None or not isinstance(chunk, dict):
@@ -48,6 +49,8 @@ class NaiveAccumulator:
                 raise TypeError(f"tool-call index is {idx!r}, not an integer")
             entry = self.acc.get(idx)
             if entry is None:
+                if self.max_calls is not None and len(self.acc) >= self.max_calls:
+                    continue  # past the analysis' bound on calls: not assembled
                 entry = self.acc[idx] = {"id": "", "type": "", "name": "", "arguments": []}
             fn = tc.get("function") or {}
             for key, value in (
@@ -97,8 +100,14 @@ class GuardedAccumulator(NaiveAccumulator):
 
 
 class RobustStrategy:
-    def __init__(self, tools: Any = None, n: int = 1, max_text: int | None = None) -> None:
-        self.acc = ToolCallAccumulator(tools=tools, n=n, max_text=max_text)
+    def __init__(
+        self,
+        tools: Any = None,
+        n: int = 1,
+        max_text: int | None = None,
+        max_calls: int | None = None,
+    ) -> None:
+        self.acc = ToolCallAccumulator(tools=tools, n=n, max_text=max_text, max_calls=max_calls)
         self.crash: str | None = None
         self._turn: Turn | None = None
 
@@ -108,6 +117,11 @@ class RobustStrategy:
 
     def compact(self) -> None:
         self.acc.compact()
+
+    @property
+    def calls_cut(self) -> int | None:
+        """The event of the first call past ``max_calls``, not assembled."""
+        return self.acc.calls_cut
 
     def turn(self) -> Turn:
         if self._turn is None:

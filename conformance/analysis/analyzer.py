@@ -75,6 +75,7 @@ TOOL_DELTA_DETECTORS: list[Callable[..., None]] = [tool_deltas.detect_tool_delta
 FRAGMENT_DETECTORS: list[Callable[..., None]] = [tool_deltas.track_fragment]
 END_DETECTORS: list[Callable[..., None]] = [
     framing.detect_empty_or_cut_body,  # first: the detectors after it read `body_cut`
+    tool_deltas.detect_calls_kept,  # a body not cut, but over CALLS_KEPT: cut there
     framing.detect_done_missing,
     framing.detect_http_level,
     tool_deltas.detect_names_at_end,
@@ -98,6 +99,13 @@ COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies 
 # end costs the analysis at most this much (up to 4 bytes a character) beside the body,
 # twice while the kept pieces are joined, instead of twice the whole text.
 TEXT_KEPT = 1 << 20
+# Tool calls one analysis assembles (each strategy, and the analyzer's index state): a new
+# call past it is not assembled and the cell is an `error` naming the bound, as when a
+# limit ends the body. Far above any real turn (providers cap the tools of a request, and
+# so the parallel calls of a turn, at 128 or so), and small enough that what a call costs
+# the analysis (about 2.7 KB over the three strategies, the index state and the results)
+# stays a few MiB, where a body of tiny calls would cost a GB at the default max_bytes.
+CALLS_KEPT = 1024
 
 
 class Analyzer:
@@ -113,8 +121,10 @@ class Analyzer:
         self.findings: dict[tuple[str, str | None], Finding] = {}
         self.order: list[tuple[str, str | None]] = []
         self.failed_rules: set[str] = set()
-        self.naive, self.guarded = NaiveAccumulator(), GuardedAccumulator()
-        self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT)
+        self.calls_kept = CALLS_KEPT
+        self.naive = NaiveAccumulator(max_calls=CALLS_KEPT)
+        self.guarded = GuardedAccumulator(max_calls=CALLS_KEPT)
+        self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT, max_calls=CALLS_KEPT)
         self.events = 0
         self.done_seen = False
         self.chunk_id: str | None = None
@@ -123,12 +133,14 @@ class Analyzer:
         self.usage_chunks = 0
         self.choices = finish.Choices(self.n)  # finish state per choice (detectors/finish)
         self.last_finish: tuple[int, str] | None = None  # the stream's last, any choice
-        self.indexes: dict[tuple[int, int], _IndexState] = {}
+        self.indexes: dict[tuple[int, int], _IndexState] = {}  # at most CALLS_KEPT
+        self.calls_over: tuple[int, str] | None = None  # (event, pointer): first index refused
         self.indexless: list[tuple[int, int, dict[str, Any]]] = []  # (event, chunk ordinal, tc)
         self.any_tool_delta = False
         self.empty_deltas = 0
         self.first_empty_delta: int | None = None
-        self.extra_fields: dict[str, int] = {}
+        self.extra_fields: set[str] = set()  # the names the finding shows (detectors/envelope)
+        self.extra_first: int | None = None  # the event of the first non-standard field
         self.reasoning_seen = False
         self.content: list[str] = []  # the first CONTENT_KEPT characters, for group H
         self.content_chars = 0

@@ -317,6 +317,10 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
     """The opening delta of a call: R-FIRST-TYPE (Q-TYPE-MISSING), R-FIRST-ARGS,
     Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA, Q-ARGS-JSON-OBJECT; a missing id
     (Q-ID-ABSENT) or a split call (Q-INDEX-INCONSISTENT-WITHIN-CALL) is judged at the end."""
+    if len(a.indexes) >= a.calls_kept:  # past the bound: no state (detect_calls_kept)
+        if a.calls_over is None:
+            a.calls_over = (n, ptr)
+        return
     fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
     st = a.indexes[(key, idx)] = _IndexState(n, ptr)
@@ -435,6 +439,25 @@ def detect_names_at_end(a: Analyzer) -> None:
                 event=st.first_event,
                 pointer=st.ptr + "/function/name",
             )
+
+
+def detect_calls_kept(a: Analyzer) -> None:
+    """R-COMPLETE: more calls than the analysis assembles (``analyzer.CALLS_KEPT``). The
+    stream is not judged as if it were whole: like a limit ending the body, the cell is an
+    `error` (``a.body_cut``) and the end-of-stream quirks are not reported. A body already
+    cut, or a transport error, keeps its own reason."""
+    if a.body_cut or a.t.transport_error:
+        return
+    if a.calls_over is not None:
+        ev, ptr = a.calls_over
+        pointer: str | None = ptr + "/index"
+    elif a.robust.calls_cut is not None:  # index-less calls: only the robust client opens them
+        ev, pointer = a.robust.calls_cut, None
+    else:
+        return
+    a.body_cut = (f"over {a.calls_kept} tool calls in one turn: the analysis assembles "
+                  f"the first {a.calls_kept}")
+    a.find("R-COMPLETE", a.body_cut, event=ev, pointer=pointer)
 
 
 def detect_nonzero_start(a: Analyzer) -> None:
