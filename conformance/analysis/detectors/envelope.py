@@ -37,6 +37,9 @@ DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_ca
 
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  # their own quirk
+# Q-EXTRA-FIELDS names the first names in sorted order: only those are kept (a stream with a
+# new name on every event would otherwise keep them all), so the message is the same.
+EXTRA_NAMES_SHOWN = 12
 
 
 def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
@@ -109,7 +112,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         return  # judged by detect_error_in_stream
     for k in chunk:
         if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
-            a.extra_fields.setdefault(k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
+            _extra(a, k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
     if not (isinstance(choices, list) and choices):
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
     missing = [k for k in ("id", "object", "created", "model") if chunk.get(k) in (None, "")]
@@ -168,15 +171,15 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
         )
     for k in choice:
         if k not in CHOICE_KEYS and k != "finishReason":
-            a.extra_fields.setdefault("choice." + k, n)
+            _extra(a, "choice." + k, n)
     for k in delta:
         if k not in DELTA_KEYS and k not in REASONING_FIELDS:
-            a.extra_fields.setdefault("delta." + k, n)
+            _extra(a, "delta." + k, n)
     for tc in _list(delta.get("tool_calls")):
         if isinstance(tc, dict):
             for k in tc:
                 if k not in TOOL_CALL_KEYS:
-                    a.extra_fields.setdefault("tool_call." + k, n)
+                    _extra(a, "tool_call." + k, n)
     if delta.get("tool_calls") == []:
         a.find(
             "Q-TOOLCALLS-EMPTY-ARRAY",
@@ -190,6 +193,22 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             _empty_delta(a, n)
 
 
+def _extra(a: Analyzer, name: str, n: int) -> None:
+    """A non-standard field's name: kept while it is among the EXTRA_NAMES_SHOWN first in
+    sorted order (a later, smaller name takes the largest one's place)."""
+    kept = a.extra_fields
+    if name in kept:
+        return
+    if a.extra_first is None:
+        a.extra_first = n
+    if len(kept) >= EXTRA_NAMES_SHOWN:
+        top = max(kept)
+        if name > top:
+            return
+        kept.discard(top)
+    kept.add(name)
+
+
 def _empty_delta(a: Analyzer, n: int) -> None:
     a.empty_deltas += 1
     if a.first_empty_delta is None:
@@ -200,11 +219,10 @@ def detect_collected(a: Analyzer) -> None:
     """Q-EXTRA-FIELDS, Q-EMPTY-DELTA-CHUNKS. (OpenAI's own `obfuscation` is a CHUNK_KEY:
     reference behaviour, never an extra field.)"""
     if a.extra_fields:
-        names = sorted(a.extra_fields)
         a.find(
             "Q-EXTRA-FIELDS",
-            "non-standard fields: " + ", ".join(names[:12]),
-            event=min(a.extra_fields.values()),
+            "non-standard fields: " + ", ".join(sorted(a.extra_fields)),
+            event=a.extra_first,
         )  # INFO: the catalogue's level of Q-EXTRA-FIELDS
     if a.empty_deltas >= 2:
         a.find(
