@@ -9,6 +9,7 @@ The file stays a cassette any vcrpy reads; small bodies keep libyaml's bytes.
 
 from __future__ import annotations
 
+import io
 import re
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -384,3 +385,80 @@ def test_a_big_body_is_saved_and_loaded_within_a_constant(tmp_path: Path) -> Non
     data, peak = _traced(lambda: readers.load_cassette(path))
     assert data["interactions"][0]["response"]["body"]["string"] == body
     assert peak < len(body) + 2 * MiB, peak / MiB
+
+
+# ------------------------------------------------------------------ the slice reader's parts
+# The loader falls back to the whole file on any ValueError, so its parts are judged here
+# directly: a wrong decode would otherwise only cost memory.
+
+UNESCAPED = [  # (a slice of a body line, its bytes): written by hand
+    (b'a\\"b\\\\c\\n\\r\\t\\x41\\u00e9\\U0001f600 z', 'a"b\\c\n\r\tA\u00e9\U0001f600 z'.encode()),
+    (b'\\0\\x41\\u00e9\\U0001F600\\e\\\\q', "\0A\u00e9\U0001f600\x1b\\q".encode()),
+    (b"\\\\0 \\\\e", b"\\0 \\e"),
+    (b"", b""),
+]
+
+
+@pytest.mark.parametrize("data,body", UNESCAPED)
+def test_a_slice_is_unescaped_as_yaml_does(data: bytes, body: bytes) -> None:
+    assert readers._unescape(memoryview(data)) == body
+
+
+UNESCAPE_ERRORS = [  # (a slice, the ValueError's message): written by hand
+    (b"caf\xc3\xa9", "a raw byte outside printable ASCII"),
+    (b"a\x00b", "a raw byte outside printable ASCII"),
+    (b"\\q", "an escape YAML does not know: b'q'"),
+    (b"\\0\\x4", "an escape YAML does not know: b'x'"),
+    (b"\\0\\", "an escape YAML does not know: b''"),
+]
+
+
+@pytest.mark.parametrize("data,message", UNESCAPE_ERRORS)
+def test_what_the_slice_reader_cannot_decode_is_a_value_error(data: bytes, message: str) -> None:
+    with pytest.raises(ValueError) as e:
+        readers._unescape(memoryview(data))
+    assert str(e.value) == message
+
+
+OPEN_ESCAPES = [  # (data, end, where an escape cut by end starts, else end): by hand
+    (b"abc", 3, 3),
+    (b"ab\\", 3, 2),  # a lone backslash
+    (b"ab\\\\", 4, 4),  # an escaped backslash
+    (b"ab\\\\\\", 5, 4),  # and a lone one
+    (b"a\\n", 3, 3),
+    (b"a\\x4", 4, 1), (b"a\\x41", 5, 5),
+    (b"a\\u00e", 6, 1), (b"a\\u00e9", 7, 7),
+    (b"a\\U0001f60", 10, 1), (b"a\\U0001f600", 11, 11),
+    (b'ab\\"', 3, 2),  # what lies past end is not looked at
+    (b"\\" * 64, 64, 64),  # a long run, counted whole
+    (b"\\" * 65, 65, 64),
+    (b"x" * 70 + b"\\", 71, 70),
+    (b"x" * 70 + b"\\\\", 72, 72),
+]
+
+
+@pytest.mark.parametrize("data,end,at", OPEN_ESCAPES)
+def test_an_escape_cut_by_the_slice_end_is_kept_back(data: bytes, end: int, at: int) -> None:
+    assert readers._open_escape(data, end) == at
+
+
+def test_a_body_line_is_read_to_its_closing_quote(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readers, "READ", 3)
+    f = io.BytesIO(b'"b\\x41c\\\\"\nnext: 1\n')
+    assert readers._read_body(f, b"a\\") == b'a"bAc\\'  # the head ends inside an escape
+    assert f.read() == b"next: 1\n"  # the line read to its end, no further
+
+
+@pytest.mark.parametrize("rest", [b"abc\n", b'abc\\"\n', b'abc"', b'abc" \n', b""])
+def test_a_body_line_without_its_closing_quote_is_a_value_error(
+        monkeypatch: pytest.MonkeyPatch, rest: bytes) -> None:
+    monkeypatch.setattr(readers, "READ", 2)
+    with pytest.raises(ValueError) as e:
+        readers._read_body(io.BytesIO(rest), b"")
+    assert str(e.value) == "no closing quote"
+
+
+def test_every_body_is_put_back_and_counted() -> None:
+    data = {"a": [{"string": "m1"}, {"string": "m2"}, "m1x"], "b": "m2"}
+    assert readers._put_back(data, {"m1": b"one", "m2": b"two"}) == 3
+    assert data == {"a": [{"string": b"one"}, {"string": b"two"}, "m1x"], "b": b"two"}
