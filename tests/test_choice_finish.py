@@ -77,9 +77,9 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[tuple]]
     # ----------------------------------------------------- Q-FINISH-ON-NONFINAL-CHUNK
     "choice 1 streams after choice 0 finished (was Q-FINISH-ON-NONFINAL-CHUNK)": (
         [ROLE, *CALL0, end(0, "tool_calls"), *CALL1, end(1, "tool_calls")], None, []),
-    "choice 0 streams after its own finish": (
+    "choice 0 streams after its own finish": (  # reported once, at the first output
         [ROLE, k(c(0, {"content": "Hi"})), end(0, "stop"), k(c(0, {"content": "again"})),
-         TEXT1, end(1, "stop")], None,
+         k(c(0, {"content": "and again"})), TEXT1, end(1, "stop")], None,
         [("Q-FINISH-ON-NONFINAL-CHUNK", "SHOULD", "Q-FINISH-ON-NONFINAL-CHUNK", 3, "/choices/0",
           "choice 0: output after finish_reason 'stop' (event 2)", None)]),
     # ---------------------------------------------------------- Q-FINISH-NEVER-SENT
@@ -96,6 +96,11 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[tuple]]
         [ROLE, *CALL0, *CALL1, end(0, "stop"), end(1, "tool_calls")], None,
         [("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 5,
           "/choices/0/finish_reason", 'choice 0: tool calls streamed but finish_reason is "stop"',
+          None)]),
+    "choice 0 is text, choice 1's calls end with stop": (
+        [ROLE, k(c(0, {"content": "Hi"})), *CALL1, end(0, "stop"), end(1, "stop")], None,
+        [("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 5,
+          "/choices/0/finish_reason", 'choice 1: tool calls streamed but finish_reason is "stop"',
           None)]),
     "choice 1's text ends with stop last (was Q-FINISH-STOP-WITH-TOOLCALLS)": (
         [ROLE, *CALL0, TEXT1, end(0, "tool_calls"), end(1, "stop")], None, []),
@@ -151,6 +156,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, Any] | None, list[tuple]]
         [ROLE, k(c(0, {"content": "a"}), c(0, {"content": "b"})), end(0, "stop"), TEXT1,
          end(1, "stop")], None,
         [("R-CHUNK-OBJECT", "MUST", None, 1, "/choices/1/index",
+          "choice index 0 appears twice in one chunk", None)]),
+    "a choice without index, then index 0 twice": (
+        [ROLE, k({"delta": {}, "logprobs": None, "finish_reason": None},
+                 c(0, {"content": "a"}), c(0, {"content": "b"})), end(0, "stop"), TEXT1,
+         end(1, "stop")], None,
+        [("Q-ENVELOPE-FIELDS-MISSING", "SHOULD", "Q-ENVELOPE-FIELDS-MISSING", 1, "/choices/0",
+          "choice without index", None),
+         ("R-CHUNK-OBJECT", "MUST", None, 1, "/choices/2/index",
           "choice index 0 appears twice in one chunk", None)]),
     "two choices with index 0 in one chunk, n=1 (was no finding)": (
         [k(c(0, {"role": "assistant"})), k(c(0, {"content": "a"}), c(0, {"content": "b"})),
@@ -326,3 +339,38 @@ def test_a_cut_call_of_a_choice_that_never_finished() -> None:
          "choice 1: no finish_reason in the whole stream", None),
         ("R-LENGTH-VISIBLE", "MUST", "Q-ARGS-TRUNCATED", None, None,
          "choice 1: call 0's arguments are cut but finish_reason is None, not \"length\"", None)]
+
+
+def test_past_the_cap_calls_are_not_matched_to_choices() -> None:
+    # The 129th choice is not kept, so the calls can no longer be told apart by choice:
+    # the end checks that need them (here: choice 0's calls ending with "stop") are
+    # skipped, a known limit for hostile input, not a verdict.
+    chunks = [*CALL0, end(0, "stop")] + [k(c(i, {"content": "x"}, "stop")) for i in range(1, 129)]
+    assert got(*chunks, request={"n": 200}) == []
+    assert got(*chunks[:-1], request={"n": 200}) == [
+        ("R-FINISH-TOOL-CALLS", "MUST", "Q-FINISH-STOP-WITH-TOOLCALLS", 2,
+         "/choices/0/finish_reason", 'choice 0: tool calls streamed but finish_reason is "stop"',
+         None)]
+
+
+def test_a_downgraded_answer_with_two_choices() -> None:
+    # One JSON completion instead of a stream: the robust client reads its calls, no choice
+    # streamed a delta, and the per-choice checks have nothing to judge.
+    import json
+
+    def message(i: int, call_id: str, name: str, args: str) -> dict[str, Any]:
+        return {"index": i, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": args}}]}}
+
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [message(0, ID0, "get_weather", "{}"), message(1, ID1, "get_time", "{}")]}
+    r = analyze_bytes(json.dumps(body).encode(), status=200,
+                      headers={"content-type": "application/json"},
+                      request={"n": 2, "stream": True, "max_tokens": 9})
+    assert [(f.rule, f.quirk, f.message) for f in r.findings] == [
+        ("R-SSE-CONTENT-TYPE", "Q-STREAM-DOWNGRADED",
+         "stream requested; answered with one application/json completion")]
+    assert [(x["id"], x["name"]) for x in r.tool_calls["robust"]] == [
+        (ID0, "get_weather"), (ID1, "get_time")]

@@ -132,7 +132,7 @@ class Analyzer:
         self.fingerprints: set[str] = set()
         self.usage_chunks = 0
         self.choices = finish.Choices(self.n)  # finish state per choice (detectors/finish)
-        self.last_finish: tuple[int, str] | None = None  # the stream's last, any choice
+        self.finish_seen_at: int | None = None  # event of the last finish_reason, any choice
         self.indexes: dict[tuple[int, int], _IndexState] = {}  # at most CALLS_KEPT
         self.calls_over: tuple[int, str] | None = None  # (event, pointer): first index refused
         self.indexless: list[tuple[int, int, dict[str, Any]]] = []  # (event, chunk ordinal, tc)
@@ -228,7 +228,7 @@ class Analyzer:
         nothing; so only the strategies and the fragment's own bookkeeping run."""
         t = self._template
         assert t is not None
-        if chunk.keys() != t.keys or self.last_finish is not None or self.n > 1:
+        if chunk.keys() != t.keys or self.finish_seen_at is not None or self.n > 1:
             return False
         for k, v in t.values:
             if chunk[k] != v:

@@ -34,25 +34,26 @@ MAX_VALUES = 8  # distinct finish values remembered per choice (five standard, a
 class ChoiceFinish:
     """What the finish detectors remember about one choice."""
 
-    __slots__ = ("key", "finishes", "last", "nonfinal_reported", "tool_delta", "seen")
+    __slots__ = ("key", "finishes", "last", "reported_at", "tool_delta_at", "seen")
 
     def __init__(self, key: int, seen: tuple[int, str]) -> None:
         self.key = key  # the choice's index (0 for every choice when n = 1)
         self.finishes: set[str] = set()  # the finish values it sent (at most MAX_VALUES)
         self.last: tuple[int, str, str] | None = None  # (event, value, pointer) of the last
-        self.nonfinal_reported = False  # Q-FINISH-ON-NONFINAL-CHUNK reported for it
-        self.tool_delta = False  # a tool-call delta came on this choice
+        self.reported_at: int | None = None  # Q-FINISH-ON-NONFINAL-CHUNK reported at
+        self.tool_delta_at: int | None = None  # event of its last tool-call delta
         self.seen = seen  # (event, pointer) of its last appearance
 
 
 class Choices:
     """The finish state of each choice: at most MAX_CHOICES; a choice past the cap is
-    judged only on what its own chunk shows (value, spelling, same-chunk call)."""
+    judged only on what its own chunk shows (value, spelling, same-chunk call), and the
+    calls are then not matched to choices (the end checks that need them are skipped)."""
 
     def __init__(self, n: int) -> None:
         self.per_choice = n > 1
         self.states: dict[int, ChoiceFinish] = {}
-        self.overflow = False  # more distinct choice indices than MAX_CHOICES
+        self.overflow_at: int | None = None  # event of a choice past MAX_CHOICES
 
     def state(self, choice: dict[str, Any], event: int, ptr: str) -> ChoiceFinish:
         ci = choice.get("index")
@@ -60,11 +61,12 @@ class Choices:
         st = self.states.get(key)
         if st is not None:
             st.seen = (event, ptr)
-        elif len(self.states) < MAX_CHOICES:
-            st = self.states[key] = ChoiceFinish(key, (event, ptr))
+            return st
+        st = ChoiceFinish(key, (event, ptr))
+        if len(self.states) < MAX_CHOICES:
+            self.states[key] = st
         else:
-            self.overflow = True
-            st = ChoiceFinish(key, (event, ptr))  # not kept: no memory of it
+            self.overflow_at = event  # not kept: no memory of this choice
         return st
 
     def unfinished(self) -> list[ChoiceFinish]:
@@ -105,10 +107,10 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     delta: dict[str, Any] = d if isinstance(d, dict) else {}
     st = a.choices.state(choice, n, ptr)
     if any(isinstance(tc, dict) for tc in _list(delta.get("tool_calls"))):
-        st.tool_delta = True
+        st.tool_delta_at = n
     carries_output = bool(delta.get("tool_calls")) or _nonempty(delta.get("content"))
-    if st.last and carries_output and not st.nonfinal_reported:
-        st.nonfinal_reported = True
+    if st.last and carries_output and st.reported_at is None:
+        st.reported_at = n
         a.find(
             "Q-FINISH-ON-NONFINAL-CHUNK",
             f"{a.choices.label(st)}output after finish_reason {st.last[1]!r} "
@@ -162,7 +164,7 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     if len(st.finishes) < MAX_VALUES:
         st.finishes.add(str(fr))
     st.last = (n, str(fr), ptr + "/finish_reason")
-    a.last_finish = (n, str(fr))
+    a.finish_seen_at = n
 
 
 def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None:
@@ -174,14 +176,16 @@ def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None
     c = a.choices
     if not c.per_choice:
         return {0: turn.calls}
-    if c.overflow:
+    if c.overflow_at is not None:
         return None
     runs: list[list[ToolCall]] = []
     for call in turn.calls:
         if call.index == 0:
             runs.append([])
         runs[-1].append(call)
-    keys = sorted(k for k, st in c.states.items() if st.tool_delta)
+    keys = sorted(k for k, st in c.states.items() if st.tool_delta_at is not None)
+    # Not strict: a stream downgraded to one JSON completion (Q-STREAM-DOWNGRADED) gives
+    # the robust client calls and the choices no state.
     return dict(zip(keys, runs, strict=False))
 
 
@@ -194,7 +198,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
         return
     if not a.t.framing and a.events == 0:
         return  # nothing streamed: judged by detect_http_level
-    if a.last_finish is None:
+    if a.finish_seen_at is None:
         a.find(
             "R-FINISH-PRESENT",
             "no finish_reason in the whole stream",
@@ -216,8 +220,7 @@ def detect_finish_at_end(a: Analyzer) -> None:
         return
     for key, st in c.states.items():
         if st.last is not None:
-            has_calls = st.tool_delta and bool(by_choice.get(key))
-            _judge_finish(a, c.label(st), st.last, has_calls)
+            _judge_finish(a, c.label(st), st.last, bool(by_choice.get(key)))
 
 
 def _judge_finish(a: Analyzer, who: str, last_finish: tuple[int, str, str],
@@ -332,8 +335,7 @@ def _invented(a: Analyzer, st: ChoiceFinish, finish_event: int, calls: list[Tool
         why = (f"{c.name!r} requires {', '.join(declared[c.name])}" if declared.get(c.name)
                else f"{c.name!r} is not a declared tool" if a.req is not None
                else "the stream was cut")
-        state = (a.indexes.get((st.key, c.provider_index)) if c.provider_index is not None
-                 else None)
+        state = a.indexes.get((st.key, c.provider_index))  # None for an index-less call
         a.find("R-LENGTH-CUT", f'{a.choices.label(st)}call {c.index}: arguments "{{}}" with '
                f'finish_reason "length" although {why}: the server filled them in, the model '
                "never wrote them",

@@ -55,7 +55,7 @@ def detect_empty_or_cut_body(a: Analyzer) -> None:
     if t.transport_error or a.error_seen or t.status not in (None, 200) or not t.framing:
         return
     unfinished = a.choices.unfinished()  # with n > 1 one choice may end while another is cut
-    if (a.last_finish is not None and not unfinished) or a.done_seen:
+    if (a.finish_seen_at is not None and not unfinished) or a.done_seen:
         return
     if a.events == 0:
         size = len(t.raw) if t.raw is not None else None
@@ -63,7 +63,7 @@ def detect_empty_or_cut_body(a: Analyzer) -> None:
         a.body_cut = (f"HTTP 200 with {what}: the server closed the stream after its "
                       "headers, before any event")
     elif a.cut_inside_event:
-        which = f" for choice {unfinished[0].key}" if a.last_finish is not None else ""
+        which = f" for choice {unfinished[0].key}" if a.finish_seen_at is not None else ""
         a.body_cut = (f"HTTP 200 body cut inside an event after {a.events - 1} event(s), "
                       f"with no finish_reason{which}: the server closed the stream mid-answer")
     else:
