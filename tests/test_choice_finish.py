@@ -374,3 +374,18 @@ def test_a_downgraded_answer_with_two_choices() -> None:
          "stream requested; answered with one application/json completion")]
     assert [(x["id"], x["name"]) for x in r.tool_calls["robust"]] == [
         (ID0, "get_weather"), (ID1, "get_time")]
+
+
+def test_past_the_calls_the_client_assembles_calls_are_not_matched_to_choices() -> None:
+    # Choice 1 fills the robust client's 1024 calls with `{}` for a tool that needs
+    # `city`; choice 0's one call is not assembled, and choice 0 ends with "length". The
+    # calls no longer line up with the choices, so none is read as choice 0's.
+    many = [k(c(1, {"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                    "function": {"name": "get_weather", "arguments": "{}"}}]}))
+            for i in range(1024)]
+    r = analyze_chunks([*many, *CALL0, end(1, "tool_calls"), end(0, "length")],
+                       request={"n": 2, "tools": [WEATHER]})
+    assert [(f.rule, f.quirk, f.event, f.pointer, f.message) for f in r.findings
+            if f.level == "MUST"] == [
+        ("R-COMPLETE", None, 1024, "/choices/0/delta/tool_calls/0/index",
+         "over 1024 tool calls in one turn: the analysis assembles the first 1024")]

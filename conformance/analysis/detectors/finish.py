@@ -168,15 +168,15 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
 
 
 def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None:
-    """The robust turn's calls by choice index (None past MAX_CHOICES: not judged). The
-    robust client lists the calls choice by choice in index order, numbers each choice's
-    calls from 0, and opens or joins a call of a choice for each of its tool-call deltas:
-    so the runs that start at call 0 are, in order, the calls of the choices that got a
-    tool-call delta."""
+    """The robust turn's calls by choice index (None past MAX_CHOICES or past the calls
+    the robust client assembles: not judged). The robust client lists the calls choice by
+    choice in index order, numbers each choice's calls from 0, and opens or joins a call
+    of a choice for each of its tool-call deltas: so the runs that start at call 0 are, in
+    order, the calls of the choices that got a tool-call delta."""
     c = a.choices
     if not c.per_choice:
         return {0: turn.calls}
-    if c.overflow_at is not None:
+    if c.overflow_at is not None or turn.calls_cut is not None:
         return None
     runs: list[list[ToolCall]] = []
     for call in turn.calls:
