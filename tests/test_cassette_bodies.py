@@ -462,3 +462,26 @@ def test_every_body_is_put_back_and_counted() -> None:
     data = {"a": [{"string": "m1"}, {"string": "m2"}, "m1x"], "b": "m2"}
     assert readers._put_back(data, {"m1": b"one", "m2": b"two"}) == 3
     assert data == {"a": [{"string": b"one"}, {"string": b"two"}, "m1x"], "b": b"two"}
+
+
+def test_only_a_line_longer_than_line_is_sliced_and_each_body_has_its_mark(
+        tmp_path: Path, small: None) -> None:
+    seen: list[bytes] = []
+
+    def load(text: bytes) -> Any:
+        seen.append(text)
+        return yaml.safe_load(text)
+
+    path = tmp_path / "c.yaml"
+    whole = b'a:\n  string: "1234567"\n'  # its body line is LINE bytes, line end included
+    assert len(whole.splitlines(keepends=True)[1]) == readers.LINE
+    path.write_bytes(whole)
+    assert readers.load_yaml(path, load) == {"a": {"string": "1234567"}}
+    assert seen == [whole]  # read as it is, once
+    seen.clear()
+    path.write_bytes(b'a:\n  string: "one body, long"\nb:\n  string: "another long body"\n')
+    assert readers.load_yaml(path, load) == {"a": {"string": b"one body, long"},
+                                             "b": {"string": b"another long body"}}
+    (text,) = seen  # loaded once: the bodies put back, not the file loaded again
+    assert re.fullmatch(rb"a:\n  string: conformance-set-aside-0-[0-9a-f]{16}\n"
+                        rb"b:\n  string: conformance-set-aside-1-[0-9a-f]{16}\n", text), text
