@@ -161,7 +161,7 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             pointer=ptr,
         )
     ci = choice.get("index")
-    if isinstance(ci, int) and ci != 0 and (a.n <= 1 or not 0 <= ci < a.n):
+    if isinstance(ci, int) and not 0 <= ci < max(a.n, 1):
         a.find(
             "Q-CHUNK-ID-UNSTABLE",  # an index that names none of the request's n choices
             f"choice index {ci} in a single-choice stream" if a.n <= 1
