@@ -144,9 +144,10 @@ def test_fragments_of_calls_kept_still_apply_past_the_bound(
 
 def test_a_cut_body_keeps_its_own_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "CALLS_KEPT", 1)
-    raw = _calls(2)[: -len(_event({}, "tool_calls")) - 20]  # cut inside the finish event
+    raw = _calls(2)[: -len("data: [DONE]\n\n") - 10]  # cut inside the finish event
     r = _analyze(raw)
-    assert r.error == ("HTTP 200 body cut inside an event after 2 event(s), with no "
+    assert r.turn.calls_cut == 2  # the second call was refused before the cut
+    assert r.error == ("HTTP 200 body cut inside an event after 3 event(s), with no "
                        "finish_reason: the server closed the stream mid-answer")
     assert [f["rule"] for f in found(r)].count("R-COMPLETE") == 1
 
@@ -208,6 +209,14 @@ def test_max_calls_refuses_index_less_and_reused_index_calls_too() -> None:
     ]).encode())
     turn = reuse.result()
     assert ([c.id for c in turn.calls], turn.calls_cut) == (["call_0"], 1)
+
+
+def test_fragments_after_a_refused_call_go_to_no_call() -> None:
+    acc = ToolCallAccumulator(max_calls=1)
+    _feed(acc, _calls(2, more=(_event({"tool_calls": [{"function": {"arguments": "zz"}}]}),)))
+    turn = acc.result()
+    assert [(c.id, c.arguments) for c in turn.calls] == [("call_0", '{"city": "Paris"}')]
+    assert turn.calls_cut == 2
 
 
 def test_max_calls_zero_keeps_none_and_a_negative_bound_is_refused() -> None:
