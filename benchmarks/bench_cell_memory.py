@@ -31,10 +31,9 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -99,32 +98,16 @@ def _chunk(content: str | None = None, tool: dict | None = None, finish: str | N
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-def long_server(size: int) -> tuple[ThreadingHTTPServer, str]:
-    """A server answering every POST with a finite stream of about ``size`` bytes."""
+def long_body(w: Any, size: int) -> None:
+    """A finite stream of about ``size`` bytes: content deltas, one tool call, [DONE]."""
     piece = _chunk("the quick brown fox jumps over the lazy dog " * 16) * 64
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("connection", "close")
-            self.end_headers()
-            sent = 0
-            while sent + len(piece) < size:
-                self.wfile.write(piece)
-                sent += len(piece)
-            call = {"index": 0, "id": "call_bench", "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
-            self.wfile.write(_chunk(tool=call) + _chunk(finish="tool_calls")
-                             + b"data: [DONE]\n\n")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    sent = 0
+    while sent + len(piece) < size:
+        w.write(piece)
+        sent += len(piece)
+    call = {"index": 0, "id": "call_bench", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    w.write(_chunk(tool=call) + _chunk(finish="tool_calls") + b"data: [DONE]\n\n")
 
 
 def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dict:
@@ -172,7 +155,7 @@ def main() -> int:
     ap.add_argument("--cases", nargs="+", default=cases, choices=cases)
     args = ap.parse_args()
     max_bytes = int(args.max_mb * 2**20)
-    from conformance.faults import closed_port, fault_server
+    from conformance.faults import closed_port, fault_server, stream_server
 
     print(f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
           f"({args.max_mb:g} MiB)")
@@ -181,24 +164,22 @@ def main() -> int:
     print(f"{'case':>8} {'peak RSS MB':>12} {'traced MiB':>11} {'traced/max':>10} "
           f"{'write MiB':>9} {'cassette MiB':>12} {'s':>6} {'replay RSS MB':>13} "
           f"{'replay traced':>13} {'load MiB':>8}  outcome")
-    with fault_server(max_wait=900) as fs:
-        server, long_url = long_server(int(max_bytes * 0.9))
-        try:
-            for case in args.cases:
-                url = {"endless": fs.base_url("endless"), "long": long_url,
-                       "long-key": long_url,
-                       "refused": f"http://127.0.0.1:{closed_port()}/v1"}[case]
-                key = case == "long-key"
-                rss = record(url, max_bytes, trace=False, key=key)
-                traced = record(url, max_bytes, trace=True, key=key)
-                print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
-                      f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
-                      f"{_mb(traced, 'teardown_mb'):>9} "
-                      f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f} "
-                      f"{_mb(rss, 'replay_rss_mb'):>13} {_mb(traced, 'replay_traced_mb'):>13} "
-                      f"{_mb(traced, 'replay_setup_mb'):>8}  {rss['outcome']}")
-        finally:
-            server.shutdown()
+    size = int(max_bytes * 0.9)
+    with fault_server(max_wait=900) as fs, \
+            stream_server(lambda w: long_body(w, size)) as long_url:
+        for case in args.cases:
+            url = {"endless": fs.base_url("endless"), "long": long_url,
+                   "long-key": long_url,
+                   "refused": f"http://127.0.0.1:{closed_port()}/v1"}[case]
+            key = case == "long-key"
+            rss = record(url, max_bytes, trace=False, key=key)
+            traced = record(url, max_bytes, trace=True, key=key)
+            print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
+                  f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
+                  f"{_mb(traced, 'teardown_mb'):>9} "
+                  f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f} "
+                  f"{_mb(rss, 'replay_rss_mb'):>13} {_mb(traced, 'replay_traced_mb'):>13} "
+                  f"{_mb(traced, 'replay_setup_mb'):>8}  {rss['outcome']}")
     return 0
 
 

@@ -605,6 +605,36 @@ def closed_port() -> int:
     return port
 
 
+@contextlib.contextmanager
+def stream_server(write: Callable[[Any], None]) -> Iterator[str]:
+    """A 127.0.0.1 server answering every POST with an event stream that ``write(wfile)``
+    writes (a long or odd body that no fault route serves); yields its base URL, and
+    stops when the block ends."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            write(self.wfile)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
 UNRESOLVABLE = "http://conformance-fault.invalid/v1"  # RFC 6761: .invalid never resolves
 
 
@@ -638,4 +668,4 @@ def run_suite(tmp: Any, *args: str, env: dict[str, str] | None = None,
                           timeout=timeout, check=False)
 
 __all__ = ["FAULTS", "UNRESOLVABLE", "FaultServer", "Hit", "closed_port", "fault_server",
-           "providers_yaml", "reference_answer", "run_suite"]
+           "providers_yaml", "reference_answer", "run_suite", "stream_server"]

@@ -13,6 +13,9 @@ the tests, not here.
 from __future__ import annotations
 
 import json
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # =============================================================================== reference
@@ -753,3 +756,33 @@ def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str 
     if count > 1:
         d["count"] = count
     return d
+
+
+# =============================================================================== helpers
+WEATHER_REQUEST = {"body": {"stream": True, "tools": [
+    {"type": "function", "function": {"name": "get_weather"}}]}}
+
+
+def analyze_sse(raw: bytes, request: dict[str, Any] | None = None) -> Any:
+    """The analysis of a 200 event-stream body answering ``request`` (get_weather's)."""
+    from conformance.analysis import analyze
+    from conformance.readers import exchange_transcript
+
+    return analyze(exchange_transcript("<t>", "sse", request or WEATHER_REQUEST, 200,
+                                       {"content-type": "text/event-stream"}, raw))
+
+
+def traced(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """What ``fn()`` returns and the peak of memory traced while it ran."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def cell_result(reports: Path) -> dict[str, Any]:
+    """The one cell a suite run wrote under ``reports``."""
+    (path,) = (reports / "results").glob("*.json")
+    return json.loads(path.read_text())

@@ -13,19 +13,17 @@
 from __future__ import annotations
 
 import json
-import threading
 import tracemalloc
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from streams import F, found
+from streams import F, analyze_sse, cell_result, found
 
 from conformance.analysis import analyze, analyzer
 from conformance.client import TextCutError, ToolCallAccumulator
-from conformance.faults import providers_yaml, run_suite
-from conformance.readers import exchange_transcript, read_cassette_file
+from conformance.faults import providers_yaml, run_suite, stream_server
+from conformance.readers import read_cassette_file
 
 MiB = 2**20
 
@@ -51,15 +49,6 @@ def _calls(k: int, index: bool = True, more: tuple[str, ...] = ()) -> bytes:
     return "".join(body).encode()
 
 
-REQUEST = {"body": {"stream": True, "tools": [
-    {"type": "function", "function": {"name": "get_weather"}}]}}
-
-
-def _analyze(raw: bytes):  # type: ignore[no-untyped-def]
-    return analyze(exchange_transcript("<t>", "sse", REQUEST, 200,
-                                       {"content-type": "text/event-stream"}, raw))
-
-
 WHOLE = ('{"index":0,"id":"call_0","type":"function","function":{"name":"get_weather",'
          '"arguments":"{\\"city\\": \\"Paris\\"}"}}')
 
@@ -78,7 +67,7 @@ def _naive(*ids: str) -> list[dict[str, Any]]:
 
 def test_a_stream_at_the_bound_is_judged_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "CALLS_KEPT", 2)
-    r = _analyze(_calls(2))
+    r = analyze_sse(_calls(2))
     assert (r.verdict, r.error) == ("conforms", None)
     assert found(r) == [
         F("Q-ARGS-WHOLE-IN-ONE-DELTA", "INFO", "Q-ARGS-WHOLE-IN-ONE-DELTA", 1,
@@ -94,7 +83,7 @@ def test_a_stream_at_the_bound_is_judged_as_before(monkeypatch: pytest.MonkeyPat
 
 def test_one_call_over_the_bound_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "CALLS_KEPT", 2)
-    r = _analyze(_calls(3))
+    r = analyze_sse(_calls(3))
     assert (r.verdict, r.error) == (
         "error", "over 2 tool calls in one turn: the analysis assembles the first 2")
     assert found(r) == [
@@ -115,7 +104,7 @@ def test_one_call_over_the_bound_is_an_error_naming_it(monkeypatch: pytest.Monke
 def test_index_less_calls_over_the_bound_are_cut_where_the_client_cuts_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "CALLS_KEPT", 2)
-    r = _analyze(_calls(3, index=False))
+    r = analyze_sse(_calls(3, index=False))
     assert (r.verdict, r.error) == (
         "error", "over 2 tool calls in one turn: the analysis assembles the first 2")
     assert found(r)[-1] == F("R-COMPLETE", "MUST", None, 3, None,
@@ -134,7 +123,7 @@ def test_fragments_of_calls_kept_still_apply_past_the_bound(
         _event({"tool_calls": [{"index": 1, "function": {"arguments": "xx"}}]}),
         _event({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
         _event({}, "tool_calls"), "data: [DONE]\n\n"]).encode()
-    r = _analyze(raw)
+    r = analyze_sse(raw)
     assert r.error == "over 1 tool calls in one turn: the analysis assembles the first 1"
     assert r.tool_calls == {"naive": _naive("call_0"), "guarded": _naive("call_0"),
                             "robust": _robust("call_0")}
@@ -145,7 +134,7 @@ def test_fragments_of_calls_kept_still_apply_past_the_bound(
 def test_a_cut_body_keeps_its_own_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "CALLS_KEPT", 1)
     raw = _calls(2)[: -len("data: [DONE]\n\n") - 10]  # cut inside the finish event
-    r = _analyze(raw)
+    r = analyze_sse(raw)
     assert r.turn.calls_cut == 2  # the second call was refused before the cut
     assert r.error == ("HTTP 200 body cut inside an event after 3 event(s), with no "
                        "finish_reason: the server closed the stream mid-answer")
@@ -156,10 +145,10 @@ def test_a_cut_body_keeps_its_own_reason(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_bound_is_1024_calls() -> None:
-    under = _analyze(_calls(1024))
+    under = analyze_sse(_calls(1024))
     assert (under.verdict, under.error, len(under.tool_calls["robust"])) == (
         "conforms", None, 1024)
-    over = _analyze(_calls(1025))
+    over = analyze_sse(_calls(1025))
     assert (over.verdict, over.error) == (
         "error", "over 1024 tool calls in one turn: the analysis assembles the first 1024")
     assert [len(c) for c in over.tool_calls.values()] == [1024, 1024, 1024]
@@ -251,7 +240,7 @@ EXTRA_CASES = [  # (names in stream order, the message): written by hand
 @pytest.mark.parametrize(("names", "message"), EXTRA_CASES)
 def test_extra_fields_name_the_first_twelve_in_sorted_order(names: list[str],
                                                             message: str) -> None:
-    r = _analyze(_extras(names))
+    r = analyze_sse(_extras(names))
     assert found(r) == [F("Q-EXTRA-FIELDS", "INFO", "Q-EXTRA-FIELDS", 1, None, message)]
 
 
@@ -261,50 +250,22 @@ def test_extra_fields_on_a_choice_a_delta_and_a_call_are_named_so() -> None:
                  "zd": 1, "tool_calls": [{**_call(0), "zt": 1}]}}]}
     raw = ("data: " + json.dumps(chunk) + "\n\n" + _event({}, "tool_calls")
            + "data: [DONE]\n\n").encode()
-    assert [f["message"] for f in found(_analyze(raw)) if f["rule"] == "Q-EXTRA-FIELDS"] == [
+    assert [f["message"] for f in found(analyze_sse(raw)) if f["rule"] == "Q-EXTRA-FIELDS"] == [
         "non-standard fields: choice.zc, delta.zd, tool_call.zt"]
 
 
 # ------------------------------------------------------------------ end to end
 
 
-def _calls_server(raw: bytes) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _cell(reports: Path) -> dict[str, Any]:
-    (path,) = (reports / "results").glob("*.json")
-    return json.loads(path.read_text())
-
-
 def test_a_cell_over_the_bound_is_the_same_error_live_analysed_and_replayed(
         tmp_path: Path) -> None:
     raw = _calls(1025)
-    server = _calls_server(raw)
-    try:
+    with stream_server(lambda w: w.write(raw)) as base_url:
         (tmp_path / "providers.yaml").write_text(providers_yaml({"many": {
-            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
-            "model": "reference", "retries": {"max": 0}}}))
+            "base_url": base_url, "model": "reference", "retries": {"max": 0}}}))
         rec = run_suite(tmp_path, "--record-mode=all", "--scenario", "single")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "1 failed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
-    live = _cell(tmp_path / "reports")
+    live = cell_result(tmp_path / "reports")
     reason = "over 1024 tool calls in one turn: the analysis assembles the first 1024"
     assert (live["verdict"], live["reason"]) == ("error", reason)
     assert [f for f in live["findings"] if f["rule"] == "R-COMPLETE"] == [dict(
@@ -318,7 +279,7 @@ def test_a_cell_over_the_bound_is_the_same_error_live_analysed_and_replayed(
 
     rep = run_suite(tmp_path, "--record-mode=none", "--scenario", "single")
     assert "1 failed" in rep.stdout, rep.stdout[-3000:]
-    replayed = _cell(tmp_path / "reports")
+    replayed = cell_result(tmp_path / "reports")
     for key in ("verdict", "reason", "quirks", "findings", "finish_reason", "tool_calls"):
         assert replayed[key] == live[key], key
 
@@ -327,11 +288,11 @@ def test_a_cell_over_the_bound_is_the_same_error_live_analysed_and_replayed(
 
 
 def _peak(raw: bytes) -> tuple[Any, int]:
-    _analyze(_calls(2))  # the first analysis' imports and caches, not counted
+    analyze_sse(_calls(2))  # the first analysis' imports and caches, not counted
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        r = _analyze(raw)
+        r = analyze_sse(raw)
         return r, tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()

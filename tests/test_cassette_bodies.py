@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import io
 import re
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streams import traced
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import yamlserializer
@@ -356,15 +356,6 @@ def test_a_missing_cassette_is_vcrpys_not_found(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ memory
 
-def _traced(fn: Callable[[], Any]) -> tuple[Any, int]:
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 EVENT = ('data: {"choices": [{"index": 0, "delta": {"content": "'
          + "\u00e9t\u00e9 \\\"quoted\\\" " * 40 + '"}}]}\n\n').encode()
 
@@ -372,17 +363,17 @@ EVENT = ('data: {"choices": [{"index": 0, "delta": {"content": "'
 def test_a_big_body_is_saved_and_loaded_within_a_constant(tmp_path: Path) -> None:
     body = EVENT * (8 * MiB // len(EVENT))  # 8 MiB held as bytes, many escapes
     path = tmp_path / "c.yaml"
-    _, peak = _traced(lambda: _save(path, body))
+    _, peak = traced(lambda: _save(path, body))
     # Measured: 3.2 MiB whatever the body's size (a 1 MiB slice as text, redacted,
     # escaped and encoded); the dump of the whole body, 3 times the body and more.
     assert peak < 5 * MiB, peak / MiB
     assert path.stat().st_size > 10 * MiB
-    (_, responses), peak = _traced(lambda: AtomicPersister.load_cassette(path, yamlserializer))
+    (_, responses), peak = traced(lambda: AtomicPersister.load_cassette(path, yamlserializer))
     assert responses[0]["body"]["string"] == body
     # Measured: the body + 1.0 MiB (grown in place, a 256 KiB slice decoded); vcrpy's
     # loader held the text of the file and the body's str beside the bytes.
     assert peak < len(body) + 2 * MiB, peak / MiB
-    data, peak = _traced(lambda: readers.load_cassette(path))
+    data, peak = traced(lambda: readers.load_cassette(path))
     assert data["interactions"][0]["response"]["body"]["string"] == body
     assert peak < len(body) + 2 * MiB, peak / MiB
 

@@ -19,23 +19,21 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-import tracemalloc
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from streams import cell_result, traced
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer, yamlserializer
 
 from conformance import secrets
 from conformance.cassettes import AtomicPersister
-from conformance.faults import fault_server, providers_yaml, run_suite
+from conformance.faults import fault_server, providers_yaml, run_suite, stream_server
 from conformance.readers import read_cassette_file
 from conformance.transport import (
     CUT_HEADER,
@@ -91,21 +89,6 @@ def pytest_runtest_protocol(item, nextitem):
 '''
 
 
-def traced(fn: Callable[[], Any]) -> tuple[Any, int]:
-    """What ``fn()`` returns and the peak of memory traced while it ran."""
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def _cell(reports: Path) -> dict[str, Any]:
-    (path,) = (reports / "results").glob("*.json")
-    return json.loads(path.read_text())
-
-
 def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: Path) -> None:
     max_bytes = 4 * MiB
     (tmp_path / "cellmem.py").write_text(PLUGIN)
@@ -124,7 +107,7 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
     # plus the modules a first cell imports (about 2 MiB). Measured: 6.1 MiB; before
     # the prefix and the streamed cassette, 18.6 MiB (the body copied four times over).
     assert peak <= max_bytes + 4 * MiB, peak / MiB
-    live = _cell(tmp_path / "reports")
+    live = cell_result(tmp_path / "reports")
     assert (live["verdict"], live["reason"]) == (
         "error", "stream exceeded 4194304 bytes (limits.max_bytes)")
 
@@ -139,7 +122,7 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
 
     rep = run_suite(tmp_path, "--record-mode=none", "--scenario", "single")
     assert "1 failed" in rep.stdout, rep.stdout[-3000:]
-    replayed = _cell(tmp_path / "reports")
+    replayed = cell_result(tmp_path / "reports")
     for key in ("verdict", "reason", "quirks", "findings", "finish_reason", "tool_calls"):
         assert replayed[key] == live[key], key
     # the findings are the fault's, not the cut's: no event ends inside the prefix
@@ -159,25 +142,11 @@ LONG_END = (b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0,
             b"data: [DONE]\n\n")
 
 
-def _long_server(events: int) -> ThreadingHTTPServer:
+def _long_body(w: Any, events: int) -> None:
     """Content deltas, then one tool call and [DONE]: a stream that ends normally."""
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("connection", "close")
-            self.end_headers()
-            for _ in range(events // 64):
-                self.wfile.write(LONG_EVENT * 64)
-            self.wfile.write(LONG_END)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    for _ in range(events // 64):
+        w.write(LONG_EVENT * 64)
+    w.write(LONG_END)
 
 
 def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
@@ -191,17 +160,12 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     # split across events (which held every event parsed: 31.6 MiB here before)
     env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json"),
            "CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
-    server = _long_server(events)
-    try:
+    with stream_server(lambda w: _long_body(w, events)) as base_url:
         (tmp_path / "providers.yaml").write_text(providers_yaml({"long": {
-            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1",
-            "model": "reference", "retries": {"max": 0}, "api_key_env": "CELLMEM_KEY",
-            "limits": {"max_bytes": max_bytes}}}))
+            "base_url": base_url, "model": "reference", "retries": {"max": 0},
+            "api_key_env": "CELLMEM_KEY", "limits": {"max_bytes": max_bytes}}}))
         rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
                         env=env)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "1 passed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
     live = json.loads((tmp_path / "peak.json").read_text())
     # k = 1: the body held once, by the transport's buffer handed on to vcrpy without a
@@ -221,7 +185,7 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     (t,) = read_cassette_file(cassette)
     assert len(t.raw) == body and t.raw.endswith(b"data: [DONE]\n\n")
     assert CUT_HEADER not in t.headers and t.transport_error is None
-    assert _cell(tmp_path / "reports")["verdict"] == "conforms"
+    assert cell_result(tmp_path / "reports")["verdict"] == "conforms"
 
     rep = run_suite(tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
                     env=env)
@@ -234,7 +198,7 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     assert replay["setup"] <= body + 3 * MiB, replay["setup"] / MiB
     # then the analysis of the replayed body: measured 8.5 MiB, the body + 4.9 MiB
     assert replay["peak"] <= body + 6 * MiB, replay["peak"] / MiB
-    assert _cell(tmp_path / "reports")["verdict"] == "conforms"
+    assert cell_result(tmp_path / "reports")["verdict"] == "conforms"
 
 
 # ------------------------------------------------------------------ the transport's buffer

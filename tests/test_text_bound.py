@@ -10,11 +10,11 @@ import json
 import tracemalloc
 
 import pytest
+from streams import analyze_sse
 from test_repeat_aggregation import ANSWER, REJECTED, WEATHER, _with_reasoning, run, sse
 
-from conformance.analysis import analyze, analyzer
+from conformance.analysis import analyzer
 from conformance.client import RoundTripPolicy
-from conformance.readers import exchange_transcript
 
 SAID = "Checking the weather."  # 21 characters, streamed as words
 CALL = {"id": WEATHER.id, "type": "function",
@@ -89,22 +89,13 @@ def _talker(pieces: int, piece: str) -> bytes:
     return "".join(body).encode()
 
 
-REQUEST = {"body": {"stream": True, "tools": [
-    {"type": "function", "function": {"name": "get_weather"}}]}}
-
-
-def _analyze(raw: bytes):  # type: ignore[no-untyped-def]
-    return analyze(exchange_transcript("<t>", "sse", REQUEST, 200,
-                                       {"content-type": "text/event-stream"}, raw))
-
-
 def test_the_analysis_keeps_the_bound_and_judges_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _talker(3, "abcd ")
-    whole = _analyze(raw)
+    whole = analyze_sse(raw)
     assert (whole.turn.content, whole.turn.content_dropped) == ("abcd " * 3, 0)
     monkeypatch.setattr(analyzer, "TEXT_KEPT", 7)
-    cut = _analyze(raw)
+    cut = analyze_sse(raw)
     assert (cut.turn.content, cut.turn.content_dropped) == ("abcd ab", 8)
     assert (cut.turn.reasoning, cut.turn.reasoning_dropped) == ("abcd ab", 8)
     assert cut.to_json() == whole.to_json()  # the verdict, findings and calls do not change
@@ -119,11 +110,11 @@ def test_a_content_heavy_analysis_peaks_at_a_constant_above_its_body() -> None:
     # while the reasoning is held, 3 MiB; the group-H sample, 0.2 MiB).
     raw = _talker(4000, "lorem ipsum " * 83 + "dolor")
     assert len(raw) > 8 << 20
-    _analyze(_talker(2, "warm up"))  # the first analysis' imports and caches, not counted
+    analyze_sse(_talker(2, "warm up"))  # the first analysis' imports and caches, not counted
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        r = _analyze(raw)
+        r = analyze_sse(raw)
         peak = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
