@@ -1044,12 +1044,14 @@ class RoundTripPolicy:
 
 
 def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict[str, Any]:
-    """The assistant message that sends ``turn`` back; TextCutError when its content, or
-    its reasoning that the policy echoes, was cut by ``max_text``."""
+    """The assistant message that sends ``turn`` back; TextCutError when its calls were
+    cut by ``max_calls``, or its content, or its reasoning that the policy echoes, by
+    ``max_text``."""
     p = policy or RoundTripPolicy()
     if turn.calls_cut is not None:
-        raise TextCutError(f"the turn had more than the {len(turn.calls):,} calls kept: "
-                           "sent back, it would not be what was received")
+        raise TextCutError(f"the turn had more calls than the {len(turn.calls):,} kept (one "
+                           f"at event {turn.calls_cut} was refused): sent back, it would not "
+                           "be what was received")
     if turn.content_dropped:
         raise TextCutError(_cut("content", turn.content, turn.content_dropped))
     if p.echo_reasoning and turn.reasoning_dropped:

@@ -183,8 +183,8 @@ def test_max_calls_keeps_the_first_calls_and_refuses_to_send_them_back() -> None
     assert (turn.calls_cut, acc.calls_cut) == (3, 3)  # the third call's event
     with pytest.raises(TextCutError) as e:
         turn.message()
-    assert str(e.value) == ("the turn had more than the 2 calls kept: sent back, it would "
-                            "not be what was received")
+    assert str(e.value) == ("the turn had more calls than the 2 kept (one at event 3 was "
+                            "refused): sent back, it would not be what was received")
 
 
 def test_max_calls_refuses_index_less_and_reused_index_calls_too() -> None:
