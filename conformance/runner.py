@@ -10,7 +10,7 @@ import json
 import random
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -309,9 +309,8 @@ class CellRunner:
                    ) -> tuple[list[dict[str, Any]], str | None, list[dict], list[dict]]:
         assert r1.turn is not None
         policy = provider.roundtrip
-        if scenario.keep_ids:  # ids travel back byte for byte, "" included
-            policy = RoundTripPolicy(content=policy.content,
-                                     tool_message_name=policy.tool_message_name)
+        if scenario.keep_ids:  # ids travel back byte for byte, "" included; the rest of
+            policy = replace(policy, id_format=None)  # the policy still holds
         messages = [m for m in body["messages"]
                     if not (m.get("role") == "assistant" and "tool_calls" not in m
                             and m is body["messages"][-1])]

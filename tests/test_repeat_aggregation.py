@@ -530,6 +530,19 @@ def test_round_trip_reasoning_already_echoed_is_not_probed_again() -> None:
     assert _accepted(cell)["quirk"] == "Q-RT-MISTRAL-TOOL-CALL-ID"
 
 
+def test_id_omission_keeps_the_providers_reasoning_echo() -> None:
+    # id-omission sends the ids back byte for byte (no id_format), but the rest of the
+    # provider's policy still holds: a provider that needs reasoning echoed gets it.
+    cell, wire = run("id-omission", (200, _with_reasoning([WEATHER])), ANSWER,
+                     roundtrip=RoundTripPolicy(echo_reasoning=True, id_format="mistral9",
+                                               tool_message_name=True))
+    assistant, result = wire.requests[1]["messages"][-2:]
+    assert assistant["reasoning_content"] == "I should look it up."
+    assert assistant["tool_calls"][0]["id"] == WEATHER.id == result["tool_call_id"]
+    assert result["name"] == "get_weather"
+    assert cell.verdict != "error", cell.reason
+
+
 def test_round_trip_probe_mistral_ids() -> None:
     cell, wire = run("round-trip", OK, REJECTED, REJECTED, REJECTED, ANSWER)
     f = _accepted(cell)
