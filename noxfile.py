@@ -134,7 +134,8 @@ def matrix(session: nox.Session) -> None:
 @nox.session(python=False)
 def field(session: nox.Session) -> None:
     """Analyse a directory of captures into conformance/data/field-evidence.json:
-    nox -s field -- DIR [--sources FILE] [--out FILE] (default DIR: ../shared/captures)."""
+    nox -s field -- DIR [--sources FILE] [--out FILE] [-j N] (default DIR: ../shared/captures;
+    -j: every core, the document that of -j 1)."""
     _install(session)
     args = list(session.posargs) or ["../shared/captures"]
     session.run(_bin(session, "python"), "-m", "conformance.field", *args, external=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.parallel import default_jobs, jobs_arg
 from conformance.transcript import InputError
 
 SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
@@ -29,24 +30,45 @@ SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
 STDIN = "<stdin>"
 
 
-def _analyze_paths(paths: list[str], stdin: Path | None = None) -> tuple[list[Any], list[str]]:
+def _analyze_path(p: str, stdin: Path | None = None, *, json_out: bool = False,
+                  keep: str | None = None) -> tuple[str, list[str], list[Any], str | None]:
+    """One PATH: its captures rendered as ``analyze`` prints them (JSON items or the
+    summary), the results when a report needs them (``keep="transcript"``: with their
+    transcripts; ``"result"``: without, as a worker of ``-j`` returns them, a transcript
+    being a reader over the file), and the one-line error if any. The rendering happens
+    here, so with ``-j`` it is spread over the cores too."""
     from conformance.analysis import analyze
     from conformance.readers import read_path
 
-    results, errors = [], []
-    for p in paths:
-        try:
-            for t in read_path(stdin if p == "-" and stdin else p):
-                if p == "-":
-                    t.source = t.source.replace(str(stdin), STDIN)
-                r = analyze(t)
-                r.transcript = t  # type: ignore[attr-defined]  # for the report's evidence
+    texts: list[str] = []
+    results: list[Any] = []
+    try:
+        for t in read_path(stdin if p == "-" and stdin else p):
+            if p == "-":
+                t.source = t.source.replace(str(stdin), STDIN)
+            r = analyze(t)
+            texts.append(_render(r, json_out))
+            if keep:
+                if keep == "transcript":
+                    r.transcript = t  # type: ignore[attr-defined]  # the report's evidence
                 results.append(r)
-        except InputError as e:
-            errors.append(str(e).replace(str(stdin), STDIN) if stdin else str(e))
-        except (OSError, MemoryError, RecursionError) as e:
-            errors.append(f"{p}: cannot be read ({type(e).__name__}: {e})")
-    return results, errors
+    except InputError as e:
+        return p, texts, results, str(e).replace(str(stdin), STDIN) if stdin else str(e)
+    except (OSError, MemoryError, RecursionError) as e:
+        return p, texts, results, f"{p}: cannot be read ({type(e).__name__}: {e})"
+    return p, texts, results, None
+
+
+def _render(r: Any, json_out: bool) -> str:
+    if json_out:  # one item of the document, indented as json.dumps(indent=1) nests it
+        return "  " + json.dumps(r.to_json(), ensure_ascii=False, indent=1).replace("\n", "\n  ")
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        _print_summary(r)
+    return buf.getvalue()
 
 
 def _print_summary(r: Any) -> None:
@@ -92,21 +114,52 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace, stdin: Path | None) -> int:
-    results, errors = _analyze_paths(args.paths, stdin)
+    from functools import partial
+
+    from conformance.parallel import ordered_map
+
+    here = args.jobs <= 1 or len(args.paths) <= 1  # ordered_map's own test: no pool
+    keep = None if not args.report else "transcript" if here else "result"
+    work = partial(_analyze_path, stdin=stdin, json_out=args.json, keep=keep)
+    results, errors = [], []
+    out = sys.stdout
+    if args.json:
+        out.write('{\n "captures": [')
+    first = True
+    for p, texts, kept, error in ordered_map(work, args.paths, args.jobs, total=len(args.paths)):
+        for text in texts:  # streamed: printed as each file's results arrive, in order
+            if args.json:
+                out.write(("\n" if first else ",\n") + text)
+            else:
+                out.write(text)
+            first = False
+        if kept:
+            results += kept if here else _with_transcripts(p, kept, stdin)
+        if error:
+            errors.append(error)
+    if args.json:
+        out.write("]\n}\n" if first else "\n ]\n}\n")
+    out.flush()
     if args.report:
         from conformance.report import write_field_report
 
         write_field_report(results, Path(args.report))
-    if args.json:
-        print(
-            json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False, indent=1)
-        )
-    else:
-        for r in results:
-            _print_summary(r)
     for e in errors:
         print(f"conformance: {e}", file=sys.stderr)
     return 2 if errors else 0
+
+
+def _with_transcripts(p: str, results: list[Any], stdin: Path | None) -> list[Any]:
+    """The report shows each capture's wire evidence: a result that came back from a worker
+    gets its transcript again (the file read, not analysed, here)."""
+    from conformance.readers import read_path
+
+    ts = read_path(stdin if p == "-" and stdin else p)
+    for r, t in zip(results, ts, strict=False):  # a file cut mid-way kept fewer
+        t.source = r.source
+        r.transcript = t
+    return results
+    return results
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -156,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                        formatter_class=_Help)
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("--report", metavar="DIR", help="also write JSON/Markdown/HTML reports")
+    a.add_argument("-j", "--jobs", type=jobs_arg, default=default_jobs(), metavar="N",
+                   help="processes analysing files at once (0: every core); the output is "
+                        "that of -j 1, in input order")
     a.add_argument("paths", nargs="+", metavar="PATH", help="a capture file; - reads stdin")
     a.set_defaults(func=cmd_analyze)
 

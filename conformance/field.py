@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from conformance.parallel import default_jobs, jobs_arg
 from conformance.transcript import InputError
 
 FORMAT = "conformance-field-evidence/1"
@@ -83,44 +85,100 @@ def _entry(result: Any, name: str, route: str, source: str, column: str | None) 
     }
 
 
-def analyse_directory(directory: Path, sources: dict[str, Any]) -> dict[str, Any]:
-    """Every capture in ``directory`` through ``conformance analyze``'s reader and analyzer;
-    returns the field-evidence document (deterministic: sorted, no timestamps)."""
-    from conformance.analysis import analyze
-    from conformance.readers import read_path
-
+def capture_files(directory: Path) -> list[Path]:
+    """The captures of a directory, in the order of the report: by file name."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FieldError(f"{directory}: not a directory of captures")
+    return sorted(p for p in directory.iterdir()
+                  if p.is_file() and p.suffix in CAPTURE_SUFFIXES and p.name.upper() != "SOURCES.MD")
+
+
+def _place(name: str, sources: dict[str, Any]) -> tuple[str, str, str | None]:
+    """A capture file's route, source and matrix column."""
+    listed = sources["captures"].get(name)
+    route = listed["route"] if listed else _unlisted_route(name)
+    source = listed["source"] if listed else name
+    known = sources["routes"].get(route)
+    return route, source, known.get("column") if known else None
+
+
+def path_record(path: Path, sources: dict[str, Any]) -> dict[str, Any]:
+    """One capture file -> its record: ``{"file", "route", "entries", "error"}``; plain
+    data (JSON and pickle), so a worker or a cluster node can return it. ``merge``
+    turns records into the field-evidence document."""
+    from conformance.analysis import analyze
+    from conformance.readers import read_path
+
+    path = Path(path)
+    route, source, column = _place(path.name, sources)
+    record: dict[str, Any] = {"file": path.name, "route": route, "entries": [], "error": None}
+    try:
+        transcripts = read_path(path)
+    except InputError as e:
+        record["error"] = str(e)
+        return record
+    for i, t in enumerate(transcripts):
+        name = path.name if len(transcripts) == 1 else f"{path.name}#{i}"
+        record["entries"].append(_entry(analyze(t), name, route, source, column))
+    return record
+
+
+def capture_record(name: str, data: bytes, sources: dict[str, Any],
+                   label: str | None = None) -> dict[str, Any]:
+    """The pure function: one capture's bytes (a file called ``name``) -> its record, the
+    same as ``path_record`` of that file. ``label`` is how an unreadable capture is named
+    in the document (default ``name``): pass the path or URL the local run would show.
+    The bytes go through the same readers, from a private temporary file."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="conformance-field-") as tmp:
+        path = Path(tmp) / Path(name).name
+        path.write_bytes(data)
+        record = path_record(path, sources)
+    if record["error"]:
+        record["error"] = record["error"].replace(str(path), label or name)
+    return record
+
+
+def merge(records: Iterable[dict[str, Any]], sources: dict[str, Any],
+          where: str = "captures") -> dict[str, Any]:
+    """Records (in any order, from any number of workers) -> the field-evidence document
+    (deterministic: sorted, no timestamps). ``where`` names the input in the error raised
+    when no capture could be read."""
     routes = {rid: {"label": r["label"], "column": r.get("column")}
               for rid, r in sources["routes"].items()}
-    entries, errors = [], []
-    files = sorted(p for p in directory.iterdir()
-                   if p.is_file() and p.suffix in CAPTURE_SUFFIXES and p.name.upper() != "SOURCES.MD")
-    for path in files:
-        listed = sources["captures"].get(path.name)
-        route = listed["route"] if listed else _unlisted_route(path.name)
-        routes.setdefault(route, {"label": route, "column": None})
-        source = listed["source"] if listed else path.name
-        try:
-            transcripts = read_path(path)
-        except InputError as e:
-            errors.append(str(e))
-            continue
-        for i, t in enumerate(transcripts):
-            name = path.name if len(transcripts) == 1 else f"{path.name}#{i}"
-            entries.append(_entry(analyze(t), name, route, source, routes[route]["column"]))
+    entries: list[dict[str, Any]] = []
+    errors: list[tuple[str, str]] = []
+    for rec in records:
+        routes.setdefault(rec["route"], {"label": rec["route"], "column": None})
+        entries += rec["entries"]
+        if rec["error"]:
+            errors.append((rec["file"], rec["error"]))
+    errors.sort()
     if not entries:
-        raise FieldError(f"{directory}: no capture could be read"
-                         + (f" ({errors[0]})" if errors else ""))
+        raise FieldError(f"{where}: no capture could be read"
+                         + (f" ({errors[0][1]})" if errors else ""))
     used = {e["route"] for e in entries}
     return {
         "format": FORMAT,
         "note": NOTE,
         "routes": {rid: r for rid, r in sorted(routes.items()) if rid in used},
         "entries": sorted(entries, key=lambda e: (e["route"], e["capture"])),
-        "unreadable": errors,
+        "unreadable": [e for _, e in errors],
     }
+
+
+def analyse_directory(directory: Path, sources: dict[str, Any], jobs: int = 1) -> dict[str, Any]:
+    """Every capture in ``directory`` through ``conformance analyze``'s reader and analyzer,
+    on ``jobs`` processes; returns the field-evidence document."""
+    from functools import partial
+
+    from conformance.parallel import ordered_map
+
+    files = capture_files(directory)
+    records = ordered_map(partial(path_record, sources=sources), files, jobs, total=len(files))
+    return merge(records, sources, str(directory))
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -169,9 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", type=Path, default=SOURCES_FILE,
                         help="capture -> route, column and source URL (YAML)")
     parser.add_argument("--out", type=Path, default=EVIDENCE_FILE)
+    parser.add_argument("-j", "--jobs", type=jobs_arg, default=default_jobs(), metavar="N",
+                        help="processes analysing captures at once (0: every core); the "
+                             "document is that of -j 1")
     args = parser.parse_args(argv)
     try:
-        doc = analyse_directory(args.directory, load_sources(args.sources))
+        doc = analyse_directory(args.directory, load_sources(args.sources), args.jobs)
     except FieldError as e:
         print(f"conformance field: {e}", file=sys.stderr)
         return 2
