@@ -4,9 +4,14 @@
 - ``code``: one call whose arguments are source code (``<``, ``[``, braces, escapes);
 - ``parallel4``: four calls one after the other;
 - ``interleaved4``: four calls whose fragments alternate;
-- ``tiny64``: 64 small calls.
+- ``tiny64``: 64 small calls;
 
-Each shape is the SSE bytes, the chunk dicts and the ``data:`` payload strings.
+and two shapes of many short streams, where the cost per stream and per call decides
+(issue 28): ``tiny64x`` (streams of 64 tiny calls each) and ``agent2`` (the usual agent
+turn: 2 calls of about 40 characters, about 25 events a stream).
+
+Each shape is the SSE bytes, the chunk dicts and the ``data:`` payload strings (of its
+first stream), and ``streams``: every stream's bytes and payloads.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +41,16 @@ class Shape:
     raw: bytes
     chunks: list[dict[str, Any]]
     payloads: list[str]
-    calls: int
+    calls: int  # per stream
+    streams: list[tuple[bytes, list[str]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.streams:
+            self.streams = [(self.raw, self.payloads)]
 
     @property
     def events(self) -> int:
-        return len(self.payloads)
+        return sum(len(p) for _, p in self.streams)
 
 
 def _prose(rng: random.Random, chars: int) -> str:
@@ -52,15 +62,32 @@ def _prose(rng: random.Random, chars: int) -> str:
     return "".join(out)
 
 
-def _shape(name: str, specs: list[CallSpec], interleave: bool, seed: int) -> Shape:
+def _shape(
+    name: str, specs: list[CallSpec], interleave: bool, seed: int, content: str | None = None
+) -> Shape:
     rng = random.Random(seed)
     frames = reference_stream(
-        specs, rng=rng, model="gpt-4o", include_usage=True, interleave=interleave
+        specs, rng=rng, model="gpt-4o", include_usage=True, interleave=interleave, content=content
     )
     chunks = [f for f in frames if isinstance(f, dict)]
     raw = render_sse(frames)
     payloads = [b[6:] for b in raw.decode().split("\n\n") if b.startswith("data: {")]
     return Shape(name, raw, chunks, payloads, len(specs))
+
+
+def _many(
+    name: str, per_stream: int, specs: Any, fragments: int, seed: int, content: str | None = None
+) -> Shape:
+    """Streams of ``specs(rng, n)`` until about ``fragments`` events in all."""
+    rng = random.Random(seed)
+    first = None
+    streams = []
+    for n in range(max(1, fragments // per_stream)):
+        s = _shape(name, specs(rng, n), False, seed * 1000 + n, content)
+        first = first or s
+        streams.append((s.raw, s.payloads))
+    assert first is not None
+    return Shape(name, first.raw, first.chunks, first.payloads, first.calls, streams)
 
 
 def make_shapes(fragments: int = 10_000) -> list[Shape]:
@@ -92,5 +119,20 @@ def make_shapes(fragments: int = 10_000) -> list[Shape]:
             [spec(k, {"q": _prose(rng, chars // 64), "k": k}) for k in range(64)],
             False,
             5,
+        ),
+        _many(
+            "tiny64x",
+            200,
+            lambda rng, n: [spec(k, {"k": k, "q": _prose(rng, 4)[:6]}) for k in range(64)],
+            fragments,
+            6,
+        ),
+        _many(
+            "agent2",
+            25,
+            lambda rng, n: [spec(k, {"path": _prose(rng, 28)[:28].strip()}) for k in range(2)],
+            fragments,
+            7,
+            "Let me look that up for you.",
         ),
     ]

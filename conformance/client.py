@@ -161,7 +161,7 @@ def _nonempty_str(v: Any) -> str | None:
 
 def _parses(text: str) -> bool:
     try:
-        json.loads(text)
+        loads(text)  # json.loads's value and errors, without its Python layer
     except (ValueError, RecursionError):
         return False
     return True
@@ -572,13 +572,14 @@ class ToolCallAccumulator:
                         self._content.append(content)
                         if len(self._content) > JOIN_AFTER:
                             join_tail(self._content)
-                    for k in REASONING_KEYS:
-                        r = delta.get(k)
-                        if isinstance(r, str) and r:
-                            self._reasoning.append(r)
-                            if len(self._reasoning) > JOIN_AFTER:
-                                join_tail(self._reasoning)
-                            break
+                    if not delta.keys().isdisjoint(REASONING_KEYS):  # one C call, not three
+                        for k in REASONING_KEYS:
+                            r = delta.get(k)
+                            if isinstance(r, str) and r:
+                                self._reasoning.append(r)
+                                if len(self._reasoning) > JOIN_AFTER:
+                                    join_tail(self._reasoning)
+                                break
                 if type(tcs) is list or isinstance(tcs, list):
                     by_index = state.by_index
                     for tc in tcs:
@@ -586,14 +587,15 @@ class ToolCallAccumulator:
                         # stream; they do what the general path does for that shape, and
                         # everything else goes there. First a bare argument fragment,
                         # {"index": i, "function": {"arguments": "<fragment>"}}, on an open
-                        # index that is plain (not cumulative, not shared by two calls) and
-                        # no shorter than the fragment (no latch to consider); markup is
-                        # looked for only when it may be there.
+                        # index that is plain (not cumulative, not shared by two calls)
+                        # where the cumulative latch cannot close: the call holds no text
+                        # yet, or no less than the fragment, or text the fragment does not
+                        # start with; markup is looked for only when it may be there.
                         try:  # subscripts, not .get(): this runs for nearly every chunk
                             fn = tc["function"]
                             a = fn["arguments"]
                             idx = tc["index"]
-                            slot = by_index[idx]
+                            slot = by_index.get(idx)  # no KeyError raised for each opener
                         except (KeyError, TypeError, IndexError):
                             slot = None
                         if (
@@ -601,7 +603,12 @@ class ToolCallAccumulator:
                             and type(a) is str
                             and type(idx) is int
                             and slot.plain
-                            and 0 < (n := len(a)) <= slot.length
+                            and (n := len(a))
+                            and (
+                                n <= (held := slot.length)
+                                or not held
+                                or not a.startswith(slot.parts[0])
+                            )
                             and len(tc) == 2
                             and len(fn) == 1
                             and (("<" not in a and "[" not in a) or not CONTROL_MARKUP.search(a))
@@ -688,6 +695,11 @@ class ToolCallAccumulator:
         split over two indices (Q-INDEX-INCONSISTENT-WITHIN-CALL) leave a nameless, id-less
         call holding arguments next to a named call holding none.
         """
+        for s in state.slots:  # nearly every turn: no guess, each call has an id or a name
+            if s.guessed or not (s.name or s.id):
+                break
+        else:
+            return  # nothing below can apply
         raw = {id(s): s.text() for s in state.slots}
         if any(s.guessed and raw[id(s)].strip() and not _parses(raw[id(s)]) for s in state.slots):
             for s in state.slots:
@@ -740,9 +752,14 @@ class ToolCallAccumulator:
             return False
         if len(tc) > 4 or not _OPENER_KEYS.issuperset(tc) or not _FN_KEYS.issuperset(fn):
             return False
-        slot = self._open(state, idx, ev)
-        if slot is None:
-            return True  # past max_calls: not assembled
+        if self._calls_left < 0:  # no bound: state.open, inlined
+            slot = _Slot(len(state.slots), idx, ev)
+            state.slots.append(slot)
+            state.by_index[idx] = state.current = slot
+        else:
+            slot = self._open(state, idx, ev)
+            if slot is None:
+                return True  # past max_calls: not assembled
         slot.id = tid
         state.by_id[tid] = slot
         slot.ids.add(tid)
@@ -909,15 +926,17 @@ class ToolCallAccumulator:
         raw = slot.text()
         if slot.obj is not None and not raw:
             raw = json.dumps(slot.obj, ensure_ascii=False, separators=(",", ":"))
-        call = ToolCall(
+        call = ToolCall(  # positional: a keyword call costs more, and this runs per call
             slot.ordinal,
             slot.id,
             slot.type or "function",
             slot.name,
             raw,
             raw,
-            provider_index=slot.provider_index,
-            extras=dict(slot.extras),
+            False,
+            True,
+            slot.provider_index,
+            dict(slot.extras) if slot.extras else {},
         )
         if not final:
             return call
