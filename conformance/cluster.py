@@ -26,6 +26,7 @@ from conformance.field import (
     EVIDENCE_FILE,
     SOURCES_FILE,
     FieldError,
+    capture_files,
     capture_record,
     dumps,
     load_sources,
@@ -39,7 +40,9 @@ def _is_url(location: str) -> bool:
 
 def capture_names(location: str, storage: dict[str, Any] | None = None) -> list[str]:
     """The capture files directly under a directory or prefix, by name (the local run's
-    order and filter)."""
+    order and filter; a local directory is listed as the local run lists it)."""
+    if not _is_url(location):
+        return [p.name for p in capture_files(Path(location))]
     import fsspec
 
     fs, root = fsspec.core.url_to_fs(location, **(storage or {}))
