@@ -14,9 +14,12 @@ arbitrary bytes. Properties:
   whole, in arbitrary blocks, one byte at a time, or split at any single byte boundary
   (fed through ``conformance.sse.iter_sse(blocks)``).
 
-Each property runs 1,000 examples (``max_examples=1000, deadline=None``).
+Each property runs 1,000 examples (``max_examples=1000, deadline=None``) in CI (``CI`` set,
+as ``.ci/run`` runs) and with ``CONFORMANCE_FUZZ=full``; the developer loop (``python3
+noxw -s tests`` on a workstation) runs a fifth of them, and hypothesis' database replays
+any failing example it found before. The fuzz tests were more than half of that loop.
 
-Files, structure-aware (300 examples each): valid vcrpy and go-vcr (v1, v2) cassettes and
+Files, structure-aware (300 examples each; a fifth in the developer loop): valid vcrpy and go-vcr (v1, v2) cassettes and
 HAR files with nodes replaced by values of another type, deleted or wrapped in a list, and
 SSE files with odd framing, go through ``read_path`` and ``analyze``: a result or one
 ``InputError`` line naming the file, never another exception.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import string
 from typing import Any
 
@@ -37,7 +41,8 @@ from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_
 from conformance.sse import iter_sse
 from conformance.transcript import Transcript
 
-FUZZ = settings(max_examples=1000, deadline=None,
+DEPTH = 1.0 if os.environ.get("CI") or os.environ.get("CONFORMANCE_FUZZ") == "full" else 0.2
+FUZZ = settings(max_examples=int(1000 * DEPTH), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
 VERDICTS = {"conforms", "quirk", "fails", "error"}
@@ -436,7 +441,7 @@ def test_error_reason_is_one_line(status: int, raw: bytes) -> None:
 # mutated where their structure is: a field of the wrong type, a missing key, a list
 # where a mapping belongs.
 
-FILES = settings(max_examples=300, deadline=None,
+FILES = settings(max_examples=int(300 * DEPTH), deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.filter_too_much])
 GO_VCR = __import__("pathlib").Path(__file__).parent / "data" / "go-vcr"
