@@ -72,3 +72,18 @@ def test_real_captures_and_committed_sources(client, tmp_path: Path) -> None:
 def test_not_a_directory(client, tmp_path: Path) -> None:
     with pytest.raises(field.FieldError, match="not a directory of captures"):
         cluster.analyse(client, str(tmp_path / "absent"), SOURCES)
+
+
+def test_command_against_a_running_scheduler(client, tmp_path: Path, capsys) -> None:
+    corpus.write(tmp_path / "logs", 30)
+    sources = tmp_path / "sources.yaml"
+    sources.write_text("routes:\n  gateway: {label: A gateway}\ncaptures: {}\n")
+    out = tmp_path / "evidence.json"
+    argv = [str(tmp_path / "logs"), "--scheduler", client.scheduler.address,
+            "--sources", str(sources), "--out", str(out)]
+    assert cluster.main(argv) == 0
+    local = field.analyse_directory(tmp_path / "logs", field.load_sources(sources), jobs=1)
+    assert out.read_text("utf-8") == field.dumps(local)
+    assert ": 30 captures, " in capsys.readouterr().out
+    assert cluster.main([str(tmp_path / "absent"), "--scheduler", client.scheduler.address,
+                         "--sources", str(sources), "--out", str(out)]) == 2
