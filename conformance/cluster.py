@@ -43,7 +43,7 @@ def capture_names(location: str, storage: dict[str, Any] | None = None) -> list[
     order and filter; a local directory is listed as the local run lists it)."""
     if not _is_url(location):
         return [p.name for p in capture_files(Path(location))]
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
     fs, root = fsspec.core.url_to_fs(location, **(storage or {}))
     if not fs.isdir(root):
@@ -72,7 +72,7 @@ def records_of_batch(
     location: str, names: list[str], sources: dict[str, Any], storage: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """A worker's task: read each capture's bytes where it lies, and its record."""
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
     fs, root = fsspec.core.url_to_fs(location, **(storage or {}))
     out = []
