@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from conformance import registry
+
 Chunk: TypeAlias = dict[str, Any]
 
 
@@ -1273,6 +1275,8 @@ VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event,
                                  "reasoning-first": reasoning_first,
                                  "thought-signature": thought_signature}
 TRANSFORMS: dict[str, Mutation] = {**MUTATIONS, **VARIANTS}
+# MUTATIONS is keyed by registry ids (one transform per id; an unknown key is a did-you-mean).
+registry.check_ids(MUTATIONS, "mutations.MUTATIONS")
 
 
 def mutation_rng(seed: int | str, quirk: str) -> random.Random:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.client import JOIN_AFTER, ToolCallAccumulator, Turn, join_tail
+from conformance.enums import Strategy
 
 
 class NaiveAccumulator:
@@ -135,4 +136,4 @@ class RobustStrategy:
         ]
 
 
-STRATEGIES = ("naive", "guarded", "robust")
+STRATEGIES = tuple(Strategy)

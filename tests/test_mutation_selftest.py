@@ -5,7 +5,7 @@
 (one call, two parallel calls, two interleaved calls, a parameterless call) and a few
 seeds, every mutation must be reported, and nothing else but
 
-- the coarser ids the injected one implies (``rules.IMPLIES``),
+- the coarser ids the injected one implies (the registry's ``implies``),
 - the base stream's own reference behaviour (Q-USAGE-EMPTY-CHOICES, INFO),
 - the extras listed in ``ALSO`` below, each with the reason it is inherent;
 
@@ -26,7 +26,7 @@ from test_detectors import reportable_quirks
 
 from conformance.analysis import CaptureResult, analyze_bytes
 from conformance.mutations import MUTATIONS, CallSpec, reference_stream, render_sse
-from conformance.rules import IMPLIES, UNRECOVERABLE
+from conformance import registry
 
 WEATHER = CallSpec(
     "call_W1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Zürich", "unit": "celsius"}'
@@ -138,7 +138,7 @@ NOT_APPLICABLE: dict[tuple[str, str], tuple[str | None, str]] = {
 
 # How the robust strategy fares, per the catalogue's workaround for the quirk.
 ERROR = {"Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK"}  # discard the partial calls
-UNRECOVERABLE_MUTATIONS = UNRECOVERABLE | {
+UNRECOVERABLE_MUTATIONS = registry.unrecoverable() | {
     # variant b: "not recoverable from the envelope"
     "Q-INDEX-REUSED-ACROSS-CALLS",
 }
@@ -236,7 +236,7 @@ def test_injected_quirk_is_reported_exactly(shape, quirk, seed):
     assert quirk in got
     allowed = (
         {quirk, "Q-USAGE-EMPTY-CHOICES"}
-        | IMPLIES.get(quirk, frozenset())
+        | registry.implied(quirk)
         | set(ALSO.get(quirk, {}))
         | set(ALSO_BY_SHAPE.get((shape, quirk), {}))
     )

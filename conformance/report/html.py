@@ -557,9 +557,9 @@ def _list_table(doc: Doc, ids: list[str], section: str) -> str:
 
 
 def _implied(quirks: list[str]) -> set[str]:
-    from conformance.rules import IMPLIES
+    from conformance import registry
 
-    return {c for q in quirks for c in IMPLIES.get(q, ())}
+    return {c for q in quirks for c in registry.implied(q)}
 
 
 def _advice(doc: Doc, ids: list[str]) -> str:

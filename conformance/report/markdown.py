@@ -274,9 +274,9 @@ def _profiles(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
 
 
 def _implied(quirks: list[str]) -> set[str]:
-    from conformance.rules import IMPLIES
+    from conformance import registry
 
-    return {c for q in quirks for c in IMPLIES.get(q, ())}
+    return {c for q in quirks for c in registry.implied(q)}
 
 
 def field_mark(entries: list[dict[str, Any]]) -> str:

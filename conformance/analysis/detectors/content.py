@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import REASONING_FIELDS, _excerpt, _nonempty
 from conformance.client import Turn
+from conformance.registry import detector
 from conformance.rules import MUST
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ TOOL_MARKUP = re.compile(
 )
 
 
+@detector("choice", reports=("Q-REASONING-SAME-DELTA", "Q-REASONING-LEAK-AT-FINISH",))
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
@@ -57,6 +59,14 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             )
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-TOOLCALL-AS-TEXT",
+        "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
+        "Q-TOOLCALLS-MISSING-IN-STREAM",
+    ),
+)
 def detect_calls_outside_tool_calls(a: Analyzer) -> None:
     """Q-TOOLCALL-AS-TEXT, Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM."""
     calls = a.robust.turn().calls
@@ -97,6 +107,7 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
         )
 
 
+@detector("end", reports=("Q-REQUIRED-NOT-ENFORCED",))
 def detect_required_not_enforced(a: Analyzer) -> None:
     """Q-REQUIRED-NOT-ENFORCED: `tool_choice: "required"`, and the model wrote prose before
     its first call (SHOULD) or instead of any call (MUST, R-TOOL-CHOICE). llama.cpp's
@@ -121,6 +132,7 @@ def detect_required_not_enforced(a: Analyzer) -> None:
 _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
 
 
+@detector("part", reports=("Q-ARGS-SERVER-PARSER-CORRUPTION",))
 def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
     """Q-ARGS-SERVER-PARSER-CORRUPTION rather than the neutral Q-ARGS-INVALID-JSON (the robust
     client's note for unrepairable arguments): why an invalid call is the server parser's
