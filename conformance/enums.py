@@ -20,7 +20,7 @@ class _Ranked(StrEnum):
         return list(type(self)).index(self)
 
     @classmethod
-    def parse(cls, value: object, what: str) -> Self:
+    def parse(cls, value: str, what: str) -> Self:
         """The member spelled ``value``; else a one-line error naming the valid values."""
         try:
             return cls(value)

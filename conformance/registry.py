@@ -173,7 +173,7 @@ def implied(qid: str) -> frozenset[str]:
 class Reporter:
     """A function that reports quirk ids, and the hook it runs on."""
 
-    name: str  # the function's name
+    name: str  # the function's qualified name (Class.method for a method)
     module: str
     hook: str
     reports: tuple[str, ...]
@@ -189,7 +189,7 @@ def _register(hook: str, reports: Iterable[str], fn: Callable[..., Any]) -> None
         raise ValueError(f"{fn.__qualname__}: hook {hook!r} is not one of {', '.join(HOOKS)}")
     ids = tuple(reports)
     check_ids(ids, f"{fn.__module__}.{fn.__qualname__}")
-    _REPORTERS.append(Reporter(fn.__name__, fn.__module__, hook, ids, fn))
+    _REPORTERS.append(Reporter(fn.__qualname__, fn.__module__, hook, ids, fn))
 
 
 def detector(hook: str, *, reports: Iterable[str] = ()) -> Callable[[F], F]:

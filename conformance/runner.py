@@ -18,7 +18,7 @@ import httpx
 from conformance import registry, secrets
 from conformance.analysis import CaptureResult, analyze
 from conformance.client import RoundTripPolicy, TextCutError, tool_result_messages
-from conformance.enums import Level
+from conformance.enums import Level, Verdict
 from conformance.providers import Provider
 from conformance.registry import detector
 from conformance.rules import MUST, RULES, quirk_level
@@ -274,14 +274,14 @@ class CellRunner:
                 rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
                     provider, scenario, body, r1, client, url, limits, retry, rng)
             except TextCutError as e:  # the analysis kept only the first TEXT_KEPT characters
-                verdict, reason = "error", f"round trip: not sent: {e}"
+                verdict, reason = Verdict.ERROR, f"round trip: not sent: {e}"
             else:
                 findings += rt_findings
                 evidence += rt_evidence
                 retries += rt_retries
                 exchanges += 1 + len(rt_retries)
                 if rt_error:
-                    verdict, reason = "error", "round trip: " + rt_error
+                    verdict, reason = Verdict.ERROR, "round trip: " + rt_error
         elif scenario.roundtrip and verdict != "error" and not_elicited is None:
             not_elicited = "not elicited: no tool call to send back"
         if verdict != "error":

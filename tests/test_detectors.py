@@ -14,7 +14,6 @@ applicable".
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ from typing import Any
 import pytest
 import streams as S
 
-from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_chunks
 from conformance import registry
-from conformance.rules import INFO, RULES, quirk_catalogue, quirk_level
+from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_chunks
+from conformance.rules import INFO, RULES, quirk_level
 from conformance.sse import parse_sse_bytes
 from conformance.transcript import Transcript
 
