@@ -126,6 +126,7 @@ class Analyzer:
         self.content: list[str] = []  # the first CONTENT_KEPT characters, for group H
         self.content_chars = 0
         self.first_markup_event: int | None = None
+        self.content_tail = ""  # the last content characters, for a marker split in two
         self.chunk_ordinal = 0
         self.error_seen = False
         self.first_index: dict[int, tuple[int, int, str]] = {}  # key -> (index, event, ptr)
