@@ -624,6 +624,8 @@ class ToolCallAccumulator:
                             continue
                         if isinstance(tc, dict):
                             self._apply_tool_delta(state, tc, ev)
+                elif type(tcs) is dict:
+                    self._read_object_calls(state, tcs, ev)
             fr = choice.get("finish_reason")
             if fr is None and "finishReason" not in choice:
                 continue
@@ -631,6 +633,13 @@ class ToolCallAccumulator:
                 fr = choice.get("finishReason")
             if isinstance(fr, str) and fr:
                 self._finish = fr  # the last non-null, non-empty value
+
+    @works_around("Q-TOOLCALLS-NOT-ARRAY")
+    def _read_object_calls(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
+        """``delta.tool_calls`` sent as one object: the call it carries, as if in an array
+        (a stream that carries a call never reads as a call-free one)."""
+        self._note("Q-TOOLCALLS-NOT-ARRAY", ev, "tool_calls sent as an object; read as [object]")
+        self._apply_tool_delta(state, tc, ev)
 
     def compact(self) -> None:
         """Join what is kept so far (content, reasoning, each call's fragments) into one

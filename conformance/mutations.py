@@ -562,6 +562,16 @@ def toolcalls_empty_array(frames, rng):
 
 
 @_mutation
+def toolcalls_not_array(frames, rng):
+    """Q-TOOLCALLS-NOT-ARRAY: each one-call ``tool_calls`` array sent as the bare object."""
+    for frame in frames:
+        delta = _delta(frame)
+        tcs = delta.get("tool_calls") if delta else None
+        if isinstance(tcs, list) and len(tcs) == 1:
+            delta["tool_calls"] = tcs[0]
+
+
+@_mutation
 def empty_delta_chunks(frames, rng):
     """Q-EMPTY-DELTA-CHUNKS: a run of ``"delta":{}`` chunks before the tool call (xAI)."""
     at = _first_chunk(frames) + 1
@@ -1193,6 +1203,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-CHUNK-ID-UNSTABLE": chunk_id_unstable,
     "Q-EXTRA-FIELDS": extra_fields,
     "Q-TOOLCALLS-EMPTY-ARRAY": toolcalls_empty_array,
+    "Q-TOOLCALLS-NOT-ARRAY": toolcalls_not_array,
     "Q-EMPTY-DELTA-CHUNKS": empty_delta_chunks,
     "Q-INDEX-ABSENT": index_absent,
     "Q-INDEX-ABSENT-WHOLE-CALL": index_absent_whole_call,

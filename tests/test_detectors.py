@@ -90,6 +90,12 @@ def tc(k: int = 0, field: str = "") -> str:
 
 REQUIRED = {"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "tool_choice": "required"}
 ROUNDTRIP = dict(request=S.ROUNDTRIP_REQUEST, status=400, headers=JSON_HEADERS)
+TOOLCALLS_NOT_ARRAY = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_weather","arguments":""}}},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
 WHOLE = "Q-ARGS-WHOLE-IN-ONE-DELTA"  # INFO: a stream written with one delta per call
 
 _CASES: dict[str, tuple] = {
@@ -252,6 +258,8 @@ _CASES: dict[str, tuple] = {
                  "x-conformance-connection-retry": "the server dropped the kept-alive "
                  "connection between two requests; sent again on a new connection"}),
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
+    "Q-TOOLCALLS-NOT-ARRAY": case(
+        TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"),
     "Q-STREAM-STALLS": case(
         S.REFERENCE_SINGLE_SSE[:400], event=None, verdict="error",
         transport_error="stalled: no byte for 30 s (limits.idle_timeout)",

@@ -47,8 +47,10 @@ def text_stream(*pieces: str, finish: str = "stop") -> list[dict[str, Any]]:
 # tokenizer splits it (the marker itself cut in two where it is long enough).
 FAMILIES = {
     "gpt-oss harmony": (
-        "<|chan", "nel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
-        '{"city":"Paris"}', "<|call|>",
+        "<|chan",
+        "nel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+        '{"city":"Paris"}',
+        "<|call|>",
     ),
     "Llama python_tag": ("<|python", '_tag|>get_weather.call(city="Paris")'),
     "Mistral [TOOL_CALLS]": ("[TOOL_", 'CALLS]get_weather[ARGS]{"city": "Paris"}'),
@@ -57,7 +59,8 @@ FAMILIES = {
         '<|tool_call_argument_begin|>{"city":"Paris"}<|tool_call_end|>',
     ),
     "Qwen3-Coder XML": (
-        "<tool_call>\n<func", "tion=get_weather>\n<parameter=city>\nParis\n</parameter>\n",
+        "<tool_call>\n<func",
+        "tion=get_weather>\n<parameter=city>\nParis\n</parameter>\n",
         "</function>\n</tool_call>",
     ),
     "GLM arg_key": ("get_weather\n<arg_", "key>city</arg_key>\n<arg_value>Paris</arg_value>"),
@@ -94,11 +97,61 @@ def test_markup_needs_content_to_apply() -> None:
     """Not applicable: a stream of structured calls without content text shows no markup."""
     calls = [
         chunk({"role": "assistant", "content": None}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                               "function": {"name": "get_weather", "arguments": ""}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": ""},
+                    }
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Paris"}'}}]}),
         chunk({}, "tool_calls"),
     ]
     r = analyze_chunks(calls, request=REQUEST)
     assert not {"Q-TOOLCALL-AS-TEXT", "Q-TOOLCALL-DUPLICATED-IN-CONTENT"} & set(r.quirks)
     assert accumulate(calls).calls[0].name == "get_weather"
+
+
+def _object_calls() -> list[dict[str, Any]]:
+    opener = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
+    return [
+        chunk({"role": "assistant", "content": None}),
+        chunk({"tool_calls": opener}),
+        chunk({"tool_calls": {"index": 0, "function": {"arguments": '{"city":"Paris"}'}}}),
+        chunk({}, "tool_calls"),
+    ]
+
+
+def test_tool_calls_as_one_object_are_read_as_calls_and_flagged() -> None:
+    """Once graded a call-free stream with the robust client ok: never again."""
+    r = analyze_chunks(_object_calls(), request=REQUEST)
+    assert "Q-TOOLCALLS-NOT-ARRAY" in r.quirks
+    assert [(c["name"], c["arguments"]) for c in r.tool_calls["robust"]] == [
+        ("get_weather", '{"city":"Paris"}')
+    ]
+    assert r.impact["robust"].status == "ok" and r.verdict == "quirk"
+    assert r.impact["naive"].status != "ok"
+    assert "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS" not in r.quirks
+    turn = accumulate(_object_calls())
+    assert turn.calls[0].name == "get_weather"
+    assert "Q-TOOLCALLS-NOT-ARRAY" in turn.quirks
+
+
+def test_tool_calls_as_an_array_are_not_flagged() -> None:
+    calls = _object_calls()
+    for c in calls:
+        d = c["choices"][0]["delta"]
+        if isinstance(d.get("tool_calls"), dict):
+            d["tool_calls"] = [d["tool_calls"]]
+    r = analyze_chunks(calls, request=REQUEST)
+    assert "Q-TOOLCALLS-NOT-ARRAY" not in r.quirks and r.verdict == "conforms"

@@ -279,6 +279,11 @@ class Analyzer:
                 if isinstance(tc, dict):
                     self.any_tool_delta = True
                     self.feed_tool_delta(tc, key, f"{ptr}/delta/tool_calls/{k}", n, len(tcs))
+        elif isinstance(tcs, dict):  # Q-TOOLCALLS-NOT-ARRAY: the one delta it carries
+            ci = choice.get("index")
+            key = ci if (self.n > 1 and isinstance(ci, int)) else 0
+            self.any_tool_delta = True
+            self.feed_tool_delta(tcs, key, f"{ptr}/delta/tool_calls", n, 1)
 
     def feed_tool_delta(
         self, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int

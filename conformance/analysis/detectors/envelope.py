@@ -2,7 +2,7 @@
 
 Q-SSE-ERROR-ENVELOPE, Q-SSE-ERROR-IN-CHUNK, Q-USAGE-EMPTY-CHOICES, Q-AZURE-PROMPT-FILTER-CHUNK,
 Q-EMPTY-DELTA-CHUNKS, Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT,
-Q-EXTRA-FIELDS, Q-AZURE-CHOICE-WITHOUT-DELTA, Q-TOOLCALLS-EMPTY-ARRAY.
+Q-EXTRA-FIELDS, Q-AZURE-CHOICE-WITHOUT-DELTA, Q-TOOLCALLS-EMPTY-ARRAY, Q-TOOLCALLS-NOT-ARRAY.
 """
 
 from __future__ import annotations
@@ -211,6 +211,21 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     if not carries and choice.get("finish_reason") in (None, "") and "finishReason" not in choice:
         if not (delta.get("role") and a.chunk_ordinal == 0):
             _empty_delta(a, n)
+
+
+@detector("choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
+def detect_tool_calls_object(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
+    """Q-TOOLCALLS-NOT-ARRAY: `delta.tool_calls` is one object, not an array (the analyzer
+    and the robust client read it as the one call it carries)."""
+    delta = choice.get("delta")
+    if isinstance(delta, dict) and isinstance(delta.get("tool_calls"), dict):
+        a.find(
+            "Q-TOOLCALLS-NOT-ARRAY",
+            "`tool_calls` is an object, not an array",
+            event=n,
+            pointer=ptr + "/delta/tool_calls",
+            excerpt=delta["tool_calls"],
+        )
 
 
 def _extra(a: Analyzer, name: str, n: int) -> None:
