@@ -41,7 +41,8 @@ def test_quirks_doc_has_every_quirk_with_its_detector() -> None:
 def test_quirks_doc_entry_from_hand_written_data() -> None:
     cat = {"Q-DEMO-ONE": {"title": "a demo | quirk", "group": "D", "group_title": "id",
                           "breaks": "clients", "workaround": "keep it", "sources": "a#1",
-                          "providers": "", "reference_behaviour": True}}
+                          "providers": "", "reference_behaviour": True,
+                          "level": "SHOULD"}}
     text = render_quirks_doc(cat, found={"Q-DEMO-ONE": ["detect_demo"]}, seen={})
     assert "| [Q-DEMO-ONE](#q-demo-one) | a demo \\| quirk | SHOULD |" in text
     assert "## D. id\n\n### Q-DEMO-ONE\n\n**a demo | quirk** · level SHOULD · reference" in text

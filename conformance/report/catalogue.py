@@ -83,12 +83,17 @@ def render_quirks_doc(catalogue: dict[str, dict[str, Any]] | None = None,
     order = sorted(groups)
     for g in order:
         for q in groups[g]:
-            lines.append(f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {quirk_level(q)} |")
+            lines.append(f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {_level(q, cat[q])} |")
     for g in order:
         lines += ["", f"## {g}. {titles[g]}".rstrip(". ")]
         for q in groups[g]:
             lines += _entry(q, cat[q], found.get(q, []), seen.get(q, []))
     return "\n".join(lines) + "\n"
+
+
+def _level(q: str, e: dict[str, Any]) -> str:
+    """The entry's own level (hand-written catalogues), else the registry's: never a default."""
+    return str(e.get("level") or quirk_level(q))
 
 
 def _cell(text: str) -> str:
@@ -97,7 +102,7 @@ def _cell(text: str) -> str:
 
 def _entry(q: str, e: dict[str, Any], funcs: list[str], routes: list[str]) -> list[str]:
     ref = " · reference behaviour (OpenAI does this)" if e.get("reference_behaviour") else ""
-    out = ["", f"### {q}", "", f"**{_one_line(e['title'])}** · level {quirk_level(q)}{ref}", ""]
+    out = ["", f"### {q}", "", f"**{_one_line(e['title'])}** · level {_level(q, e)}{ref}", ""]
     for key, label in (("breaks", "What breaks"), ("workaround", "Workaround"),
                        ("providers", "Seen with"), ("sources", "Sources")):
         if e.get(key):
