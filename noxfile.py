@@ -162,10 +162,15 @@ def diff(session: nox.Session) -> None:
                 f"{out}/quirks-matrix.json", *session.posargs, external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.install("-q", "ruff")
-    session.run("ruff", "check", "conformance", "tests", "benchmarks", "noxfile.py")
+    """ruff check, ruff format --check and mypy (pinned in pyproject's dev extra, so CI and a
+    developer format alike): run by .ci/run before the tests."""
+    _install(session)
+    paths = ("conformance", "tests", "benchmarks", "tools", "noxfile.py")
+    session.run(_bin(session, "ruff"), "check", *paths, external=True)
+    session.run(_bin(session, "ruff"), "format", "--check", *paths, external=True)
+    session.run(_bin(session, "mypy"), "conformance", external=True)
 
 
 def _lane(session: nox.Session, lane: str, provider: str) -> None:
