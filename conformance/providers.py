@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import jsonschema
 import yaml
 
-from conformance import secrets
+from conformance import safeyaml, secrets
 from conformance.client import RoundTripPolicy
 
 
@@ -230,8 +230,10 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
     return parts, secrets.one_line(err.message, 120)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicated keys (a second entry would silently win)."""
+class _Loader(safeyaml.PyLoader):
+    """The checked safe loader (no Python tags, aliases bounded: ``extra_body`` is sent
+    as JSON, so an alias bomb there would grow without bound) that also refuses
+    duplicated keys (a second entry would silently win)."""
 
 
 def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -298,13 +300,14 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
     if p.is_dir():
         raise ConfigError(f"{p}: is a directory, not a providers file")
     try:
-        data = yaml.load(p.read_text("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
+        data = safeyaml.load(p.read_text("utf-8"), _Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{p}:{line} not valid YAML ({secrets.one_line(problem, 120)})") \
-            from None
+        problem = secrets.one_line(getattr(e, "problem", None) or str(e).splitlines()[0], 120)
+        if isinstance(e, safeyaml.Refused):
+            raise ConfigError(f"{p}:{line} {problem}") from None
+        raise ConfigError(f"{p}:{line} not valid YAML ({problem})") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not UTF-8 text") from None
     if not isinstance(data, dict):

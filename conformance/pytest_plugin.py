@@ -266,6 +266,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     report = yield
     if item.get_closest_marker("conformance_scenario") is not None:
         report.nodeid = f"{CELL_MODULE}::{item.name}"
+        from conformance.readers import CassetteRefused
+        if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
+            report.longrepr = str(call.excinfo.value)  # one line, no traceback
     return report
 
 
@@ -464,6 +467,8 @@ __all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "no
 
 @pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
-    """Cassettes are written atomically, after a last redaction pass."""
-    from conformance.cassettes import AtomicPersister
+    """Cassettes are written atomically, after a last redaction pass, and read safe and
+    bounded (never with PyYAML's full loader: a cassette must not run code)."""
+    from conformance.cassettes import AtomicPersister, SafeYaml
+    vcr.register_serializer("yaml", SafeYaml)
     vcr.register_persister(AtomicPersister)

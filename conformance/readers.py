@@ -28,11 +28,12 @@ BLOCK = 1 << 16
 
 
 def __getattr__(name: str) -> Any:
-    """``YamlLoader`` on demand: yaml is imported only when cassettes are read."""
+    """``YamlLoader`` on demand: yaml is imported only when cassettes are read. It is
+    ``safeyaml.Loader``: safe (no Python tags) and bounded (aliases), libyaml's parser."""
     if name == "YamlLoader":
-        import yaml
+        from conformance.safeyaml import Loader
 
-        return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C: faster on large cassettes
+        return Loader
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -198,19 +199,44 @@ def _flat_headers(h: Any) -> dict[str, str]:
 
 
 def load_cassette(path: Path) -> dict[str, Any]:
-    import yaml  # here, not at the top: only cassettes need it (start-up of `analyze`)
-
-    loader = __getattr__("YamlLoader")
-    try:
-        data = load_yaml(path, lambda text: yaml.load(text, Loader=loader))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(str(path), f"not valid YAML ({reason})", line) from None
+    """A cassette's document, safe and bounded (``safeyaml``): the one YAML load of
+    ``analyze``, the replay's persister, the client matrix and the replay server."""
+    data = load_yaml(path, lambda text: safe_yaml(text, str(path)))
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(str(path), "a YAML file without an `interactions` list (not a cassette)")
     return data
+
+
+class YamlRefused(InputError):
+    """Valid YAML refused (a Python tag, an alias bomb): never to be skipped silently."""
+
+
+class CassetteRefused(InputError):
+    """A cassette the replay will not load (a Python tag, an alias bomb, invalid YAML);
+    str() is one line. Not vcrpy's ``CassetteDecodeError``, which vcrpy takes for "no
+    cassette" (a refused file would then be recorded over)."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)
+        self.source, self.line, self.reason = "", None, message
+
+
+def safe_yaml(text: bytes | str, source: str) -> Any:
+    """``safeyaml.load(text)``; a YAML error or a refusal (a Python tag, an alias bomb) is
+    an ``InputError`` naming ``source`` and the line."""
+    import yaml  # here, not at the top: only cassettes need it (start-up of `analyze`)
+
+    from conformance import safeyaml
+
+    try:
+        return safeyaml.load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = _one_line(Exception(getattr(e, "problem", None) or str(e).splitlines()[0]))
+        if isinstance(e, safeyaml.Refused):
+            raise YamlRefused(source, reason, line) from None
+        raise InputError(source, f"not valid YAML ({reason})", line) from None
 
 
 LINE = 1 << 16  # a line longer than this is not read whole when it holds a body
