@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.textsafe import terminal, terminal_lines
 from conformance.transcript import InputError
 
 SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
@@ -49,24 +50,30 @@ def _analyze_paths(paths: list[str], stdin: Path | None = None) -> tuple[list[An
     return results, errors
 
 
+def _out(line: str) -> None:
+    """One line of the summary: what the wire or the file put in it is escaped
+    (``textsafe.terminal``: no ESC, OSC 52 or lone surrogate reaches the terminal)."""
+    print(terminal(line))
+
+
 def _print_summary(r: Any) -> None:
-    print(
+    _out(
         f"{SYMBOL.get(r.verdict, '·')} {r.source}: {r.verdict}"
         + (f" ({r.error})" if r.error else "")
     )
     if r.quirks:
-        print("  quirks: " + ", ".join(r.quirks))
+        _out("  quirks: " + ", ".join(r.quirks))
     for f in r.findings:
         where = f"event {f.event}" if f.event is not None else "stream"
         ptr = f" {f.pointer}" if f.pointer else ""
         more = f" (x{f.count})" if f.count > 1 else ""
-        print(
+        _out(
             f"  [{f.level}] {f.rule}{' ' + f.quirk if f.quirk and f.quirk != f.rule else ''}"
             f" @ {where}{ptr}: {f.message}{more}"
         )
     for c in r.tool_calls["robust"]:
-        print(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
-    print(
+        _out(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
+    _out(
         "  client impact: "
         + ", ".join(
             f"{k} {v.status}" + (f" ({v.detail})" if v.detail and v.status != "ok" else "")
@@ -98,14 +105,16 @@ def _analyze(args: argparse.Namespace, stdin: Path | None) -> int:
 
         write_field_report(results, Path(args.report))
     if args.json:
-        print(
+        # The JSON's own line ends kept; any control character, surrogate or bidi
+        # override inside its strings shown as the \uXXXX escape (the same document).
+        print(terminal_lines(
             json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False, indent=1)
-        )
+        ))
     else:
         for r in results:
             _print_summary(r)
     for e in errors:
-        print(f"conformance: {e}", file=sys.stderr)
+        print(terminal(f"conformance: {e}"), file=sys.stderr)
     return 2 if errors else 0
 
 
@@ -177,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     from conformance.run import add_run_parser
     add_run_parser(sub, _Help).set_defaults(func=cmd_run)
 
+    from conformance.textsafe import install_log_escaping
+    install_log_escaping()
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.cmd == "run":  # a usage error of `run` is a configuration error: 4

@@ -42,6 +42,7 @@ from conformance.providers import (
     select,
 )
 from conformance.scenarios import SCENARIOS, Scenario
+from conformance.textsafe import terminal
 
 EXIT_NOTHING_TESTED = 5  # == pytest.ExitCode.NO_TESTS_COLLECTED: "nothing was tested"
 # Verdicts of a cell that tested what its scenario tests; the others (unsupported, not
@@ -199,6 +200,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
     if not active(config):
         return
+    from conformance.textsafe import install_log_escaping
+    install_log_escaping()  # log lines quote the wire (httpx: the reason phrase)
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
     if config.getoption("base_url", None) and not _given(config, "--record-mode"):
@@ -268,7 +271,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
         report.nodeid = f"{CELL_MODULE}::{item.name}"
         from conformance.readers import CassetteRefused
         if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
-            report.longrepr = str(call.excinfo.value)  # one line, no traceback
+            report.longrepr = terminal(call.excinfo.value)  # one line, no traceback
     return report
 
 
@@ -382,7 +385,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             render_session_matrix(cfg)
         except Exception as e:  # never lose the run's output to a traceback here
             session.config.get_terminal_writer().line(
-                f"conformance: matrix not written: {secrets.redact(str(e)).splitlines()[0]}",
+                terminal("conformance: matrix not written: "
+                         + secrets.redact(str(e)).splitlines()[0]),
                 red=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
@@ -422,7 +426,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             f"{n_not} not tested")
     for why, nodes in sorted(summary.not_tested.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
-        tw.line(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]")
+        tw.line(terminal(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]"))
     if summary.nothing_tested:
         tw.line(f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
                 "not 0 (see the reasons above)", red=True, bold=True)
