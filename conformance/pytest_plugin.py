@@ -215,6 +215,10 @@ def pytest_configure(config: pytest.Config) -> None:
             "--providers FILE (no providers.yaml in this directory)")
     cfg.selected()
     cfg.scenarios()
+    from conformance.providers import output_dir_problem
+    problem = output_dir_problem("--report-dir", cfg.report_dir)
+    if problem and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(problem)
 
 
 def suite(config: pytest.Config) -> SuiteConfig:

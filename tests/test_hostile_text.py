@@ -229,10 +229,12 @@ def test_analyze_prints_tool_names_and_errors_escaped(tmp_path: Path) -> None:
     assert r.returncode == 2 and b"\x1b" not in r.stderr
 
 
-def test_report_diff_prints_reasons_escaped(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_reports_hold_no_raw_control_and_the_diff_prints_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """C1 controls (U+009B is CSI on many terminals) and DEL are not escaped by JSON:
+    ``cat quirks-matrix.json`` must not act on a terminal either."""
     path = tmp_path / "c.sse"
-    path.write_bytes(call_stream(name=f"x{OSC52}"))
+    path.write_bytes(call_stream(name=f"x{OSC52}\x9b2J\x7f"))
     assert main(["analyze", "--report", str(tmp_path / "a"), str(path)]) == 0
     doc = json.loads((tmp_path / "a" / "quirks-matrix.json").read_text("utf-8"))
     doc["cells"][0]["verdict"], doc["cells"][0]["reason"] = "error", f"boom {ESC_TITLE}"
@@ -244,4 +246,7 @@ def test_report_diff_prints_reasons_escaped(tmp_path: Path,
     out = capsys.readouterr().out
     assert "\x1b" not in out
     for p in files_under(tmp_path / "a"):
-        assert "\x1b" not in p.read_text("utf-8"), p
+        text = p.read_text("utf-8")
+        assert "\x1b" not in text and "\x9b" not in text and "\x7f" not in text, p
+    doc = json.loads((tmp_path / "a" / "quirks-matrix.json").read_text("utf-8"))
+    assert doc["cells"][0]["tool_calls"]["robust"][0]["name"] == f"x{OSC52}\x9b2J\x7f"
