@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.textsafe import terminal, terminal_lines
 from conformance.transcript import InputError
 
 SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
@@ -29,44 +27,50 @@ SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
 STDIN = "<stdin>"
 
 
-def _analyze_paths(paths: list[str], stdin: Path | None = None) -> tuple[list[Any], list[str]]:
+def _analyze_paths(paths: list[str]) -> tuple[list[Any], list[str]]:
+    """Each input read once (``-`` is standard input; a pipe or FIFO is copied once,
+    bounded, by ``readers.read_stream``), then analysed."""
     from conformance.analysis import analyze
-    from conformance.readers import read_path
+    from conformance.readers import read_path, read_stream
 
     results, errors = [], []
     for p in paths:
         try:
-            for t in read_path(stdin if p == "-" and stdin else p):
-                if p == "-":
-                    t.source = t.source.replace(str(stdin), STDIN)
+            for t in read_stream(sys.stdin.buffer, STDIN) if p == "-" else read_path(p):
                 r = analyze(t)
                 r.transcript = t  # type: ignore[attr-defined]  # for the report's evidence
                 results.append(r)
         except InputError as e:
-            errors.append(str(e).replace(str(stdin), STDIN) if stdin else str(e))
+            errors.append(str(e))
         except (OSError, MemoryError, RecursionError) as e:
             errors.append(f"{p}: cannot be read ({type(e).__name__}: {e})")
     return results, errors
 
 
+def _out(line: str) -> None:
+    """One line of the summary: what the wire or the file put in it is escaped
+    (``textsafe.terminal``: no ESC, OSC 52 or lone surrogate reaches the terminal)."""
+    print(terminal(line))
+
+
 def _print_summary(r: Any) -> None:
-    print(
+    _out(
         f"{SYMBOL.get(r.verdict, '·')} {r.source}: {r.verdict}"
         + (f" ({r.error})" if r.error else "")
     )
     if r.quirks:
-        print("  quirks: " + ", ".join(r.quirks))
+        _out("  quirks: " + ", ".join(r.quirks))
     for f in r.findings:
         where = f"event {f.event}" if f.event is not None else "stream"
         ptr = f" {f.pointer}" if f.pointer else ""
         more = f" (x{f.count})" if f.count > 1 else ""
-        print(
+        _out(
             f"  [{f.level}] {f.rule}{' ' + f.quirk if f.quirk and f.quirk != f.rule else ''}"
             f" @ {where}{ptr}: {f.message}{more}"
         )
     for c in r.tool_calls["robust"]:
-        print(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
-    print(
+        _out(f"  call {c['index']}: id={c['id']!r} {c['name']}({c['arguments'][:80]})")
+    _out(
         "  client impact: "
         + ", ".join(
             f"{k} {v.status}" + (f" ({v.detail})" if v.detail and v.status != "ok" else "")
@@ -75,37 +79,29 @@ def _print_summary(r: Any) -> None:
     )
 
 
-def _stdin_to_file(stack: ExitStack) -> Path:
-    """``-`` is standard input: the readers sniff and re-read files, so it is spooled to a
-    private temporary file that is removed when the command ends."""
-    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="conformance-stdin-")))
-    path = tmp / "stdin"
-    with path.open("wb") as f:
-        shutil.copyfileobj(sys.stdin.buffer, f)
-    return path
-
-
 def cmd_analyze(args: argparse.Namespace) -> int:
-    with ExitStack() as stack:
-        stdin = _stdin_to_file(stack) if "-" in args.paths else None
-        return _analyze(args, stdin)
-
-
-def _analyze(args: argparse.Namespace, stdin: Path | None) -> int:
-    results, errors = _analyze_paths(args.paths, stdin)
+    if args.report:
+        from conformance.providers import output_dir_problem
+        problem = output_dir_problem("--report", args.report)
+        if problem:  # before any input is read: one line, a configuration error
+            print(terminal(f"conformance analyze: {problem}"), file=sys.stderr)
+            return 4
+    results, errors = _analyze_paths(args.paths)
     if args.report:
         from conformance.report import write_field_report
 
         write_field_report(results, Path(args.report))
     if args.json:
-        print(
+        # The JSON's own line ends kept; any control character, surrogate or bidi
+        # override inside its strings shown as the \uXXXX escape (the same document).
+        print(terminal_lines(
             json.dumps({"captures": [r.to_json() for r in results]}, ensure_ascii=False, indent=1)
-        )
+        ))
     else:
         for r in results:
             _print_summary(r)
     for e in errors:
-        print(f"conformance: {e}", file=sys.stderr)
+        print(terminal(f"conformance: {e}"), file=sys.stderr)
     return 2 if errors else 0
 
 
@@ -118,10 +114,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from conformance.providers import ConfigError, number_flag
     from conformance.server.app import PortInUse, serve
 
     try:
-        serve(host=args.host, port=args.port, latency=args.latency)
+        latency = number_flag("--latency", args.latency, 3600.0)
+    except ConfigError as e:
+        print(f"conformance serve: {e}", file=sys.stderr)
+        return 4
+    try:
+        serve(host=args.host, port=args.port, latency=latency)
     except PortInUse as e:
         print(f"conformance serve: {e}", file=sys.stderr)
         return 4
@@ -171,12 +173,14 @@ def main(argv: list[str] | None = None) -> int:
                        formatter_class=_Help)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
     s.add_argument("--port", type=int, default=8765, help="0 picks a free port")
-    s.add_argument("--latency", type=float, default=0.0, help="seconds of delay per stream")
+    s.add_argument("--latency", default="0", help="seconds of delay per stream")
     s.set_defaults(func=cmd_serve)
 
     from conformance.run import add_run_parser
     add_run_parser(sub, _Help).set_defaults(func=cmd_run)
 
+    from conformance.textsafe import install_log_escaping
+    install_log_escaping()
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.cmd == "run":  # a usage error of `run` is a configuration error: 4

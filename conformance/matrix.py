@@ -17,6 +17,7 @@ from conformance.providers import Provider
 from conformance.rules import RULES, quirk_catalogue, quirk_level
 from conformance.scenarios import SCENARIOS, Scenario
 from conformance.secrets import write_atomic
+from conformance.textsafe import for_file
 
 FORMAT = "conformance-quirks-matrix/1"
 PROVENANCE_FILE = "provenance.json"
@@ -24,8 +25,10 @@ PROVENANCE_FILE = "provenance.json"
 
 def atomic_write(path: Path, text: str) -> None:
     """Redact, write through a temporary file and rename: a crash never leaves half a
-    file, and no key reaches it (``secrets.write_atomic``)."""
-    write_atomic(path, text)
+    file, and no key reaches it (``secrets.write_atomic``). Lone surrogates and control
+    characters from the wire are written as ``\\uXXXX`` escapes (``textsafe.for_file``:
+    in JSON the same string), so a valid JSON stream never makes a writer raise."""
+    write_atomic(path, for_file(text))
 
 
 def load_provenance(cassette_dir: Path) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from conformance.providers import (
     select,
 )
 from conformance.scenarios import SCENARIOS, Scenario
+from conformance.textsafe import terminal
 
 EXIT_NOTHING_TESTED = 5  # == pytest.ExitCode.NO_TESTS_COLLECTED: "nothing was tested"
 # Verdicts of a cell that tested what its scenario tests; the others (unsupported, not
@@ -199,6 +200,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
     if not active(config):
         return
+    from conformance.textsafe import install_log_escaping
+    install_log_escaping()  # log lines quote the wire (httpx: the reason phrase)
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
     if config.getoption("base_url", None) and not _given(config, "--record-mode"):
@@ -212,6 +215,10 @@ def pytest_configure(config: pytest.Config) -> None:
             "--providers FILE (no providers.yaml in this directory)")
     cfg.selected()
     cfg.scenarios()
+    from conformance.providers import output_dir_problem
+    problem = output_dir_problem("--report-dir", cfg.report_dir)
+    if problem and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(problem)
 
 
 def suite(config: pytest.Config) -> SuiteConfig:
@@ -266,6 +273,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     report = yield
     if item.get_closest_marker("conformance_scenario") is not None:
         report.nodeid = f"{CELL_MODULE}::{item.name}"
+        from conformance.readers import CassetteRefused
+        if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
+            report.longrepr = terminal(call.excinfo.value)  # one line, no traceback
     return report
 
 
@@ -379,7 +389,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             render_session_matrix(cfg)
         except Exception as e:  # never lose the run's output to a traceback here
             session.config.get_terminal_writer().line(
-                f"conformance: matrix not written: {secrets.redact(str(e)).splitlines()[0]}",
+                terminal("conformance: matrix not written: "
+                         + secrets.redact(str(e)).splitlines()[0]),
                 red=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
@@ -419,7 +430,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             f"{n_not} not tested")
     for why, nodes in sorted(summary.not_tested.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
-        tw.line(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]")
+        tw.line(terminal(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]"))
     if summary.nothing_tested:
         tw.line(f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
                 "not 0 (see the reasons above)", red=True, bold=True)
@@ -464,6 +475,8 @@ __all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "no
 
 @pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
-    """Cassettes are written atomically, after a last redaction pass."""
-    from conformance.cassettes import AtomicPersister
+    """Cassettes are written atomically, after a last redaction pass, and read safe and
+    bounded (never with PyYAML's full loader: a cassette must not run code)."""
+    from conformance.cassettes import AtomicPersister, SafeYaml
+    vcr.register_serializer("yaml", SafeYaml)
     vcr.register_persister(AtomicPersister)

@@ -156,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
     problem = config_problem(args)
     if problem:
         return _usage(problem)
+    from conformance.providers import output_dir_problem
+    problem = output_dir_problem("--report-dir", args.report_dir)
+    if problem:
+        return _usage(problem)
     import pytest
 
     code = int(pytest.main(pytest_args(args)))

@@ -29,15 +29,19 @@ from conformance.report.headline import render_headline
 from conformance.report.html import render_html
 from conformance.report.markdown import render_markdown
 from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
+from conformance.textsafe import terminal, terminal_lines
 
 MATRIX_NAME = "quirks-matrix"
 
 
 def atomic_write(path: Path, text: str) -> None:
     """One writer for every file the suite writes: redact, temporary file, fsync, rename
-    (``conformance.secrets.write_atomic``)."""
+    (``conformance.secrets.write_atomic``). Lone surrogates and control characters (valid
+    JSON from the wire: a tool named ``"\\ud800"``) are written as ``\\uXXXX`` escapes
+    (``textsafe.for_file``): always encodable, inert when printed."""
     from conformance.secrets import write_atomic
-    write_atomic(path, text)
+    from conformance.textsafe import for_file
+    write_atomic(path, for_file(text))
 
 
 def quirk_doc_link(out_dir: Path) -> str | None:
@@ -99,7 +103,8 @@ def update_readme(readme_path: Path, markdown: str, block: str = "matrix") -> bo
 
     # The README is our own documentation: the key redactor must not rewrite its prose
     # (it once turned "`?key=` or a password" into "`?key=<redacted>").
-    write_atomic(path, new, redact_secrets=False)
+    from conformance.textsafe import for_file
+    write_atomic(path, for_file(new), redact_secrets=False)
     return True
 
 
@@ -111,7 +116,7 @@ def write_field_report(results: Iterable[Any], out_dir: Path) -> dict[str, Path]
 
 
 def _fail(message: str) -> int:
-    print(f"conformance report: {message}", file=sys.stderr)
+    print(terminal(f"conformance report: {message}"), file=sys.stderr)
     return 2
 
 
@@ -131,7 +136,7 @@ def render_command(results_dir: Path, out_dir: Path) -> int:
     for ext, text in (("md", md), ("html", render_html(doc))):
         path = src.with_suffix(f".{ext}")
         atomic_write(path, text)
-        print(f"wrote {path}")
+        print(terminal(f"wrote {path}"))
     return 0
 
 
@@ -144,7 +149,7 @@ def diff_command(old_path: Path, new_path: Path, markdown: bool = False) -> int:
     diffs = diff_matrices(old, new)
     notes = column_notes(old, new)
     fmt = format_markdown if markdown else format_diff_text
-    sys.stdout.write(fmt(diffs, notes))
+    sys.stdout.write(terminal_lines(fmt(diffs, notes)))  # reasons come from the wire
     return 1 if any(d.regressed for d in diffs) else 0
 
 

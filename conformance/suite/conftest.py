@@ -16,6 +16,7 @@ from conformance.providers import Provider
 from conformance.pytest_plugin import now_iso, provider_slot, suite, write_cell
 from conformance.runner import Cell, CellRunner, unsupported_cell
 from conformance.scenarios import Scenario
+from conformance.textsafe import terminal
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +57,9 @@ def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
     profile through a gateway, whose upstream breaks the stream on purpose): only the
     quirks are judged against what the gateway is declared to do."""
     if cell.verdict == "unsupported":
-        pytest.skip(cell.reason or "unsupported")
+        pytest.skip(terminal(cell.reason or "unsupported"))
     if cell.verdict == "inconclusive":
-        pytest.skip(f"inconclusive: {cell.reason or 'the behaviour was not shown'}")
+        pytest.skip(terminal(f"inconclusive: {cell.reason or 'the behaviour was not shown'}"))
     problems = []
     unexpected = [q for q in cell.unexpected if q not in tolerated]
     if cell.verdict == "error" and not (cell.expected and not unexpected) and not quirks_only:
@@ -73,11 +74,12 @@ def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
         problems.append("expected quirks no longer seen (remove them from expected_quirks "
                         "or --expect-quirk): " + ", ".join(cell.missing_expected))
     if problems:
-        pytest.fail(secrets.redact("\n".join(problems)), pytrace=False)
+        # Reasons and messages quote the wire: each line escaped (no ESC, no OSC 52)
+        pytest.fail("\n".join(terminal(secrets.redact(p)) for p in problems), pytrace=False)
     if cell.expected:
         pytest.xfail("expected quirks: " + ", ".join(cell.expected))
     if cell.elicited is False:
-        pytest.xfail(cell.reason or "not elicited")
+        pytest.xfail(terminal(cell.reason or "not elicited"))
 
 
 def _where(f: dict[str, Any]) -> str:
