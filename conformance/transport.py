@@ -26,14 +26,13 @@ import re
 import socket
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from conformance import secrets
+from conformance import decoding, secrets
 from conformance.readers import exchange_transcript
 from conformance.transcript import Transcript
 
@@ -53,7 +52,7 @@ INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, C
 # What a limit fault keeps of the body: enough events to show the stream's shape; the
 # rest (up to max_bytes of an endless stream) would only be copied by vcrpy, the scrub,
 # the YAML writer and the analysis, several times over, to reach the same error cell.
-KEEP_ON_LIMIT = 256 * 1024
+KEEP_ON_LIMIT = decoding.KEEP
 KEEPALIVE_QUIRK = "Q-KEEPALIVE-DROPPED"
 
 
@@ -167,42 +166,6 @@ def _detail(exc: Exception) -> str:
     return m.group(1) if m else text
 
 
-class _Decoder:
-    """Incremental gzip/deflate decoding whose output is bounded before it is produced."""
-
-    def __init__(self, encoding: str):
-        self.encoding = encoding
-        wbits = 16 + zlib.MAX_WBITS if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS
-        self._d = zlib.decompressobj(wbits)
-        self._first = True
-
-    def decode(self, data: bytes, room: int) -> Iterator[bytes]:
-        """Yield decoded pieces; never more than ``room + 1`` bytes in all from one call."""
-        while True:
-            try:
-                out = self._d.decompress(data, room + 1)
-            except zlib.error as e:
-                if self._first and self.encoding == "deflate":  # raw deflate, no zlib header
-                    self._d, self._first = zlib.decompressobj(-zlib.MAX_WBITS), False
-                    continue
-                raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
-                    from None
-            self._first = False
-            if out:
-                yield out
-                room -= len(out)
-            data = self._d.unconsumed_tail
-            if not data or room < 0:
-                return
-
-    def flush(self) -> bytes:
-        try:
-            return self._d.flush()
-        except zlib.error as e:
-            raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
-                from None
-
-
 class _LimitedStream(httpx.SyncByteStream):
     """Wraps a response stream: body bytes and total time are capped while reading, a
     read timeout becomes a stall, and gzip/deflate are undone here (so that the cap
@@ -220,10 +183,11 @@ class _LimitedStream(httpx.SyncByteStream):
     sends; the live run and its replay judge the same prefix."""
 
     def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
-                 decoder: _Decoder | None = None, sock: Any = None,
+                 decoder: Any = None, sock: Any = None,
                  on_close: Callable[[], None] | None = None):
         self._inner, self._limits, self._started = inner, limits, started
-        self._decoder = decoder
+        self._decoder = decoder or decoding.Decoder([], limits.max_bytes)
+        self._declared = list(self._decoder.undone)
         self._sock, self._on_close = sock, on_close
         self._expired = False
         self._seen = 0  # body bytes received (decoded)
@@ -288,6 +252,13 @@ class _LimitedStream(httpx.SyncByteStream):
         finally:
             if timer is not None:
                 timer.cancel()
+        if self.response is not None and self._decoder.undone != self._declared:
+            # A layer the body announced (gzip magic bytes without a header): the length
+            # is no longer the body's, and the cassette says what was undone.
+            raw = [(k, v) for k, v in self.response.headers.raw
+                   if k.lower() not in (b"content-length", ENCODING_HEADER.encode())]
+            raw.append((ENCODING_HEADER.encode(), ", ".join(self._decoder.undone).encode()))
+            self.response.headers = httpx.Headers(raw)
         # One piece: the consumer's join (httpx's read) returns it as it is.
         body = held.getvalue()
         del held
@@ -299,20 +270,18 @@ class _LimitedStream(httpx.SyncByteStream):
         lim = self._limits
         try:
             for chunk in self._inner:
-                pieces = [chunk] if self._decoder is None else \
-                    self._decoder.decode(chunk, lim.max_bytes - seen)
-                for piece in pieces:
+                for piece in self._decoder.feed(chunk):
                     seen += len(piece)
                     self._check(seen)
                     yield piece
                 if not chunk:
                     self._check(seen)
-            if self._decoder is not None:
-                tail = self._decoder.flush()
-                seen += len(tail)
+            for piece in self._decoder.end():
+                seen += len(piece)
                 self._check(seen)
-                if tail:
-                    yield tail
+                yield piece
+        except decoding.DecodeError as e:
+            raise TransportFault(e.reason, limit=e.limit) from None
         except httpx.ReadTimeout:
             if self._expired or time.monotonic() - self._started >= lim.total_timeout:
                 raise self._total_fault() from None
@@ -338,14 +307,7 @@ class _LimitedStream(httpx.SyncByteStream):
                 self._on_close()
 
 
-def _prefix(body: bytes | memoryview, size: int) -> bytes:
-    """The first ``size`` bytes of the body, cut after the last SSE event that ends
-    within them (a cut inside an event would read as the server's malformed event);
-    a body with no event end in them (JSON, one huge event) is cut at ``size``."""
-    out = bytes(body[:size])
-    end = max(out.rfind(sep) + len(sep) if sep in out else 0
-              for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"))
-    return out[:end or size]
+_prefix = decoding.prefix
 
 
 class LimitedTransport(httpx.HTTPTransport):
@@ -437,14 +399,19 @@ class LimitedTransport(httpx.HTTPTransport):
         request.extensions["timeout"] = dict(timeout, read=max(0.001, min(limits.idle_timeout,
                                                                           left)))
         assert isinstance(response.stream, httpx.SyncByteStream)
-        encoding = (response.headers.get("content-encoding") or "").strip().lower()
-        decoder = _Decoder(encoding) if encoding in ("gzip", "x-gzip", "deflate") else None
+        # Every coding is undone here (decoding.Decoder: stacked, repeated, unlabelled,
+        # bounded by max_bytes); httpx and vcrpy never see a Content-Encoding to undo.
+        declared = decoding.header_codings(response.headers)
+        try:
+            decoder: decoding.Decoder | _Refused = decoding.Decoder(declared, limits.max_bytes)
+        except decoding.DecodeError as e:  # a coding it cannot undo: the body is not kept
+            decoder = _Refused(e)
         drop = {h.encode() for h in INTERNAL_HEADERS}  # a server cannot forge our verdicts
-        if decoder is not None:
+        if declared or response.headers.get("content-encoding") is not None:
             drop |= {b"content-encoding", b"content-length"}
         raw = [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
-        if decoder is not None:
-            raw.append((ENCODING_HEADER.encode(), encoding.encode()))
+        if declared:
+            raw.append((ENCODING_HEADER.encode(), ", ".join(declared).encode()))
         if retried:
             raw.append((RETRY_HEADER.encode(), retried.encode()))
         stream = _LimitedStream(response.stream, limits, started, decoder,
@@ -454,6 +421,19 @@ class LimitedTransport(httpx.HTTPTransport):
                                  extensions=response.extensions, request=request)
         stream.response, stream.headers_raw = limited, raw  # where a fault is written
         return limited
+
+
+class _Refused:
+    """The decoder of a body whose coding cannot be undone: its first read fails."""
+
+    def __init__(self, error: decoding.DecodeError):
+        self.error, self.undone = error, []
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        raise self.error
+
+    def end(self) -> Iterator[bytes]:
+        raise self.error
 
 
 class _Dropped(Exception):
@@ -538,15 +518,28 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         quirk: str | None = None
         stage: str | None = None
         started = time.monotonic()
+        undone: list[str] = []
         try:
             with client.stream("POST", url, json=body, headers=send_headers,
                                extensions={LIMITS_EXTENSION: limits}) as resp:
                 status = resp.status_code
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
+                # Live, the transport has undone every coding; a replayed cassette's
+                # codings are undone here, bounded, never by httpx (unbounded).
+                declared = decoding.header_codings(resp.headers)
+                if "content-encoding" in resp.headers:
+                    del resp.headers["content-encoding"]
+                decoder = decoding.Decoder(declared, limits.max_bytes)
                 for chunk in resp.iter_bytes():
-                    parts.append(chunk)
+                    parts.extend(decoder.feed(chunk))
+                parts.extend(decoder.end())
+                undone = decoder.undone
                 # Read after the body: a fault met while reading it is written here.
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
+        except decoding.DecodeError as exc:
+            error = exc.reason
+            if exc.limit:
+                parts = [_prefix(b"".join(parts), KEEP_ON_LIMIT)]
         except Exception as exc:  # noqa: BLE001 - every failure is a reason, never a raise
             error, quirk = _reason(exc)
             stage = getattr(exc, "stage", None) if resp_headers is None else "body"
@@ -575,7 +568,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
             if k.lower() not in ("content-encoding", *INTERNAL_HEADERS)}
         t = exchange_transcript(source, "live", request, status, plain, raw)
         if resp_headers is not None:
-            enc = resp_headers.get(ENCODING_HEADER) or resp_headers.get("content-encoding")
+            enc = resp_headers.get(ENCODING_HEADER) or ", ".join(undone)
             if enc:
                 t.meta["content_encoding"] = enc
         t.transport_error = error
