@@ -35,13 +35,26 @@ SECRET_QUERY = ("key", "api_key", "api-key", "apikey", "token", "access_token", 
 # Key-shaped strings, redacted even when we were not told about them.
 KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-proj-[A-Za-z0-9_-]{16,}|"
                         r"sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
-                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})"
-                        r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}"
-                        r"|(?<=Basic )[A-Za-z0-9+/=]{8,}")
-_SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"),
-            re.compile(KEY_SHAPES.pattern.split("|(?<=Bearer")[0])),
-           (("Bearer ",), re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")),
-           (("Basic ",), re.compile(r"(?<=Basic )[A-Za-z0-9+/=]{8,}"))]
+                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})")
+_SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"), KEY_SHAPES)]
+# An authorization scheme and its credentials, in any case and spacing: "Bearer x",
+# "bearer x", "BEARER\tx", "Basic x", "Token x" (Django REST, GitHub). A token after
+# "token" must look like one (a digit in 12 or more characters), not like prose.
+_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)([ \t]+)([A-Za-z0-9._~+/=-]{8,})")
+
+
+def _scheme(m: re.Match[str]) -> str:
+    value = m.group(3)
+    if m.group(1).lower() == "token" and (len(value) < 12 or not any(c.isdigit()
+                                                                      for c in value)):
+        return m.group(0)
+    return m.group(1) + m.group(2) + REDACTED
+
+
+# A JSON string literal holding an escape that can hide a key's character (``\/``,
+# ``\u0073``): decoded, redacted, written back only when it held something.
+_ESCAPED = re.compile(r'"(?:[^"\\\r\n]|\\.)*"')
+_HIDING = ("\\u", "\\/")
 # Query parameters that never carry a credential: the only ones a base_url written in
 # providers.yaml may hold, and the only ones a report shows.
 PUBLIC_QUERY = ("api-version",)
@@ -51,7 +64,12 @@ PUBLIC_QUERY = ("api-version",)
 # count, not a credential.)
 CREDENTIAL_PARTS = frozenset({"key", "apikey", "secret", "auth", "authorization", "password",
                               "passwd", "pass", "credential", "credentials", "cookie",
-                              "signature", "sig", "subscription", "token", "session", "jwt"})
+                              "signature", "sig", "subscription", "token", "session", "jwt",
+                              "bearer", "pwd"})
+# Spellings and forms of "authorization" a header name may use: Authorisation,
+# Authentication, authn, authz, X-Authtoken (the "auth" part is enough; "author" is not).
+_AUTH_PART = re.compile(r"auth(?:ori[sz]ation|entication|n|z|token|key)?$|"
+                        r"(?:api|access|auth|private|secret)(?:key|token)$")
 _PARTS = re.compile(r"[-_.\s]+")
 _NAME = r"[A-Za-z0-9_.~%-]*"
 # ?key=VALUE / &subscription-key=VALUE inside any text (a URL in an error message, a log
@@ -99,8 +117,10 @@ def credential_name(name: str) -> bool:
     low = name.strip().lower()
     if low in SECRET_HEADERS or low in SECRET_QUERY:
         return True
-    return any(p in CREDENTIAL_PARTS for p in _PARTS.split(low)) or \
-        low.endswith(("key", "token", "secret", "password"))
+    parts = _PARTS.split(low)
+    return any(p in CREDENTIAL_PARTS or _AUTH_PART.match(p) for p in parts) or \
+        low.endswith(("key", "token", "secret", "password", "authorisation",
+                      "authorization"))
 
 
 def url_credentials(url: str) -> list[str]:
@@ -186,17 +206,40 @@ def forget(*values: str) -> None:
 
 
 def redact(text: str) -> str:
+    return _redact(text, 2)
+
+
+def _redact(text: str, depth: int) -> str:
+    if depth and "\\" in text and any(h in text for h in _HIDING):
+        text = _ESCAPED.sub(lambda m: _literal(m, depth - 1), text)
     for s in _by_length:
         if s in text:
             text = text.replace(s, REDACTED)
     for prefixes, shape in _SHAPES:  # a cheap substring test first: bodies can be large
         if any(p in text for p in prefixes):
             text = shape.sub(REDACTED, text)
+    text = _SCHEME.sub(_scheme, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(r"\1" + REDACTED, text)
     if "@" in text and "://" in text:
         text = _USERINFO.sub(_userinfo, text)
     return text
+
+
+def _literal(m: re.Match[str], depth: int) -> str:
+    """A JSON string literal, redacted as the text it decodes to (a JSON reader sees
+    ``CANARY\\u0073…`` as ``CANARYs…``); as it was when that holds nothing."""
+    literal = m.group()
+    if not any(h in literal for h in _HIDING):
+        return literal
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return literal
+    if not isinstance(value, str):
+        return literal
+    clean = _redact(value, depth)
+    return literal if clean == value else json.dumps(clean)
 
 
 def _userinfo(m: re.Match[str]) -> str:

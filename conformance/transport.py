@@ -502,7 +502,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
                     **(headers or {}), **(auth_headers or {})}
     secrets.register(*(auth_headers or {}).values())
     secrets.register(*(v.split(" ", 1)[1] for v in (auth_headers or {}).values()
-                       if v.lower().startswith(("bearer ", "basic "))))
+                       if v.lower().startswith(("bearer ", "basic ", "token "))))
     secrets.register_url(url)
     request = {"method": "POST", "uri": secrets.redact(url), "body": body,
                "headers": {k: secrets.redact(v) for k, v in (headers or {}).items()}}
