@@ -36,6 +36,10 @@ Faults are chosen by path, ``/f/<fault>[/<arg>]/v1/chat/completions``:
 ``bad-utf8``                the answer with invalid UTF-8 bytes inside a content delta
 ``gzip``                    the answer gzip-encoded (Content-Encoding: gzip)
 ``gzip-bomb/<MB>``          ``MB`` megabytes of zeros, gzip-encoded to a few kB
+``trickle-head/<ms>``       the response head one byte every ``ms`` milliseconds
+                            (500): the head never completes within a short limit
+``early-hints/<ms>``        ``103 Early Hints`` responses forever, one every ``ms``
+                            milliseconds (200), never the final response
 ``keepalive-drop``          the answer on a kept-alive connection (no ``Connection:
                             close``), then the connection is closed when the next
                             request arrives on it, unanswered (as the xllamacpp
@@ -66,7 +70,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 FAULTS = ("ok", "echo", "echo-401", "status", "flaky", "no-headers", "stall",
           "disconnect-mid-event", "close-mid-event", "json-error-200", "html-200",
           "error-event", "endless", "big-event", "bad-utf8", "gzip", "gzip-bomb",
-          "keepalive-drop")
+          "keepalive-drop", "trickle-head", "early-hints")
 
 REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
@@ -546,6 +550,24 @@ async def f_keepalive_drop(ctx: _Ctx) -> None:
     # Return unanswered: the connection is closed.
 
 
+async def f_trickle_head(ctx: _Ctx) -> None:
+    pause = float(ctx.hit.arg or 500) / 1000
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"x-padding: " + b"p" * 4096 + b"\r\n\r\n")
+    for i in range(len(head)):
+        ctx.writer.write(head[i:i + 1])
+        await ctx.writer.drain()
+        await asyncio.sleep(pause)
+
+
+async def f_early_hints(ctx: _Ctx) -> None:
+    pause = float(ctx.hit.arg or 200) / 1000
+    while True:
+        ctx.writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n")
+        await ctx.writer.drain()
+        await asyncio.sleep(pause)
+
+
 _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
     "ok": f_ok, "echo": f_echo, "echo-401": f_echo_401, "status": f_status, "flaky": f_flaky,
     "no-headers": f_no_headers, "stall": f_stall,
@@ -553,6 +575,7 @@ _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
     "json-error-200": f_json_error_200, "html-200": f_html_200, "error-event": f_error_event,
     "endless": f_endless, "big-event": f_big_event, "bad-utf8": f_bad_utf8, "gzip": f_gzip,
     "gzip-bomb": f_gzip_bomb, "keepalive-drop": f_keepalive_drop,
+    "trickle-head": f_trickle_head, "early-hints": f_early_hints,
 }
 
 

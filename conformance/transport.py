@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
 from conformance import decoding, secrets
@@ -283,7 +284,7 @@ class _LimitedStream(httpx.SyncByteStream):
         except decoding.DecodeError as e:
             raise TransportFault(e.reason, limit=e.limit) from None
         except httpx.ReadTimeout:
-            if self._expired or time.monotonic() - self._started >= lim.total_timeout:
+            if self._expired or time.monotonic() - self._started >= lim.total_timeout - 0.01:
                 raise self._total_fault() from None
             raise TransportFault(f"stream stalled: no bytes for {lim.idle_timeout:g} s "
                                  "(limits.idle_timeout)", "Q-STREAM-STALLS") from None
@@ -309,6 +310,128 @@ class _LimitedStream(httpx.SyncByteStream):
 
 _prefix = decoding.prefix
 
+# ---------------------------------------------------------------- the exchange's deadline
+
+_current = threading.local()  # .deadline: the _Deadline of the request this thread sends
+_INTERIM = re.compile(rb"(?:^|\n)HTTP/\d(?:\.\d)? 1\d\d ")
+
+
+class _Deadline:
+    """``total_timeout`` of one exchange, from the connect to the last byte: every
+    socket operation of it waits at most what is left (``_DeadlineStream``), so a status
+    line trickled a byte at a time or endless ``103 Early Hints`` end at the deadline
+    like a trickled body. Counts what arrived before the final response head, for the
+    reason."""
+
+    def __init__(self, total: float, started: float):
+        self.total, self.at = total, started + total
+        self.phase = "connect"  # connect, request, head, body
+        self.head_bytes = 0
+        self.interim = 0  # 1xx responses seen before the final head
+        self._carry = b""
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.left() <= 0.001
+
+    def received(self, data: bytes) -> None:
+        if self.phase != "head" or not data:
+            return
+        self.head_bytes += len(data)
+        text = self._carry + data
+        self.interim += sum(1 for m in _INTERIM.finditer(text) if m.end() > len(self._carry))
+        self._carry = text[-16:]
+
+    def reason(self) -> str:
+        total = f"{self.total:g} s (limits.total_timeout)"
+        if self.phase == "connect":
+            return f"connection not established within {total}"
+        if self.phase == "request":
+            return f"the request was still being sent after {total}"
+        if self.interim:
+            return (f"no final response head within {total}: only interim responses "
+                    f"({self.interim} × 1xx, {self.head_bytes} bytes)")
+        if self.head_bytes:
+            return (f"the response head was still arriving after {total} "
+                    f"({self.head_bytes} bytes of it received)")
+        return f"no response headers within {total}"
+
+
+def _capped(timeout: float | None, deadline: _Deadline | None, error: type[Exception]
+            ) -> float | None:
+    """A socket operation's timeout within what is left of the exchange."""
+    if deadline is None:
+        return timeout
+    left = deadline.left()
+    if left <= 0.001:
+        raise error("the exchange's total_timeout ran out")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._s = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        d = getattr(_current, "deadline", None)
+        data = self._s.read(max_bytes, _capped(timeout, d, httpcore.ReadTimeout))
+        if d is not None:
+            d.received(data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        d = getattr(_current, "deadline", None)
+        if d is not None and d.phase == "connect":
+            d.phase = "request"
+        self._s.write(buffer, _capped(timeout, d, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._s.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._s.start_tls(
+            ssl_context, server_hostname, _capped(timeout, d, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._s.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's backend whose streams keep the exchange's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend):
+        self._b = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None, socket_options: Any = None
+                    ) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._b.connect_tcp(
+            host, port, _capped(timeout, d, httpcore.ConnectTimeout), local_address,
+            socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._b.connect_unix_socket(
+            path, _capped(timeout, d, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._b.sleep(seconds)
+
+
+def _keep_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
+    """Every connection of the transport's pool keeps the exchange's deadline (httpx
+    takes no backend of its own: its pool's is wrapped)."""
+    pool = transport._pool
+    if not isinstance(pool._network_backend, _DeadlineBackend):
+        pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return transport
+
 
 class LimitedTransport(httpx.HTTPTransport):
     """httpx's transport with the suite's limits: the response headers must arrive within
@@ -319,6 +442,7 @@ class LimitedTransport(httpx.HTTPTransport):
 
     def __init__(self, limits: Limits | None = None, **kw: Any):
         super().__init__(**kw)
+        _keep_deadlines(self)
         self.limits = limits or Limits()
         self._kw = kw  # to open a one-off pool for a retry on a new connection
 
@@ -329,10 +453,15 @@ class LimitedTransport(httpx.HTTPTransport):
         server had dropped is the ``_Dropped`` fault: the caller retries it once."""
         opened: list[str] = []
         outer = request.extensions.get("trace")
+        deadline: _Deadline = _current.deadline
 
         def trace(event: str, info: dict[str, Any]) -> None:
             if event.startswith("connection.connect_"):
                 opened.append(event)
+            if event.startswith("http11.send_request_headers") and deadline.phase == "connect":
+                deadline.phase = "request"
+            elif event == "http11.receive_response_headers.started":
+                deadline.phase = "head"
             if outer is not None:
                 outer(event, info)
 
@@ -340,8 +469,17 @@ class LimitedTransport(httpx.HTTPTransport):
         try:
             return httpx.HTTPTransport.handle_request(transport, request)
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            if isinstance(e, httpx.ConnectTimeout) and deadline.expired():
+                raise TransportFault(deadline.reason(), stage="connect", limit=True) from None
             raise TransportFault(_connect_reason(e, limits), stage="connect") from None
-        except httpx.ReadTimeout:
+        except (httpx.ReadTimeout, httpx.WriteTimeout) as e:
+            if deadline.expired():
+                raise TransportFault(deadline.reason(), stage="headers", limit=True) \
+                    from None
+            if isinstance(e, httpx.WriteTimeout):
+                raise TransportFault("the connection failed while sending the request ("
+                                     + secrets.one_line(str(e) or type(e).__name__, 100)
+                                     + ")", stage="headers") from None
             raise TransportFault(f"no response headers within {timeout['read']:g} s "
                                  "(limits.first_byte_timeout)", stage="headers") from None
         except (httpx.RemoteProtocolError, httpx.WriteError, httpx.ReadError) as e:
@@ -354,10 +492,6 @@ class LimitedTransport(httpx.HTTPTransport):
             raise TransportFault("the connection failed while sending the request ("
                                  + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
                                  stage="headers") from None
-        except httpx.WriteTimeout as e:
-            raise TransportFault("the connection failed while sending the request ("
-                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
-                                 stage="headers") from None
         finally:
             if outer is None:
                 request.extensions.pop("trace", None)
@@ -367,6 +501,7 @@ class LimitedTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         limits: Limits = request.extensions.get(LIMITS_EXTENSION) or self.limits
         started = time.monotonic()
+        _current.deadline = _Deadline(limits.total_timeout, started)
         timeout = dict(request.extensions.get("timeout") or {})
         timeout.update(connect=limits.connect_timeout, write=limits.connect_timeout,
                        pool=limits.connect_timeout,
@@ -382,7 +517,7 @@ class LimitedTransport(httpx.HTTPTransport):
             # more, on a connection of its own (the pool may hold more dropped ones).
             retried = ("the server dropped the kept-alive connection between two requests "
                        f"({_detail(dropped.cause)}); sent again on a new connection")
-            one_off = httpx.HTTPTransport(**self._kw)
+            one_off = _keep_deadlines(httpx.HTTPTransport(**self._kw))
             try:
                 response = self._send(request, limits, timeout, one_off)
             except _Dropped as again:
@@ -393,6 +528,7 @@ class LimitedTransport(httpx.HTTPTransport):
             except BaseException:
                 one_off.close()
                 raise
+        _current.deadline.phase = "body"
         # The body reads: what the server may idle between two reads. httpcore reads
         # this dict (shared with the request it was given) when the body is first read.
         left = limits.total_timeout - (time.monotonic() - started)
