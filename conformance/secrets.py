@@ -43,6 +43,18 @@ _SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"), KEY_SHAPES)]
 _SCHEME = re.compile(r"(?i)\b(bearer|basic|token)([ \t]+)([A-Za-z0-9._~+/=-]{8,})")
 
 
+_HINTS = ("earer", "EARER", "asic", "ASIC", "oken ", "OKEN ", "oken\t", "OKEN\t")
+
+
+def _scheme_hint(text: str) -> bool:
+    """A cheap test before ``_SCHEME`` (slow on a body): a short text is lowered and
+    searched; a long one for the usual cases (Bearer, bearer, BEARER, …)."""
+    if len(text) <= 4096:
+        low = text.lower()
+        return "bearer" in low or "basic" in low or "token" in low
+    return any(h in text for h in _HINTS)
+
+
 def _scheme(m: re.Match[str]) -> str:
     value = m.group(3)
     if m.group(1).lower() == "token" and (len(value) < 12 or not any(c.isdigit()
@@ -51,10 +63,21 @@ def _scheme(m: re.Match[str]) -> str:
     return m.group(1) + m.group(2) + REDACTED
 
 
-# A JSON string literal holding an escape that can hide a key's character (``\/``,
-# ``\u0073``): decoded, redacted, written back only when it held something.
-_ESCAPED = re.compile(r'"(?:[^"\\\r\n]|\\.)*"')
+# JSON escapes that can stand for a key's characters: ``\/`` and ``\u0073``. A known
+# secret is also looked for with any of its characters written so (``_ESCAPABLE``): a
+# pattern per secret, matched as written, so no string literal is parsed.
 _HIDING = ("\\u", "\\/")
+
+
+def _escapable(secret: str) -> re.Pattern[str]:
+    parts = []
+    for c in secret:
+        hexa = "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in f"{ord(c):04x}")
+        alts = [re.escape(c), r"\\u" + hexa] + ([r"\\/"] if c == "/" else [])
+        parts.append("(?:" + "|".join(alts) + ")")
+    return re.compile("".join(parts))
+
+
 # Query parameters that never carry a credential: the only ones a base_url written in
 # providers.yaml may hold, and the only ones a report shows.
 PUBLIC_QUERY = ("api-version",)
@@ -84,12 +107,14 @@ MIN_SECRET = 6  # shorter values would redact ordinary words
 
 _known: set[str] = set()
 _by_length: tuple[str, ...] = ()  # _known, longest first: read without the lock
+_escaped: tuple[re.Pattern[str], ...] = ()  # each of them with JSON escapes allowed
 _lock = threading.Lock()
 
 
 def _refresh() -> None:
-    global _by_length
+    global _by_length, _escaped
     _by_length = tuple(sorted(_known, key=len, reverse=True))
+    _escaped = tuple(_escapable(s) for s in _by_length)
 
 
 def register(*values: str | None) -> None:
@@ -205,41 +230,36 @@ def forget(*values: str) -> None:
         _refresh()
 
 
+_ASCII_ESCAPE = re.compile(r"\\u00[2-7][0-9a-fA-F]")  # an escaped printable ASCII character
+
+
+def _hidden(text: str) -> bool:
+    """Whether a known secret stands in ``text`` behind JSON escapes: the text with
+    ``\\/`` and escaped ASCII undone (C-speed; a key is ASCII) holds one."""
+    if "\\" not in text or not any(h in text for h in _HIDING):
+        return False
+    plain = text.replace("\\/", "/")
+    plain = _ASCII_ESCAPE.sub(lambda m: chr(int(m.group()[2:], 16)), plain)
+    return any(s in plain for s in _by_length)
+
+
 def redact(text: str) -> str:
-    return _redact(text, 2)
-
-
-def _redact(text: str, depth: int) -> str:
-    if depth and "\\" in text and any(h in text for h in _HIDING):
-        text = _ESCAPED.sub(lambda m: _literal(m, depth - 1), text)
+    if _by_length and _hidden(text):
+        for pattern in _escaped:  # a known secret behind JSON escapes (CANARY\u0073…)
+            text = pattern.sub(REDACTED, text)
     for s in _by_length:
         if s in text:
             text = text.replace(s, REDACTED)
     for prefixes, shape in _SHAPES:  # a cheap substring test first: bodies can be large
         if any(p in text for p in prefixes):
             text = shape.sub(REDACTED, text)
-    text = _SCHEME.sub(_scheme, text)
+    if _scheme_hint(text):
+        text = _SCHEME.sub(_scheme, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(r"\1" + REDACTED, text)
     if "@" in text and "://" in text:
         text = _USERINFO.sub(_userinfo, text)
     return text
-
-
-def _literal(m: re.Match[str], depth: int) -> str:
-    """A JSON string literal, redacted as the text it decodes to (a JSON reader sees
-    ``CANARY\\u0073…`` as ``CANARYs…``); as it was when that holds nothing."""
-    literal = m.group()
-    if not any(h in literal for h in _HIDING):
-        return literal
-    try:
-        value = json.loads(literal)
-    except ValueError:
-        return literal
-    if not isinstance(value, str):
-        return literal
-    clean = _redact(value, depth)
-    return literal if clean == value else json.dumps(clean)
 
 
 def _userinfo(m: re.Match[str]) -> str:
