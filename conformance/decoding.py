@@ -39,9 +39,9 @@ class DecodeError(ValueError):
     """A body that cannot be decoded within the bound: ``reason`` is one line;
     ``limit`` tells a body over ``max_bytes`` from a broken or unknown coding."""
 
-    def __init__(self, reason: str, limit: bool = False):
+    def __init__(self, reason: str, limit: bool = False, size: int = 0):
         super().__init__(reason)
-        self.reason, self.limit = reason, limit
+        self.reason, self.limit, self.size = reason, limit, size
 
 
 def codings(values: Iterable[str] | str | None) -> list[str]:
@@ -270,7 +270,7 @@ class Decoder:
     def check(self, size: int) -> None:
         if size > self.max_bytes:
             raise DecodeError(f"stream exceeded {self.max_bytes} bytes (limits.max_bytes)",
-                              limit=True)
+                              limit=True, size=size)
 
     def announce(self, coding: str) -> _Layer:
         """A layer the bytes announce (magic bytes): one more layer, within MAX_LAYERS."""
@@ -373,7 +373,7 @@ def decode(body: bytes, declared: list[str] | str | None = None,
     if not declared and body[:2] != GZIP_MAGIC and body[:4] != ZSTD_MAGIC:
         if len(body) > max_bytes:
             raise DecodeError(f"stream exceeded {max_bytes} bytes (limits.max_bytes)",
-                              limit=True)
+                              limit=True, size=len(body))
         return body, []
     dec = Decoder(declared, max_bytes)
     out = io.BytesIO()
@@ -417,9 +417,13 @@ def kept(body: bytes, headers: Any = None, size: int = KEEP) -> bytes:
 
 def decode_or_keep(body: bytes, headers: Any = None,
                    max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, str | None]:
-    """``decode`` by the headers' codings, for a reader: the decoded body and None, or
-    what ``kept`` keeps and the one-line reason (the cell's error)."""
+    """``decode`` by the headers' codings, for a reader: the decoded body and None; past
+    ``max_bytes``, what ``kept`` keeps and the one-line reason (the cell's error). A
+    body that does not decode as its header claims is read as it is (a recorder that
+    stored it decoded and kept the header; invalid bytes for the analysis to judge)."""
     try:
         return decode(body, header_codings(headers), max_bytes)[0], None
     except DecodeError as e:
+        if not e.limit:
+            return body, None
         return kept(body, headers), e.reason

@@ -328,7 +328,7 @@ def _whole_needed(data: bytes) -> bool:
         return True
     if b"data:" not in data:
         return False
-    return _split_found(_payloads(
+    return _split_found_in(_payloads(
         ((m.start(), m.end(), str(m.group(), "utf-8", "surrogateescape"))
          for m in _DATA_LINE_B.finditer(data)),
         lambda end, start: _BLANK_B.search(data, end, start) is not None))
@@ -458,9 +458,14 @@ class _SplitSearch:
             at[(si, m)] = (at.get((si, m), []) + chain)[-self.KEEP:]
 
 
-def _split_found(payloads: Iterable[str]) -> bool:
-    """Whether ``redact_split`` has anything to do: one pass over the events, holding
-    only ``_SplitSearch``'s state."""
+def _split_found(lines: Iterable[str]) -> bool:
+    """``_split_found_in`` of ``data:`` lines, each an event of its own."""
+    return _split_found_in(_payload([line]) for line in lines)
+
+
+def _split_found_in(payloads: Iterable[str]) -> bool:
+    """Whether ``redact_split`` has anything to do: one pass over the events' data,
+    holding only ``_SplitSearch``'s state."""
     search = _SplitSearch(_by_length)
     for payload in payloads:
         parsed = _event_fragments(payload)
@@ -488,7 +493,7 @@ def redact_split(text: str) -> str:
     secrets_ = _by_length
     if not secrets_ or "data:" not in text:
         return text
-    if not _split_found(_text_payloads(text)):
+    if not _split_found_in(_text_payloads(text)):
         return text  # the common case, found holding one event at a time
     lines = _LINES.split(text)  # lines at even positions, their terminators in between
     events: list[list[int]] = []

@@ -282,6 +282,7 @@ class _LimitedStream(httpx.SyncByteStream):
                 self._check(seen)
                 yield piece
         except decoding.DecodeError as e:
+            self._seen = max(seen, e.size)  # the piece over the limit counts as received
             raise TransportFault(e.reason, limit=e.limit) from None
         except httpx.ReadTimeout:
             if self._expired or time.monotonic() - self._started >= lim.total_timeout - 0.01:
