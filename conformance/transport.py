@@ -169,8 +169,9 @@ def _detail(exc: Exception) -> str:
 
 class _LimitedStream(httpx.SyncByteStream):
     """Wraps a response stream: body bytes and total time are capped while reading, a
-    read timeout becomes a stall, and gzip/deflate are undone here (so that the cap
-    holds for the decoded size, and vcrpy records the decoded body).
+    read timeout becomes a stall, and every content coding is undone here
+    (``decoding.Decoder``: stacked, repeated, unlabelled; so that the cap holds for the
+    decoded size of every layer, and vcrpy records the decoded body).
 
     A fault met after the headers ends the body where it stopped and is written into
     the response's own headers (``x-conformance-transport-error``): vcrpy reads the
@@ -436,8 +437,9 @@ def _keep_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
 
 class LimitedTransport(httpx.HTTPTransport):
     """httpx's transport with the suite's limits: the response headers must arrive within
-    ``first_byte_timeout``, each body read within ``idle_timeout`` (or what is left of
-    ``total_timeout``), the body may not exceed ``max_bytes`` once decoded. The limits
+    ``first_byte_timeout``, each body read within ``idle_timeout``, the whole exchange
+    (connect, request, head, 1xx responses, body) within ``total_timeout``, and the body
+    may not exceed ``max_bytes`` once decoded. The limits
     of a request come from its ``conformance.limits`` extension (one client serves
     providers with different limits), else from the transport's own."""
 
