@@ -76,7 +76,9 @@ def vcr_options() -> dict[str, Any]:
     return {
         "filter_headers": [(h, None) for h in secrets.SECRET_HEADERS],
         "filter_query_parameters": [(q, None) for q in secrets.SECRET_QUERY],
-        "decode_compressed_response": True,
+        # Not vcrpy's decoder (unbounded, and it runs on every cassette loaded): the
+        # transport and transport.exchange undo every coding, bounded (decoding.py).
+        "decode_compressed_response": False,
         # Local servers get a new port every run: a cell's cassette is its own file, so
         # method and path identify an interaction; repeats play back in recorded order.
         "match_on": ["method", "path"],

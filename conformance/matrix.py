@@ -221,6 +221,7 @@ def _gateways(gateways: list[Provider], by_key: dict[tuple[str, str], dict[str, 
 def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
     """`conformance analyze --report`: each capture is a column of its own table. A result
     that still holds its transcript (``r.transcript``) gets the wire evidence too."""
+    from conformance.bounded import cap_strings
     from conformance.report.evidence import evidence_from_events
     columns, cells = [], []
     for r in results:
@@ -239,11 +240,11 @@ def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
                                                    "system_fingerprint")}}},
             "client_advice": "",
         })
-        cells.append({"column": r.source, "row": "capture", "verdict": r.verdict,
+        cells.append(cap_strings({"column": r.source, "row": "capture", "verdict": r.verdict,
                       "reason": r.error, "quirks": d["quirks"], "expected": [],
                       "findings": d["findings"], "evidence": evidence, "impact": d["impact"],
                       "tool_calls": d["tool_calls"], "finish_reason": r.finish_reason,
-                      "cassette": None, "interaction": None, "trials": {}, "retries": []})
+                      "cassette": None, "interaction": None, "trials": {}, "retries": []}))
     return _advise({"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
             "title": "Field captures", "columns": columns,
             "rows": [{"id": "capture", "title": "Capture", "description": "a captured stream"}],

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import base64
 import codecs
-import gzip
 import io
 import json
 import os
 import re
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -183,19 +181,11 @@ def read_sse_file(path: Path) -> list[Transcript]:
 
 
 def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
-    """Undo Content-Encoding (gzip/deflate) so the SSE text is judged, not the envelope."""
-    enc = (header(headers, "content-encoding") or "").lower()
-    if body[:2] == b"\x1f\x8b" or enc == "gzip":
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error):
-            return body
-    if enc == "deflate":
-        try:
-            return zlib.decompress(body)
-        except zlib.error:
-            return body
-    return body
+    """Undo every content coding (``decoding.decode_or_keep``: stacked, unlabelled,
+    bounded by the default ``max_bytes``) so the SSE text is judged, not the envelope."""
+    from conformance import decoding
+
+    return decoding.decode_or_keep(body, headers)[0]
 
 
 def exchange_transcript(
@@ -206,7 +196,9 @@ def exchange_transcript(
     headers: dict[str, str] | None,
     body: bytes,
 ) -> Transcript:
-    body = decode_body(body, headers)
+    from conformance import decoding
+
+    body, undecodable = decoding.decode_or_keep(body, headers)  # bounded (issue 23)
     ctype = (header(headers, "content-type") or "").lower()
     stream_requested = bool(
         request and isinstance(request.get("body"), dict) and request["body"].get("stream")
@@ -228,6 +220,7 @@ def exchange_transcript(
         headers=headers,
         raw=body,
         meta=meta,
+        transport_error=undecodable,
     )
 
 

@@ -17,6 +17,7 @@ import httpx
 
 from conformance import registry, secrets
 from conformance.analysis import CaptureResult, analyze
+from conformance.bounded import cap_strings
 from conformance.client import RoundTripPolicy, TextCutError, tool_result_messages
 from conformance.enums import Level, Verdict
 from conformance.providers import Provider
@@ -57,6 +58,7 @@ class Cell:
         if d["reason"]:  # a cell's reason is one line, whatever a server put in its error
             d["reason"] = " ".join(str(d["reason"]).split())
         d["column"], d["row"] = d.pop("provider"), d.pop("scenario")
+        d = cap_strings(d)  # every string bounded: names and ids as long as the body
         return json.loads(secrets.redact(json.dumps(d, ensure_ascii=False)))
 
     @property
