@@ -17,19 +17,23 @@ from typing import Any
 
 import jsonschema
 
+from conformance.client_matrix.judge import MEANING, OUTCOMES
 from conformance.client_matrix.streams import SEED_QUIRKS
 
-SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "‼", "hung": "∞", "error": "!"}
-LEGEND = ("✓ ok (the same calls as the robust reading of the same bytes) · ✗ wrong (how, "
-          "in short: merged, dropped, id, name, args…) · ‼ crashed (raised on a stream that "
-          "reported no error) · ∞ hung · ! error (the adapter could not run) · "
-          "° the bytes this client received did not show the profile's quirk (its request "
-          "did not elicit it)")
-SHORT = {"calls merged": "merged", "call dropped": "dropped", "extra call": "extra",
-         "id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
+SYMBOL = {"ok": "✓", "n/a": "n/a", "id invented": "⚠ id invented", "silent partial": "✗ partial",
+          "invalid passed": "✗ invalid passed", "merged": "✗ merged", "dropped": "✗ dropped",
+          "args lost": "✗ args lost", "wrong": "✗", "crashed": "‼", "hung": "∞", "error": "!"}
+LEGEND = ("✓ ok: " + MEANING["ok"] + " · ✗ partial (silent partial): " + MEANING["silent partial"]
+          + " · ✗ invalid passed: " + MEANING["invalid passed"] + " · ✗ merged: "
+          + MEANING["merged"] + " · ✗ dropped: " + MEANING["dropped"] + " · ✗ args lost: "
+          + MEANING["args lost"] + " · ✗ (name, id, args…): " + MEANING["wrong"]
+          + " · ⚠ id invented: the calls are right but carry " + MEANING["id invented"]
+          + " · ‼ crashed: " + MEANING["crashed"] + " · ∞ hung · ! error: " + MEANING["error"]
+          + " · n/a: " + MEANING["n/a"] + " · ° the bytes this client received did not show "
+          "the profile's quirk (its request did not elicit it)")
+SHORT = {"id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
          "name concatenated": "name+", "arguments concatenated": "args+",
-         "arguments truncated": "args cut", "arguments lost": "args lost", "arguments changed": "args",
-         "error not surfaced": "silent error"}
+         "arguments changed": "args", "extra call": "extra"}
 
 
 def schema() -> dict[str, Any]:
@@ -55,12 +59,16 @@ def anchor(cell: dict[str, Any]) -> str:
 def mark(cell: dict[str, Any]) -> str:
     text = SYMBOL[cell["outcome"]]
     if cell["outcome"] == "wrong":
-        text += " " + ", ".join(SHORT.get(p, p) for p in cell.get("problems", []))
+        text += " " + ", ".join(SHORT[p] for p in cell.get("problems", []) if p in SHORT)
     elif cell["outcome"] == "crashed":
         text += " " + cell["detail"].split(":")[0]
     if cell.get("elicited") is False:
         text += " °"
     return text
+
+
+def css(cell: dict[str, Any]) -> str:
+    return re.sub(r"[^a-z]+", "-", cell["outcome"])
 
 
 def _index(matrix: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -90,17 +98,16 @@ def _summary(matrix: dict[str, Any]) -> list[str]:
     kinds = [k for k in ("profile", "provider", "capture")
              if any(s["kind"] == k for s in matrix["streams"])]
     kind_of = {s["id"]: s["kind"] for s in matrix["streams"]}
-    lines = ["| client | " + " | ".join(f"{k} streams: ok / wrong / crashed / hung / error"
-                                         for k in kinds) + " |",
-             "|---|" + "---|" * len(kinds)]
+    shown = [o for o in reversed(OUTCOMES) if o != "n/a"]
+    lines = ["| client | streams | " + " | ".join(shown) + " | n/a (apart) |",
+             "|---|---|" + "---|" * (len(shown) + 1)]
     for c in matrix["clients"]:
-        row = []
         for k in kinds:
             mine = [x for x in matrix["cells"] if x["client"] == c["id"]
                     and kind_of[x["stream"]] == k]
-            counts = [sum(x["outcome"] == o for x in mine) for o in SYMBOL]
-            row.append(" / ".join(map(str, counts)) + f" of {len(mine)}")
-        lines.append(f"| {c['id']} | " + " | ".join(row) + " |")
+            counts = [sum(x["outcome"] == o for x in mine) for o in [*shown, "n/a"]]
+            lines.append(f"| {c['id']} | {len(mine)} {k} | " + " | ".join(
+                str(n) if n else "·" for n in counts) + " |")
     return lines
 
 
@@ -121,8 +128,11 @@ def _by_column(matrix: dict[str, Any], streams: list[dict[str, Any]]) -> list[st
     lines = ["| provider | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
     for column in dict.fromkeys(s["column"] for s in streams):
         mine = [s["id"] for s in streams if s["column"] == column]
-        row = [f"{sum(cells[(cid, sid)]['outcome'] == 'ok' for sid in mine)}/{len(mine)}"
-               for cid in ids]
+        row = []
+        for cid in ids:
+            judged = [sid for sid in mine if cells[(cid, sid)]["outcome"] != "n/a"]
+            right = sum(cells[(cid, sid)]["outcome"] == "ok" for sid in judged)
+            row.append(f"{right}/{len(judged)}")
         lines.append(f"| {column} | " + " | ".join(row) + " |")
     return lines
 
@@ -175,7 +185,7 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
                 "verdicts only, the recordings themselves are not in this repository.", "",
                 *_by_column(matrix, captures), "",
                 *_grid(matrix, captures, lambda s: f"{s['column']} ({s['id'][8:]})", link), ""]
-    bad = [c for c in matrix["cells"] if c["outcome"] in ("wrong", "crashed", "hung")]
+    bad = [c for c in matrix["cells"] if c["outcome"] not in ("ok", "n/a", "error")]
     if bad:
         out += ["## Findings", ""]
         for c in bad:
@@ -203,7 +213,7 @@ def render_html(matrix: dict[str, Any]) -> str:
                   if src and src.startswith("http") else
                   f" · source: {html.escape(src)}" if src else "")
         parts.append(
-            f'<section id="{anchor(c)}" class="ev {c["outcome"]}"><h3>{html.escape(c["client"])}'
+            f'<section id="{anchor(c)}" class="ev {css(c)}"><h3>{html.escape(c["client"])}'
             f' on {html.escape(c["stream"])}: {html.escape(mark(c))}</h3>'
             f"<p>{html.escape(c['outcome'])}: {html.escape(c['detail'])}{source}"
             + (" · field evidence (derived; no bytes kept)" if c.get("evidence") else "")

@@ -13,7 +13,7 @@ from conformance.analysis import analyze
 from conformance.client_matrix.adapters import adapter_argv, run_client
 from conformance.client_matrix.clients import Client
 from conformance.client_matrix.harness import Exchange, running_harness
-from conformance.client_matrix.judge import expected_from, judge
+from conformance.client_matrix.judge import expected_from, is_json, judge
 from conformance.client_matrix.streams import Stream
 from conformance.profile_columns import LIVE_ONLY
 from conformance.readers import exchange_transcript
@@ -55,11 +55,13 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         verdict = judge_without_request(answer)
         cell.update(outcome=verdict[0], detail=verdict[1], problems=[])
     else:
-        v = judge(expected_from(result, body if isinstance(body, dict) else None), answer)
+        expected = expected_from(result, body if isinstance(body, dict) else None)
+        v = judge(expected, answer)
         cell.update(outcome=v.outcome, detail=v.detail, problems=v.problems)
-        if v.outcome != "ok":  # an ok cell's calls are the robust reading's
-            cell["expected"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                for c in (result.turn.calls if result.turn else [])]
+        # The calls on the wire with their status: what every cell is judged against (a
+        # test checks every committed cell against them).
+        cell["expected"] = [{k: c[k] for k in ("id", "name", "arguments", "raw_arguments",
+                                                "status")} for c in expected.calls]
         cell["quirks"] = result.quirks
         if stream.kind == "profile" and stream.profile not in LIVE_ONLY:
             cell["elicited"] = not stream.quirks or bool(set(stream.quirks) & set(result.quirks))
@@ -71,8 +73,12 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         cell["detail"] = ", ".join(cell["problems"]) or " ".join(
             x for x in (cell["outcome"], kind) if x)
         cell["calls"] = None if cell["calls"] is None else [
-            {"id": None, "name": c.get("name"), "arguments": None} for c in cell["calls"]]
-        cell.pop("expected", None)
+            {"id": None, "name": c.get("name"), "arguments": None,
+             "json": is_json(c.get("arguments")),
+             **({"invalid": c["invalid"]} if c.get("invalid") else {})}
+            for c in cell["calls"]]
+        cell["expected"] = [{"id": None, "name": c["name"], "arguments": None,
+                             "status": c["status"]} for c in cell.get("expected", [])]
         cell["evidence"] = "field"
     elif wire is not None and cell["outcome"] != "ok":
         # The bytes of a finding; an ok cell's evidence is its calls and the stream's source.
