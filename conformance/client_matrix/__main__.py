@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         from conformance.client_matrix.report import seed_table
         from conformance.report import update_readme
 
-        update_readme(readme, seed_table(matrix), block="clients")  # the README's copy
+        update_readme(readme, seed_table(matrix, legend=True), block="clients")  # the README's copy
         paths.append(readme)
     print(f"client-matrix: wrote {', '.join(map(str, paths))} in "
           f"{time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -79,8 +79,21 @@ def _md_cell(cell: dict[str, Any], link: str) -> str:
     return f"[{mark(cell)}]({link}#{anchor(cell)})".replace("|", "\\|")
 
 
-def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
-    """Clients × the five seed quirks (their reference profiles), for the README."""
+README_LEGEND = ("✓ ok: the right calls, or the problem made visible (flagged, raised, "
+                 "refused) where the bytes hold no right call · ✗ partial: repaired or partial "
+                 "arguments with no flag · ✗ invalid passed: arguments that are not JSON, no "
+                 "flag · ✗ merged / dropped / args lost · ✗ name, id, args: other wrong calls "
+                 "· ⚠ id invented: an id the wire never carried (the id contract broken; shown "
+                 "apart) · ‼ crashed on sound calls · ∞ hung · ! could not run · n/a: no client "
+                 "can assemble the right calls and nothing shows it (counted apart). Rows "
+                 "marked *seed* are the suite's source algorithms, written here from their "
+                 "descriptions.")
+
+
+def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html",
+               legend: bool = False) -> str:
+    """Clients × the five seed quirks (their reference profiles), for the README (with
+    ``legend``, the outcomes' legend under it)."""
     cells = _index(matrix)
     profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
     cols = [(q, profiles.get(q[2:].lower())) for q in SEED_QUIRKS]
@@ -89,8 +102,11 @@ def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html")
     for c in matrix["clients"]:
         row = [_md_cell(cells[(c["id"], sid)], link) if sid and (c["id"], sid) in cells
                else "–" for _, sid in cols]
-        lines.append(f"| {c['id']} ({c['ecosystem']}) | {c['package']} {c['version']} | "
+        seed = " *seed*" if c.get("origin") else ""
+        lines.append(f"| {c['id']} ({c['ecosystem']}){seed} | {c['package']} {c['version']} | "
                      + " | ".join(row) + " |")
+    if legend:
+        lines += ["", README_LEGEND]
     return "\n".join(lines)
 
 
