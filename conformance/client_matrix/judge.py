@@ -361,7 +361,7 @@ def judge(expected: Expected, answer: dict[str, Any]) -> Verdict:
                                            f"{len(wire)}; not in it: {names}"))
     if not problems:
         flagged = sum(bool(c.get("invalid")) for c in client)
-        detail = f"{len(client)} call(s) right" + (
+        detail = f"{len(client) - flagged} call(s) right" + (
             f", {flagged} flagged invalid where the wire holds no right form" if flagged else "")
         if not client and expected.refusable:
             detail = f"no call returned ({expected.refusable})"

@@ -169,10 +169,13 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
            + (" -- --captures ../shared/captures" if any(
                s["kind"] == "capture" for s in streams) else "") + "` (suite "
            + f"{matrix['suite_version']}). Each client library streamed one request per stream "
-           "through its normal streaming API; what it assembled is judged against the robust "
-           "reading (`conformance.client`, through the analyzer) of the very bytes it "
-           f"received. A job is hung after {matrix['timeout_seconds']:g} s. Every cell links "
-           "to its evidence in the HTML view. See docs/clients.md.", "", LEGEND, "",
+           "through its normal streaming API; what it assembled is judged call by call against "
+           "what a correct client does with the very bytes it received: the right call where "
+           "the bytes hold one (the analyzer's reading of them says which do), a flag, an "
+           "error or a refusal where they hold none; the robust reading's repair is evidence, "
+           f"never the right answer. A job is hung after {matrix['timeout_seconds']:g} s. "
+           "Every cell links to its evidence in the HTML view. See docs/clients.md.", "",
+           LEGEND, "",
            "## Clients", "", "| id | package | version | ecosystem | how it is used |",
            "|---|---|---|---|---|"]
     for c in matrix["clients"]:
@@ -238,7 +241,8 @@ def render_html(matrix: dict[str, Any]) -> str:
             + ("<p>quirks in these bytes: " + html.escape(", ".join(c["quirks"]) or "none")
                + "</p>" if "quirks" in c else "")
             + "<h4>client assembled</h4>" + _pre(c.get("calls"))
-            + ("<h4>robust reading of the same bytes</h4>" + _pre(c["expected"])
+            + ("<h4>the calls on the wire (the robust reading of the same bytes, with each "
+               "call's status: sound, visible or hidden)</h4>" + _pre(c["expected"])
                if "expected" in c else "")
             + ("<details><summary>bytes received</summary>" + _pre(c["wire"]) + "</details>"
                if "wire" in c else "")
