@@ -30,7 +30,7 @@ EXPECTED = [
     ("cfosilvia-handler", "args-truncated", "invalid passed"),
     ("openai-node-loop", "args-truncated", "invalid passed"),
     ("haystack", "args-truncated", "dropped"),  # unparsable arguments: call skipped, a log
-    ("google-adk", "args-truncated", "dropped"),  # no call at all, the sound one included
+    ("google-adk", "args-truncated", "ok"),  # 2.1.0 raises JSONDecodeError: refuses the turn
     # Q-ID-ABSENT: two sound calls, no id on the wire.
     ("conformance", "id-absent", "ok"),
     ("cfosilvia-handler", "id-absent", "id invented"),  # call_<uuid> fallback

@@ -154,10 +154,14 @@ def test_no_wire_id_means_no_id_and_an_invented_one_is_shown_apart():
     assert (v.outcome, v.problems) == ("wrong", ["name overwritten", "id invented"])
 
 
-def test_a_library_that_exposes_no_ids_is_not_judged_on_them():
+def test_a_library_that_exposes_no_ids_or_names_is_not_judged_on_them():
     call = {k: v for k, v in WEATHER.items() if k != "id"}
     assert verdict(ONE_CALL, [call]).outcome == "ok"
     assert verdict(NO_ID, [call]).outcome == "ok"
+    bare = {"arguments": WEATHER["arguments"]}  # instructor: an object, no name, no id
+    assert verdict(ONE_CALL, [bare]).outcome == "ok"
+    assert verdict(ONE_CALL, [{"arguments": {"city": "Rome"}}]).outcome == "wrong"
+    assert verdict(ONE_CALL, [dict(bare, name=None)]).problems == ["name overwritten"]
 
 
 # ------------------------------------------------------------------ arguments concatenated

@@ -80,10 +80,12 @@ def serve(package: str, run: Callable[[dict[str, Any]], list[dict[str, Any]]]) -
 
 def _call(c: dict[str, Any]) -> dict[str, Any]:
     """One call as answered: ``invalid`` is the library's own flag (its reason, or true);
-    a library that exposes no call ids leaves ``id`` out (the judge then checks none)."""
-    out = {"name": c.get("name"), "arguments": c.get("arguments")}
-    if "id" in c:
-        out["id"] = c["id"]
+    a library that exposes no call ids (or names) leaves ``id`` (``name``) out, and the judge
+    then checks none."""
+    out = {"arguments": c.get("arguments")}
+    for key in ("id", "name"):
+        if key in c:
+            out[key] = c[key]
     if c.get("invalid"):
         out["invalid"] = c["invalid"] if isinstance(c["invalid"], str) else True
     return out

@@ -19,9 +19,10 @@ async def _run(job):
     req = job["request"]
     client = AsyncOpenAI(base_url=job["base_url"], api_key="unused", max_retries=0)
     service = OpenAIChatCompletion(ai_model_id=job["model"], async_client=client)
-    settings = OpenAIChatPromptExecutionSettings(
-        tools=req["tools"], **{k: req[k] for k in ("tool_choice", "parallel_tool_calls",
-                                                   "max_tokens") if k in req})
+    extra = {k: req[k] for k in ("tool_choice", "parallel_tool_calls", "max_tokens") if k in req}
+    if isinstance(extra.get("tool_choice"), dict):
+        extra["tool_choice"] = "required"  # SK's settings name a choice, never one tool
+    settings = OpenAIChatPromptExecutionSettings(tools=req["tools"], **extra)
     history = ChatHistory()
     history.add_user_message(user_text(req))
     total = None
