@@ -69,10 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = write_reports(matrix, args.out)
     readme = args.root / "README.md"
     if args.out.resolve() == (args.root / "reports").resolve() and readme.exists():
-        from conformance.client_matrix.report import seed_table
+        from conformance.client_matrix.report import readme_table
         from conformance.report import update_readme
 
-        update_readme(readme, seed_table(matrix, legend=True), block="clients")  # the README's copy
+        update_readme(readme, readme_table(matrix), block="clients")  # the README's copy
         paths.append(readme)
     print(f"client-matrix: wrote {', '.join(map(str, paths))} in "
           f"{time.monotonic() - started:.0f} s", file=sys.stderr)

@@ -90,10 +90,8 @@ README_LEGEND = ("✓ ok: the right calls, or the problem made visible (flagged,
                  "descriptions.")
 
 
-def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html",
-               legend: bool = False) -> str:
-    """Clients × the five seed quirks (their reference profiles), for the README (with
-    ``legend``, the outcomes' legend under it)."""
+def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
+    """Clients × the five seed quirks (their reference profiles), for the Markdown report."""
     cells = _index(matrix)
     profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
     cols = [(q, profiles.get(q[2:].lower())) for q in SEED_QUIRKS]
@@ -105,9 +103,25 @@ def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html",
         seed = " *seed*" if c.get("origin") else ""
         lines.append(f"| {c['id']} ({c['ecosystem']}){seed} | {c['package']} {c['version']} | "
                      + " | ".join(row) + " |")
-    if legend:
-        lines += ["", README_LEGEND]
     return "\n".join(lines)
+
+
+def readme_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
+    """The README's block: the five seed quirks × every client (one row per quirk, so that
+    23 clients fit a front page), then the legend."""
+    cells = _index(matrix)
+    profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
+    ids = [c["id"] for c in matrix["clients"]]
+    names = [f"{c['id']}{' *seed*' if c.get('origin') else ''}" for c in matrix["clients"]]
+    lines = ["| quirk | " + " | ".join(names) + " |", "|---|" + "---|" * len(ids)]
+    for q in SEED_QUIRKS:
+        sid = profiles.get(q[2:].lower())
+        row = [_md_cell(cells[(cid, sid)], link) if sid and (cid, sid) in cells else "–"
+               for cid in ids]
+        lines.append(f"| `{q}` | " + " | ".join(row) + " |")
+    versions = ", ".join(f"{c['id']} {c['package']} {c['version']}" for c in matrix["clients"]
+                         if c["id"] != "conformance")
+    return "\n".join(lines + ["", README_LEGEND + " Versions: " + versions + "."])
 
 
 def _summary(matrix: dict[str, Any]) -> list[str]:
