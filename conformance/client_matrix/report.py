@@ -180,8 +180,8 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
     streams = matrix["streams"]
     out = ["# Client matrix: which client libraries survive which streams", "",
            f"Generated {matrix['generated_at']} by `python3 noxw -s clients"
-           + (" -- --captures ../shared/captures" if any(
-               s["kind"] == "capture" for s in streams) else "") + "` (suite "
+           + (" -- --captures DIR` (DIR: field captures; suite " if any(
+               s["kind"] == "capture" for s in streams) else "` (suite ")
            + f"{matrix['suite_version']}). Each client library streamed one request per stream "
            "through its normal streaming API; what it assembled is judged call by call against "
            "what a correct client does with the very bytes it received: the right call where "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,13 +114,15 @@ def run_matrix(clients: list[Client], streams: list[Stream], *, root: Path, pyth
                      f"{s.path}", "model": s.model, "request": s.request, "timeout": timeout}
                     for n, s in enumerate(streams)]
             argv = adapter_argv(client, root, python, node)
+            started = time.monotonic()
             versions[client.id], answers[client.id] = run_client(client, argv, jobs)
             if log:
                 counts: dict[str, int] = {}
                 for a in answers[client.id].values():
                     k = next((k for k in ("error", "hung", "exception") if a.get(k)), "calls")
                     counts[k] = counts.get(k, 0) + 1
-                log(f"{client.id}: {len(jobs)} jobs {counts}")
+                log(f"{client.id}: {len(jobs)} jobs {counts} in "
+                    f"{time.monotonic() - started:.0f} s")
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(one, clients))
