@@ -85,7 +85,8 @@ README_LEGEND = ("✓ ok: the right calls, or the problem made visible (flagged,
                  "flag · ✗ merged / dropped / args lost · ✗ name, id, args: other wrong calls "
                  "· ⚠ id invented: an id the wire never carried (the id contract broken; shown "
                  "apart) · ‼ crashed on sound calls · ∞ hung · ! could not run · n/a: no client "
-                 "can assemble the right calls and nothing shows it (counted apart). Rows "
+                 "can assemble the right calls and nothing shows it (counted apart) · ° the "
+                 "client's request did not elicit the quirk. Columns "
                  "marked *seed* are the suite's source algorithms, written here from their "
                  "descriptions.")
 
