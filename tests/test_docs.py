@@ -92,14 +92,14 @@ def test_readme_clients_table_is_the_committed_client_matrix() -> None:
     """The README's clients × seed-quirks block is rendered from reports/client-matrix.json."""
     import json
 
-    from conformance.client_matrix.report import seed_table
+    from conformance.client_matrix.report import readme_table
     from conformance.report import markers
 
     text = (ROOT / "README.md").read_text("utf-8")
     start, end = markers("clients")
     block = text[text.index(start) + len(start): text.index(end)].strip("\n")
     matrix = json.loads((ROOT / "reports" / "client-matrix.json").read_text("utf-8"))
-    assert block == seed_table(matrix)
+    assert block == readme_table(matrix)
 
 
 def test_readme_mutation_table_is_docs_mutation_json() -> None:
