@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -539,8 +540,15 @@ def read_cassette_file(path: Path) -> list[Transcript]:
 
 def read_har_file(path: Path) -> list[Transcript]:
     with path.open("rb") as f:
-        text = f.read(HAR_LIMIT + 1)  # never more than the bound, whatever stat says
-    if len(text) > HAR_LIMIT:
+        # Never more than the bound, whatever stat says (a pipe, /proc), read in blocks:
+        # one read(HAR_LIMIT + 1) allocates the whole bound up front even for a small file.
+        st = os.fstat(f.fileno())
+        too_big = stat.S_ISREG(st.st_mode) and st.st_size > HAR_LIMIT  # refused unread
+        text = bytearray()
+        while not too_big and (block := f.read(min(1 << 20, HAR_LIMIT + 1 - len(text)))):
+            text += block
+            too_big = len(text) > HAR_LIMIT
+    if too_big:
         raise InputError(str(path), f"a HAR file over {HAR_LIMIT >> 20} MiB (it is one JSON "
                                     "document, read whole); export fewer entries, or the "
                                     "streams as SSE or a cassette")
