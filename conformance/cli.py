@@ -123,7 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         serve(host=args.host, port=args.port, latency=args.latency)
     except PortInUse as e:
-        print(f"conformance serve: {e}", file=sys.stderr)
+        print(f"toolcall-conformance serve: {e}", file=sys.stderr)
         return 4
     return 0
 
@@ -146,10 +146,10 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="conformance",
+        prog="toolcall-conformance",
         description=("Conformance suite for OpenAI-compatible streaming tool calls."),
     )
-    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    parser.add_argument("--version", action="version", version=f"toolcall-conformance {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)",
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.cmd == "run":  # a usage error of `run` is a configuration error: 4
-            print(f"conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
+            print(f"toolcall-conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
                   file=sys.stderr)
             return 4
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -8,9 +8,9 @@ workers never share a file) and the controlling process renders the matrix.
 The plugin is loaded by every pytest run in an environment where ``conformance`` is
 installed (entry point ``pytest11``), so it stays inert unless the suite is what the run
 targets: it validates nothing and prints nothing for an unrelated project, and it never
-needs pytest-recording to be importable (``conformance[suite]`` brings it).
+needs pytest-recording to be importable (``toolcall-conformance[suite]`` brings it).
 
-Exit status of a suite run (shared with ``conformance run``): 0 when at least one cell
+Exit status of a suite run (shared with ``toolcall-conformance run``): 0 when at least one cell
 was tested and every tested cell conforms (expected quirks allowed); 1 when a cell
 deviates; 5 when no cell could be tested (keys unset, not recorded, unsupported,
 inconclusive); 4 for a configuration error (one line).
@@ -47,7 +47,7 @@ EXIT_NOTHING_TESTED = 5  # == pytest.ExitCode.NO_TESTS_COLLECTED: "nothing was t
 # Verdicts of a cell that tested what its scenario tests; the others (unsupported, not
 # recorded, inconclusive, a key unset) did not test anything.
 CONCLUSIVE = frozenset({"conforms", "quirk", "fails", "error"})
-SUITE_HINT = "pip install 'conformance[suite]'"
+SUITE_HINT = "pip install 'toolcall-conformance[suite]'"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--provider", action="append", default=[], help="run only this provider")
     g.addoption("--scenario", action="append", default=[], help="run only this scenario")
     # Not the committed reports/: a bare `pytest` in a checkout must not rewrite them
-    # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `conformance run`.
+    # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `toolcall-conformance run`.
     g.addoption("--report-dir", default="conformance-reports",
                 help="where results and the matrix go")
     g.addoption("--cassette-dir", default="cassettes", help="cassette root directory")
@@ -66,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="also run every reference profile (end-to-end negative controls)")
     g.addoption("--profile-server", default=os.environ.get(
         "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
-        help="base URL of `conformance serve` for --reference-profiles")
+        help="base URL of `toolcall-conformance serve` for --reference-profiles")
     try:  # pytest-base-url owns --base-url when installed: its value is read the same way
         g.addoption("--base-url", default=None, metavar="URL",
                     help="test this endpoint instead of a providers file (records live)")

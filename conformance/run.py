@@ -1,4 +1,4 @@
-"""`conformance run`: the suite for people outside this repository (a server's CI, a
+"""`toolcall-conformance run`: the suite for people outside this repository (a server's CI, a
 person with a local server). It drives the same pytest suite as ``pytest --pyargs
 conformance.suite`` (no second implementation): it only turns its options into pytest
 arguments, isolated from whatever pytest configuration the current directory holds.
@@ -23,7 +23,7 @@ from typing import Any
 EXIT_OK, EXIT_DEVIATES, EXIT_USAGE, EXIT_NOTHING_TESTED = 0, 1, 4, 5
 REPORT_DIR = "conformance-reports"
 CASSETTE_DIR = "conformance-cassettes"
-SUITE_HINT = "pip install 'conformance[suite]'"
+SUITE_HINT = "pip install 'toolcall-conformance[suite]'"
 
 EPILOG = """\
 exit status: 0 at least one cell was tested and every tested cell conforms (expected
@@ -31,10 +31,10 @@ quirks allowed); 1 a cell deviates (unexpected quirk, fails, error); 5 nothing c
 tested (key unset, not recorded, unsupported, inconclusive); 4 configuration error.
 
 examples:
-  conformance run --base-url http://127.0.0.1:8000/v1 --model my-model
-  conformance run --base-url https://api.example.com/v1 --model m --api-key-env EXAMPLE_KEY \\
+  toolcall-conformance run --base-url http://127.0.0.1:8000/v1 --model my-model
+  toolcall-conformance run --base-url https://api.example.com/v1 --model m --api-key-env EXAMPLE_KEY \\
       --expect-quirk Q-USAGE-PLACEMENT='documented: usage on every chunk'
-  conformance run --providers providers.yaml --provider mysrv
+  toolcall-conformance run --providers providers.yaml --provider mysrv
 """
 
 
@@ -48,7 +48,7 @@ def add_run_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=_with_epilog(formatter))
 
     def error(message: str) -> Any:  # a usage error is a configuration error: one line, 4
-        r.exit(EXIT_USAGE, f"conformance run: {message} (see --help)\n")
+        r.exit(EXIT_USAGE, f"toolcall-conformance run: {message} (see --help)\n")
     r.error = error  # type: ignore[method-assign]
     t = r.add_argument_group("target (one of)")
     t.add_argument("--base-url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:8000/v1")
@@ -82,7 +82,7 @@ def _with_epilog(formatter: type) -> type:
 
 
 def _usage(message: str) -> int:
-    print(f"conformance run: {message}", file=sys.stderr)
+    print(f"toolcall-conformance run: {message}", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -1,9 +1,9 @@
 """The CI recipe (examples/github-workflow.yml, docs/ci.md) runs: its steps' `run:`
 scripts, executed as GitHub would (bash -eo pipefail, a step after a failure runs only
-with `if: always()`), against `conformance serve` instead of the project's own server.
+with `if: always()`), against `toolcall-conformance serve` instead of the project's own server.
 
 Two steps are not run here: installing the package (this environment has it) and
-starting the project's server (the step with id `server`: `conformance serve` stands in).
+starting the project's server (the step with id `server`: `toolcall-conformance serve` stands in).
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def test_the_workflow_has_the_steps_the_docs_describe() -> None:
     ids = [s.get("id") for s in all_steps]
     assert "server" in ids
     runs = "\n".join(s.get("run", "") for s in all_steps)
-    assert 'conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"' in runs
-    assert "conformance report --diff" in runs and "--markdown" in runs
+    assert 'toolcall-conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"' in runs
+    assert "toolcall-conformance report --diff" in runs and "--markdown" in runs
     assert '"$GITHUB_STEP_SUMMARY"' in runs
     uploads = [s for s in all_steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and "conformance-reports/" in uploads[0]["with"]["path"]
@@ -105,7 +105,7 @@ def test_with_a_committed_baseline_the_summary_is_the_diff(server: str, tmp_path
     assert [code for _, code in again] == [0, 0, 0]
     matrix_md = (tmp_path / "conformance-reports" / "quirks-matrix.md").read_text("utf-8")
     assert summary and summary != matrix_md  # the diff, not the matrix
-    direct = subprocess.run([str(Path(sys.executable).parent / "conformance"), "report",
+    direct = subprocess.run([str(Path(sys.executable).parent / "toolcall-conformance"), "report",
                              "--diff", str(baseline),
                              str(tmp_path / "conformance-reports" / "quirks-matrix.json"),
                              "--markdown"], capture_output=True, text=True, timeout=60)

@@ -1,6 +1,6 @@
-"""The CLI contract of DESIGN.md for ``conformance analyze`` (other tools script against it).
+"""The CLI contract of DESIGN.md for ``toolcall-conformance analyze`` (other tools script against it).
 
-``conformance analyze [--json] PATH…``: JSONL, raw SSE, vcrpy cassettes (``path#N`` per
+``toolcall-conformance analyze [--json] PATH…``: JSONL, raw SSE, vcrpy cassettes (``path#N`` per
 interaction) and HAR files; ``--json`` prints one document whose shape is checked here
 against a JSON Schema written from DESIGN.md; exit 0 when every input was read whatever
 the verdicts, 2 for an unreadable input; without ``--json``, a readable summary.

@@ -3,7 +3,7 @@
 One small chunk stream per branch (and one beside it that must not take the branch), judged
 through the chunk door, and the whole list of findings written out by hand: rule, level,
 quirk, event, JSON pointer, message, excerpt (and the repeat count when above one). Messages
-and excerpts are what a user reads in `conformance analyze` and the report, so they are
+and excerpts are what a user reads in `toolcall-conformance analyze` and the report, so they are
 pinned literally; a finding that appears, vanishes or moves is a failure. The request is
 varied on the same wire where a detector reads it (tool_choice, n, max_tokens, tools,
 stream_options).

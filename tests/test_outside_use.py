@@ -1,5 +1,5 @@
-"""Using the suite from outside this repository: `conformance run` and
-`pytest --pyargs conformance.suite` from an empty directory against `conformance serve`,
+"""Using the suite from outside this repository: `toolcall-conformance run` and
+`pytest --pyargs conformance.suite` from an empty directory against `toolcall-conformance serve`,
 their exit status (0 conforms, 1 deviates, 5 nothing tested, 4 configuration error), the
 failure output a CI log needs, JUnit classnames, and the small things a user hit
 (`analyze -`, `--help` defaults, a busy port, a typo'd key, file modes).
@@ -25,7 +25,7 @@ from conformance.providers import ConfigError, load_providers
 from conformance.server.testing import running_server
 
 BIN = Path(sys.executable).parent
-CONFORMANCE = str(BIN / "conformance")
+CONFORMANCE = str(BIN / "toolcall-conformance")
 TWO = ["--scenario", "single", "--scenario", "parallel"]  # enough to judge, and quick
 
 
@@ -113,7 +113,7 @@ def test_replay_without_cassettes_exits_5_with_a_command_that_records(
     r = conformance_run(tmp_path, "--base-url", server, "--model", "reference", "--replay",
                         *TWO)
     assert r.returncode == 5, r.stdout + r.stderr
-    assert (f"not recorded: record with `conformance run --base-url {server} --model "
+    assert (f"not recorded: record with `toolcall-conformance run --base-url {server} --model "
             "reference`") in r.stdout
     # That command records, then the replay tests the cells.
     assert conformance_run(tmp_path, "--base-url", server, "--model", "reference",
@@ -179,7 +179,7 @@ def test_configuration_errors_are_one_line_and_exit_4(
     assert main(["run", *args]) == 4
     out = capsys.readouterr()
     lines = [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("conformance run: ") \
+    assert len(lines) == 1 and lines[0].startswith("toolcall-conformance run: ") \
         and message in lines[0], lines
     assert {p.name for p in tmp_path.iterdir()} <= {"p.yaml"}  # nothing written
 
@@ -187,7 +187,7 @@ def test_configuration_errors_are_one_line_and_exit_4(
 def test_a_usage_error_from_the_command_line_exits_4(tmp_path: Path) -> None:
     r = conformance_run(tmp_path, "--base-url", "http://127.0.0.1:1/v1")
     assert r.returncode == 4
-    assert r.stderr == "conformance run: --base-url needs --model NAME\n"
+    assert r.stderr == "toolcall-conformance run: --base-url needs --model NAME\n"
 
 
 def test_pytest_door_without_a_target_is_a_usage_error(tmp_path: Path) -> None:
@@ -264,7 +264,7 @@ def test_serve_on_a_busy_port_is_one_line_and_non_zero() -> None:
                            text=True, timeout=60)
     assert r.returncode == 4
     assert r.stdout == ""
-    assert r.stderr == (f"conformance serve: cannot listen on 127.0.0.1:{port}: "
+    assert r.stderr == (f"toolcall-conformance serve: cannot listen on 127.0.0.1:{port}: "
                         "Address already in use\n")
 
 

@@ -104,7 +104,7 @@ def test_unrecorded_provider_is_a_not_recorded_column_with_its_command(recorded:
     cloud = [c for c in doc["cells"] if c["column"] == "cloud"]
     assert cloud and all(c["verdict"] == "not recorded" for c in cloud)
     # Run from a directory that is not a checkout: the hint is a command that works there.
-    assert (f"conformance run --providers {recorded}/providers.yaml --provider cloud"
+    assert (f"toolcall-conformance run --providers {recorded}/providers.yaml --provider cloud"
             in cloud[0]["reason"])
     assert col["provenance"]["how"] is None
 

@@ -594,7 +594,7 @@ def test_diff_command_and_cli(
     (tmp_path / "bad.json").write_text("{}")
     assert main(["report", "--diff", str(old), str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("conformance report: ") and "bad.json: $: " in err and "\n" not in err
+    assert err.startswith("toolcall-conformance report: ") and "bad.json: $: " in err and "\n" not in err
     assert main(["report", "--diff", str(old), str(tmp_path / "missing.json")]) == 2
     assert "missing.json: no such file" in capsys.readouterr().err
 

@@ -443,7 +443,7 @@ def _field_section(doc: Doc, ids: list[str]) -> str:
         '<section id="public-recordings"><h2>Public recordings <span class="count">'
         f'{e(FIELD_TITLE)}</span></h2><p class="note"><span class="mark">{FIELD_MARK}'
         "</span> Streams of these providers recorded by other public projects and analysed "
-        "by <code>conformance analyze</code>: a kind of evidence of its own, which never fills "
+        "by <code>toolcall-conformance analyze</code>: a kind of evidence of its own, which never fills "
         "a cell of the table above (a <code>not recorded</code> cell stays "
         "<code>not recorded</code>).</p>" + "".join(parts) + "</section>"
     )

@@ -381,7 +381,7 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
             lines += ["", '<a id="public-recordings"></a>', "",
                       f"{sub} Seen in public recordings (not recorded by this suite)", "",
                       "Captures of these providers' streams recorded by other public projects, "
-                      "analysed by `conformance analyze` (`python3 noxw -s field -- DIR` "
+                      "analysed by `toolcall-conformance analyze` (`python3 noxw -s field -- DIR` "
                       f"regenerates them). Marked {FIELD_MARK}; they never fill a cell above: a "
                       "`not recorded` cell stays `not recorded`.", "",
                       *_field_lines(doc, providers)]
@@ -393,7 +393,7 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
     profiles = section(doc, "reference_profiles")
     if profiles:
         lines += ["", f"{sub} Reference profiles (end-to-end negative controls)", "",
-                  "Each profile of `conformance serve` injects catalogued quirks into OpenAI's "
+                  "Each profile of `toolcall-conformance serve` injects catalogued quirks into OpenAI's "
                   "shape; recorded over HTTP, replayed and analysed like a provider, it must "
                   "show exactly those quirks (INFO-level notes aside).", ""]
         lines += _profiles(doc, profiles, notes)

@@ -102,7 +102,7 @@ def unexpected_quirk_lines(cell: Cell, quirk: str) -> list[str]:
 
 def declare_hint(provider: str, quirks: list[str]) -> str:
     flags = " ".join(f"--expect-quirk {q}='<reason>'" for q in quirks)
-    return (f"if this is known and accepted, declare it expected: {flags} (conformance run "
+    return (f"if this is known and accepted, declare it expected: {flags} (toolcall-conformance run "
             f"or pytest), or under provider '{provider}' in providers.yaml: expected_quirks: "
             + "{" + ", ".join(f"{q}: <reason>" for q in quirks) + "}")
 
