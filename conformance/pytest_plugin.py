@@ -610,7 +610,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             tw.line(f"{mark} {node}: {verdict}" + (f" ({secrets.one_line(why, 140)})"
                                                     if why else ""))
     n_not = sum(len(v) for v in summary.not_tested.values())
-    tw.line(f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming, "
+    passing = {n for nodes in summary.tolerated.values() for n in nodes} - set(summary.failed)
+    below = f" ({len(passing)} with quirks below --fail-on {cfg.fail_on})" if passing else ""
+    tw.line(f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
             f"{len(summary.failed)} deviating, {n_not} not tested")
     for line in [] if summary.unreachable else summary.failure_lines():
         tw.line(line)

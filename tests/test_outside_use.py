@@ -66,10 +66,13 @@ def door(kind: str, cwd: Path, args: list[str]) -> subprocess.CompletedProcess[s
 def test_a_conforming_server_exits_0(kind: str, server: str, tmp_path: Path) -> None:
     r = door(kind, tmp_path, ["--base-url", server, "--model", "reference", *TWO])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 cell(s) tested, 0 deviating, 0 not tested" in r.stdout
+    assert "ran 2 cell(s): 2 conforming, 0 deviating, 0 not tested" in r.stdout
     assert "warning" not in r.stdout
-    # Live: the traffic was recorded where the options say (defaults under the cwd).
-    cassettes = tmp_path / ("conformance-cassettes" if kind == "run" else "cassettes")
+    # Live: the traffic was recorded where the options say (the same defaults for both
+    # doors, under the cwd), with the JUnit file beside the matrix.
+    cassettes = tmp_path / "conformance-cassettes"
+    assert (tmp_path / "conformance-reports" / "junit.xml").is_file()
+    assert not (tmp_path / "conformance-reports" / ".locks").exists()
     assert sorted(p.name for p in (cassettes / "reference").glob("*.yaml")) == \
         ["parallel.yaml", "single.yaml"]
 
@@ -80,8 +83,10 @@ def test_a_deviating_server_exits_1_naming_quirk_event_and_pointer(
     r = door(kind, tmp_path, ["--base-url", server, "--model", "dashscope-compatible",
                               "--scenario", "single"])
     assert r.returncode == 1, r.stdout + r.stderr
-    assert ("unexpected quirk Q-EMPTY-STRING-OVERWRITE [R-CONT-ID-ABSENT] event 2 "
-            '/choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta') in r.stdout
+    assert ("unexpected MUST quirk Q-EMPTY-STRING-OVERWRITE (breaks R-CONT-ID-ABSENT: ")\
+        in r.stdout
+    assert (') event 2 /choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta'
+            in r.stdout)
     assert "--expect-quirk Q-EMPTY-STRING-OVERWRITE='<reason>'" in r.stdout
     assert "expected_quirks: {Q-EMPTY-STRING-OVERWRITE: <reason>}" in r.stdout
 
@@ -93,7 +98,7 @@ def test_a_declared_quirk_is_accepted_and_exits_0(kind: str, server: str,
                               "--scenario", "single", "--expect-quirk",
                               "Q-EMPTY-STRING-OVERWRITE=documented by the vendor"])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 cell(s) tested, 0 deviating" in r.stdout
+    assert "ran 1 cell(s): 1 conforming, 0 deviating" in r.stdout
 
 
 @pytest.mark.parametrize("kind", DOORS)
@@ -242,9 +247,10 @@ def test_analyze_reads_standard_input(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cmd,shown", [
     (["run"], ["(default: conformance-reports)", "(default: conformance-cassettes)",
-               "(default: 1)", "exit status: 0 at least one cell"]),
+               "(default: 1)", "(default: should)", "(default: 256)",
+               "0  at least one cell", "6  the endpoint could not be reached"]),
     (["serve"], ["(default: 8765)", "(default: 127.0.0.1)"]),
-    (["report"], ["(default: reports/results)"]),
+    (["report"], ["(default: conformance-reports)", "exit status: 0 rendered"]),
 ])
 def test_help_shows_the_defaults(cmd: list[str], shown: list[str]) -> None:
     r = subprocess.run([CONFORMANCE, *cmd, "--help"], capture_output=True, text=True,

@@ -115,13 +115,13 @@ def _fail(message: str) -> int:
     return 2
 
 
-def render_command(results_dir: Path, out_dir: Path) -> int:
+def render_command(out_dir: Path) -> int:
     """Render <out_dir>/quirks-matrix.json to .md and .html next to it (0; 2 if invalid)."""
     src = Path(out_dir) / f"{MATRIX_NAME}.json"
     if not src.exists():
         return _fail(
-            f"{src}: no such file; produce it with a pytest run (nox -s matrix) or "
-            f"`toolcall-conformance analyze --report {out_dir} PATH…`"
+            f"{src}: no such file; produce it with `toolcall-conformance run --report-dir "
+            f"{out_dir} …` or `toolcall-conformance analyze --report {out_dir} PATH…`"
         )
     try:
         doc = load_matrix(src)
