@@ -110,3 +110,32 @@ def test_with_a_committed_baseline_the_summary_is_the_diff(server: str, tmp_path
                              str(tmp_path / "conformance-reports" / "quirks-matrix.json"),
                              "--markdown"], capture_output=True, text=True, timeout=60)
     assert summary == direct.stdout
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
+def test_a_regression_fails_the_run_step_and_the_summary_step_stays_green(
+        server: str, tmp_path: Path) -> None:
+    """The same model name ("reference") served first as OpenAI does, then by a
+    deviating profile (the server's /p/<profile>/v1 route): a regression against the
+    committed baseline. Only the run step fails; the summary says what regressed."""
+    first, _ = run_recipe(tmp_path, server, "reference")
+    assert [code for _, code in first] == [0, 0, 0]
+    baseline = tmp_path / ".conformance" / "quirks-matrix.json"
+    baseline.parent.mkdir()
+    shutil.copy(tmp_path / "conformance-reports" / "quirks-matrix.json", baseline)
+    (tmp_path / "summary.md").unlink()
+    deviating = server.removesuffix("/v1") + "/p/dashscope-compatible/v1"
+    again, summary = run_recipe(tmp_path, deviating, "reference")
+    assert again == [("Wait until the server answers", 0), ("Run the conformance suite", 1),
+                     ("Summary", 0)]
+    assert "Q-EMPTY-STRING-OVERWRITE" in summary
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
+def test_the_summary_without_a_baseline_is_about_the_server_only(server: str,
+                                                                 tmp_path: Path) -> None:
+    _, summary = run_recipe(tmp_path, server, "dashscope-compatible")
+    assert "dashscope-compatible" in summary
+    for other in ("Anthropic", "Groq", "xAI", "Mistral", "public recordings"):
+        assert other not in summary, other
+    assert len(summary.encode()) < 12_000

@@ -221,3 +221,38 @@ def test_report_without_a_matrix_says_how_to_make_one(tmp_path: Path) -> None:
                        text=True, timeout=60)
     assert r.returncode == 2
     assert "nox" not in r.stderr and "toolcall-conformance run --report-dir" in r.stderr
+
+
+SSE_MUST_AND_INFO = (
+    # an empty-string id on a continuation (MUST) after an opening delta (INFO-free)
+    'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    '"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function",'
+    '"function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}\n\n'
+    'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    '"delta":{"tool_calls":[{"index":0,"id":"","function":{"arguments":"{}"}}]},'
+    '"finish_reason":null}]}\n\n'
+    'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    '"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
+
+
+def test_analyze_lists_must_first_explains_the_readings_and_gates_with_fail_on(
+        tmp_path: Path) -> None:
+    f = tmp_path / "s.sse"
+    f.write_text(SSE_MUST_AND_INFO)
+    r = subprocess.run([COMMAND, "analyze", str(f)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr  # no gate by default: the DESIGN contract
+    levels = [ln.split("]", 1)[0].strip(" [") for ln in r.stdout.splitlines()
+              if ln.startswith("  [")]
+    assert "MUST" in levels and "INFO" in levels
+    rank = {"MUST": 0, "SHOULD": 1, "INFO": 2}
+    assert levels == sorted(levels, key=rank.__getitem__), levels
+    assert sum("naive copies every field present" in ln for ln in r.stdout.splitlines()) == 1
+    assert "is not OpenAI's shape: call_ then 24 letters or digits" in r.stdout
+    gated = subprocess.run([COMMAND, "analyze", "--fail-on", "must", str(f)],
+                           capture_output=True, text=True, timeout=60)
+    assert gated.returncode == 1
+    ok = tmp_path / "ok.sse"
+    ok.write_text('data: {"choices":[{"index":0,"delta":{"content":"hi"},'
+                  '"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    assert subprocess.run([COMMAND, "analyze", "--fail-on", "must", str(ok)],
+                          capture_output=True, text=True, timeout=60).returncode == 0
