@@ -256,3 +256,23 @@ def test_analyze_lists_must_first_explains_the_readings_and_gates_with_fail_on(
                   '"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
     assert subprocess.run([COMMAND, "analyze", "--fail-on", "must", str(ok)],
                           capture_output=True, text=True, timeout=60).returncode == 0
+
+
+def test_the_html_renders_the_catalogues_markdown_and_escapes_everything_else() -> None:
+    from conformance.report.html import rich
+
+    assert rich("**Missing `id`.** then *this*") == \
+        "<strong>Missing <code>id</code>.</strong> then <em>this</em>"
+    assert rich("[docs](https://example.org/a) <script>x</script> `**raw**`") == (
+        '<a href="https://example.org/a" rel="noreferrer">docs</a> &lt;script&gt;x&lt;/script'
+        "&gt; <code>**raw**</code>")
+    assert "<a" not in rich("[x](javascript:alert(1))")
+    assert rich("2*3 and a*b*c") == "2*3 and a*b*c"
+    # Every catalogue entry renders without a raw ** left outside code.
+    import re as _re
+
+    from conformance.rules import quirk_catalogue
+    for q, entry in quirk_catalogue().items():
+        for key in ("title", "breaks", "workaround"):
+            html = _re.sub(r"<code>.*?</code>", "", rich(str(entry.get(key) or "")))
+            assert "**" not in html, (q, key)
