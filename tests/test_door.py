@@ -146,6 +146,9 @@ def test_two_models_into_one_directory_keep_both_results(kind: str, server: str,
     doc = json.loads((tmp_path / "conformance-reports" / "quirks-matrix.json").read_text())
     assert doc["field_providers"] == []
     assert [c["id"] for c in doc["columns"]] == ["usage-placement"]
+    shown = {q for c in doc["cells"] for q in (c.get("quirks") or []) + (c.get("expected") or [])}
+    html = (tmp_path / "conformance-reports" / "quirks-matrix.html").read_text()
+    assert f'Quirks <span class="count">{len(shown)} referenced' in html
 
 
 def test_every_request_carries_max_tokens() -> None:
