@@ -230,10 +230,11 @@ def test_readable_summary(tmp_path, capsys):
     )
     assert "(x2)" in out  # the second occurrence is counted, not repeated
     assert "  call 0: id='call_eee11723464aQRSTUVWXYZab' get_weather(" in out
-    assert lines[-1] == (
+    assert lines[-2] == (
         "  client impact: naive wrong (call 0: id '' instead of "
         "'call_eee11723464aQRSTUVWXYZab'), guarded ok, robust ok"
     )
+    assert lines[-1].startswith("client impact: how three ways of accumulating")
 
 
 @pytest.mark.parametrize(
