@@ -2,11 +2,11 @@
 
 The CLI contract of ``analyze`` is fixed by DESIGN.md: exit 0 when every input was
 read (whatever the verdicts), 2 for an unreadable input with a one-line reason on
-stderr naming the file. No traceback reaches the user for a bad input.
+stderr naming the file; ``--fail-on LEVEL`` makes it gate: 1 when a finding at or above
+LEVEL was seen. No traceback reaches the user for a bad input.
 
-``run`` drives the pytest suite (the same pipeline, not a second one); its exit status:
-0 at least one cell tested and all conform, 1 a cell deviates, 5 nothing could be
-tested, 4 a configuration or usage error (one line).
+``run`` drives the pytest suite (the same pipeline, not a second one); its exit codes are
+in ``conformance.run.EPILOG`` (0, 1, 4, 5, 6).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _print_summary(r: Any) -> None:
     )
     if r.quirks:
         _out("  quirks: " + ", ".join(r.quirks))
-    for f in r.findings:
+    for f in _by_level(r.findings):
         where = f"event {f.event}" if f.event is not None else "stream"
         ptr = f" {f.pointer}" if f.pointer else ""
         more = f" (x{f.count})" if f.count > 1 else ""
@@ -77,6 +77,27 @@ def _print_summary(r: Any) -> None:
             for k, v in r.impact.items()
         )
     )
+
+
+# What the `client impact` line's three readings are (printed once per analyze run).
+IMPACT_LEGEND = ("client impact: how three ways of accumulating the deltas fare: naive "
+                 "copies every field present (choices[0], index as the key), guarded copies "
+                 "only non-empty values, robust is conformance.client (what the calls are)")
+
+
+def _by_level(findings: list[Any]) -> list[Any]:
+    """MUST first, then SHOULD, then INFO (stable within a level: event order)."""
+    from conformance.enums import Level
+    return sorted(findings, key=lambda f: -Level(f.level).rank)
+
+
+def _gate(results: list[Any], fail_on: str | None) -> bool:
+    """Whether a finding at or above ``fail_on`` was seen (``--fail-on``)."""
+    if fail_on is None:
+        return False
+    from conformance.enums import Level
+    floor = Level(fail_on.upper()).rank
+    return any(Level(f.level).rank >= floor for r in results for f in r.findings)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -100,9 +121,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     else:
         for r in results:
             _print_summary(r)
+        if results:
+            print(IMPACT_LEGEND)
     for e in errors:
         print(terminal(f"conformance: {e}"), file=sys.stderr)
-    return 2 if errors else 0
+    if errors:
+        return 2
+    return 1 if _gate(results, getattr(args, "fail_on", None)) else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -110,7 +135,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.diff:
         return report.diff_command(Path(args.diff[0]), Path(args.diff[1]), markdown=args.markdown)
-    return report.render_command(Path(args.results), Path(args.out))
+    return report.render_command(Path(args.out))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -125,7 +150,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         serve(host=args.host, port=args.port, latency=latency)
     except PortInUse as e:
-        print(f"conformance serve: {e}", file=sys.stderr)
+        print(f"toolcall-conformance serve: {e}", file=sys.stderr)
         return 4
     return 0
 
@@ -148,25 +173,38 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="conformance",
+        prog="toolcall-conformance",
         description=("Conformance suite for OpenAI-compatible streaming tool calls."),
     )
-    parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    parser.add_argument("--version", action="version", version=f"toolcall-conformance {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)",
                        formatter_class=_Help)
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("--report", metavar="DIR", help="also write JSON/Markdown/HTML reports")
+    a.add_argument("--fail-on", choices=("must", "should", "info"), default=None,
+                   help="exit 1 when a finding at or above this level was seen (default: "
+                        "exit 0 whatever the verdicts; 2 for an unreadable input wins)")
     a.add_argument("paths", nargs="+", metavar="PATH", help="a capture file; - reads stdin")
     a.set_defaults(func=cmd_analyze)
 
-    r = sub.add_parser("report", help="render stored results, or diff two matrices",
-                       formatter_class=_Help)
-    r.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
-    r.add_argument("--markdown", action="store_true", help="diff as Markdown")
-    r.add_argument("--results", default="reports/results", help="directory of cell results")
-    r.add_argument("--out", default="reports", help="where the matrix files go")
+    r = sub.add_parser(
+        "report", help="render a matrix again, or diff two matrices",
+        description="Without --diff: render OUT/quirks-matrix.json (written by `run`) to "
+                    "quirks-matrix.md and quirks-matrix.html beside it. With --diff: what "
+                    "changed from OLD to NEW, cell by cell.",
+        epilog="exit status: 0 rendered, or no regression; 1 --diff found a regression (a "
+               "cell that got worse); 2 an input is missing or not a matrix (one line). In "
+               "a CI summary step, `|| [ $? -eq 1 ]` keeps a regression from failing it: "
+               "the run step decides.",
+        formatter_class=_Help)
+    r.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"),
+                   help="compare two quirks-matrix.json files (OLD: a baseline, NEW: a run)")
+    r.add_argument("--markdown", action="store_true",
+                   help="print the diff as Markdown (for $GITHUB_STEP_SUMMARY)")
+    r.add_argument("--out", default="conformance-reports", metavar="DIR",
+                   help="the directory holding quirks-matrix.json (run's --report-dir)")
     r.set_defaults(func=cmd_report)
 
     s = sub.add_parser("serve", help="run the reference-profile server on 127.0.0.1",
@@ -184,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.cmd == "run":  # a usage error of `run` is a configuration error: 4
-            print(f"conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
+            print(f"toolcall-conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
                   file=sys.stderr)
             return 4
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

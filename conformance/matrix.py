@@ -43,10 +43,13 @@ def load_provenance(cassette_dir: Path) -> dict[str, Any]:
 
 
 def record_provenance(cassette_dir: Path, provider: Provider, scenario: str, when: str,
-                      trials: int, seen: dict[str, Any]) -> None:
+                      trials: int, seen: dict[str, Any],
+                      scenario_extra: dict[str, Any] | None = None) -> None:
     doc = load_provenance(cassette_dir)
     doc.setdefault("scenarios", {})[scenario] = {"recorded_at": when, "trials": trials,
-                                                 "suite_version": __version__}
+                                                 "suite_version": __version__,
+                                                 **{k: v for k, v in (scenario_extra or {}
+                                                                      ).items() if v}}
     doc["provider"] = provider.name
     doc["model"] = provider.model
     doc["server"] = {"software": provider.server.get("software"),

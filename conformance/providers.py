@@ -444,11 +444,11 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
 
 def default_record_command(name: str, source: str | Path) -> str:
     """A command that records this provider from where the user is: the nox session in
-    a checkout of this repository, ``conformance run`` anywhere else."""
+    a checkout of this repository, ``toolcall-conformance run`` anywhere else."""
     noxfile = Path("noxfile.py")
     if noxfile.is_file() and "def live(" in noxfile.read_text("utf-8", "replace"):
         return f"python3 noxw -s live -- --provider {name}"
-    return f"conformance run --providers {source} --provider {name}"
+    return f"toolcall-conformance run --providers {source} --provider {name}"
 
 
 QUIRK_ID = re.compile(r"^Q-[A-Z0-9-]+$")
@@ -501,7 +501,7 @@ def provider_from_options(base_url: str, model: str | None, api_key_env: str | N
         raise ConfigError("--api-key-env: must be the NAME of an environment variable "
                           "(A-Z, 0-9, _), not its value")
     name = name or (_NAME_CHARS.sub("-", model.lower()).strip("-._") or "server")
-    cmd = f"conformance run --base-url {public_url(base_url)} --model {model}" + (
+    cmd = f"toolcall-conformance run --base-url {public_url(base_url)} --model {model}" + (
         f" --api-key-env {api_key_env}" if api_key_env else "")
     return Provider(name=name, base_url=base_url, model=model, label=model,
                     api_key_env=api_key_env, record_command=cmd)

@@ -1,5 +1,5 @@
 """The client matrix end to end: adapters as real processes against the harness (the
-reference-profile app of ``conformance serve`` and the replay endpoint) over real HTTP."""
+reference-profile app of ``toolcall-conformance serve`` and the replay endpoint) over real HTTP."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from conformance.report import validate_matrix
 from conformance import registry
+from conformance.report import validate_matrix
 from conformance.rules import INFO, quirk_level
 from conformance.server.profiles import PROFILES
 from conformance.server.testing import running_server

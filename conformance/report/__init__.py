@@ -109,24 +109,24 @@ def update_readme(readme_path: Path, markdown: str, block: str = "matrix") -> bo
 
 
 def write_field_report(results: Iterable[Any], out_dir: Path) -> dict[str, Path]:
-    """`conformance analyze --report DIR PATH…`: the captures as a field-mode matrix."""
+    """`toolcall-conformance analyze --report DIR PATH…`: the captures as a field-mode matrix."""
     from conformance.matrix import matrix_from_captures
 
     return write_reports(matrix_from_captures(list(results)), Path(out_dir))
 
 
 def _fail(message: str) -> int:
-    print(terminal(f"conformance report: {message}"), file=sys.stderr)
+    print(terminal(f"toolcall-conformance report: {message}"), file=sys.stderr)
     return 2
 
 
-def render_command(results_dir: Path, out_dir: Path) -> int:
+def render_command(out_dir: Path) -> int:
     """Render <out_dir>/quirks-matrix.json to .md and .html next to it (0; 2 if invalid)."""
     src = Path(out_dir) / f"{MATRIX_NAME}.json"
     if not src.exists():
         return _fail(
-            f"{src}: no such file; produce it with a pytest run (nox -s matrix) or "
-            f"`conformance analyze --report {out_dir} PATH…`"
+            f"{src}: no such file; produce it with `toolcall-conformance run --report-dir "
+            f"{out_dir} …` or `toolcall-conformance analyze --report {out_dir} PATH…`"
         )
     try:
         doc = load_matrix(src)

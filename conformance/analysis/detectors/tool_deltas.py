@@ -107,7 +107,8 @@ def check_id_format(a: Analyzer, tid: Any, ptr: str, n: int) -> None:
     if _nonempty(tid) and not OPENAI_ID.fullmatch(tid):
         a.find(
             "Q-ID-FORMAT",
-            f"tool-call id {tid!r} is not OpenAI's call_… shape",
+            f"tool-call id {tid!r} ({len(tid)} characters) is not OpenAI's shape: call_ "
+            "then 24 letters or digits",
             event=n,
             pointer=ptr + "/id",
             excerpt=tid,
