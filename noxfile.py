@@ -159,14 +159,19 @@ def diff(session: nox.Session) -> None:
     out = _scratch(session, "reports")
     _pytest(session, "conformance/suite", "-q", "--record-mode=none", f"--report-dir={out}",
             "--reference-profiles", success_codes=[0, 1])
-    session.run(_bin(session, "conformance"), "report", "--diff", "reports/quirks-matrix.json",
+    session.run(_bin(session, "toolcall-conformance"), "report", "--diff", "reports/quirks-matrix.json",
                 f"{out}/quirks-matrix.json", *session.posargs, external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.install("-q", "ruff")
-    session.run("ruff", "check", "conformance", "tests", "benchmarks", "noxfile.py")
+    """ruff check, ruff format --check and mypy (pinned in pyproject's dev extra, so CI and a
+    developer format alike): run by .ci/run before the tests."""
+    _install(session)
+    paths = ("conformance", "tests", "benchmarks", "tools", "noxfile.py")
+    session.run(_bin(session, "ruff"), "check", *paths, external=True)
+    session.run(_bin(session, "ruff"), "format", "--check", *paths, external=True)
+    session.run(_bin(session, "mypy"), "conformance", external=True)
 
 
 def _lane(session: nox.Session, lane: str, provider: str) -> None:
@@ -205,7 +210,7 @@ PEER_BENCHES = ("bench_peers.py", "bench_memory.py", "bench_startup.py")
 @nox.session(python=False)
 def litellm(session: nox.Session) -> None:
     """LiteLLM's proxy (own venv, cached) in front of the llama.cpp lane: record the litellm
-    column; then in front of `conformance serve`: every reference profile through it."""
+    column; then in front of `toolcall-conformance serve`: every reference profile through it."""
     _install(session)
     _lane(session, "litellm", "litellm")
     cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
@@ -257,7 +262,7 @@ def clean(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def profiles(session: nox.Session) -> None:
-    """Record every reference profile (cassettes/_profiles) from a local `conformance serve`."""
+    """Record every reference profile (cassettes/_profiles) from a local `toolcall-conformance serve`."""
     _install(session)
     session.run(_bin(session, "python"), "-m", "conformance.server.record", "--",
                 _bin(session, "python"), "-m", "pytest", "conformance/suite", "-q", *ROOT_ARGS,

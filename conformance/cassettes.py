@@ -32,9 +32,10 @@ from vcr.persisters.filesystem import (
     FilesystemPersister,
 )
 from vcr.serialize import deserialize, serialize
-from vcr.serializers import yamlserializer
 
 from conformance import readers, secrets
+from conformance.readers import CassetteRefused
+from conformance.transcript import InputError
 
 
 def scrub_request(request: Any) -> Any:
@@ -75,7 +76,9 @@ def vcr_options() -> dict[str, Any]:
     return {
         "filter_headers": [(h, None) for h in secrets.SECRET_HEADERS],
         "filter_query_parameters": [(q, None) for q in secrets.SECRET_QUERY],
-        "decode_compressed_response": True,
+        # Not vcrpy's decoder (unbounded, and it runs on every cassette loaded): the
+        # transport and transport.exchange undo every coding, bounded (decoding.py).
+        "decode_compressed_response": False,
         # Local servers get a new port every run: a cell's cassette is its own file, so
         # method and path identify an interaction; repeats play back in recorded order.
         "match_on": ["method", "path"],
@@ -98,7 +101,7 @@ class AtomicPersister(FilesystemPersister):
 
     @classmethod
     def save_cassette(cls, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        if serializer is not yamlserializer:
+        if not is_yaml(serializer):
             secrets.write_atomic(Path(cassette_path), serialize(cassette_dict, serializer))
             return
         aside: dict[str, bytes] = {}
@@ -109,17 +112,50 @@ class AtomicPersister(FilesystemPersister):
 
     @classmethod
     def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
-        if serializer is not yamlserializer:
+        """A YAML cassette is loaded safe and bounded (``readers.safe_yaml``), never with
+        vcrpy's own YAML loader (PyYAML's full loader: a cassette could run code). A
+        refused or invalid file is ``CassetteRefused``: one line naming it."""
+        if not is_yaml(serializer):
             return super().load_cassette(cassette_path, serializer)
         path = Path(cassette_path)
         if not path.is_file():
             raise CassetteNotFoundError()
         try:
-            data = readers.load_yaml(path, lambda text: yamlserializer.deserialize(
-                text.decode("utf-8")))
+            data = readers.load_yaml(path, lambda text: readers.safe_yaml(
+                text.decode("utf-8"), str(path)))
         except UnicodeDecodeError as err:  # what vcrpy says of a file that is not UTF-8
             raise CassetteDecodeError("Can't read Cassette, Encoding is broken") from err
+        except InputError as err:
+            raise CassetteRefused(f"cassette {err}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+            raise CassetteRefused(f"cassette {path}: a YAML file without an `interactions` "
+                                  "list (not a cassette)")
         return deserialize(None, _Loaded(data))  # vcrpy's checks and conversion
+
+
+class SafeYaml:
+    """vcrpy's YAML serializer made safe: the same dump (libyaml's where installed, as
+    vcrpy's), loaded with ``safeyaml`` (no Python tags, aliases bounded). Registered as
+    vcrpy's ``yaml`` serializer by the pytest plugin; its own names, not vcrpy's private
+    serializer modules (vcrpy 9 removed them)."""
+
+    @staticmethod
+    def serialize(data: Any) -> str:
+        return str(yaml.dump(data, Dumper=DUMPER))
+
+    @staticmethod
+    def deserialize(text: Any) -> Any:
+        return readers.safe_yaml(text, "cassette")
+
+
+DUMPER = getattr(yaml, "CDumper", yaml.Dumper)  # what vcrpy's YAML serializer dumps with
+
+
+def is_yaml(serializer: Any) -> bool:
+    """Ours, or vcrpy's YAML serializer (by its module name: nothing of vcrpy is imported,
+    so a vcrpy without that module changes nothing here)."""
+    return serializer is SafeYaml or getattr(serializer, "__name__", None) == \
+        "vcr.serializers.yamlserializer"
 
 
 BIG = 1 << 20  # a response body longer than this is written in slices
@@ -245,7 +281,7 @@ class _YamlInto:
         self._sink = sink
 
     def serialize(self, data: Any) -> None:
-        yaml.dump(data, self._sink, Dumper=yamlserializer.Dumper)
+        yaml.dump(data, self._sink, Dumper=DUMPER)
 
 
 class _Loaded:
@@ -258,5 +294,5 @@ class _Loaded:
         return self._data
 
 
-__all__ = ["AtomicPersister", "CassetteNotFoundError", "scrub_request", "scrub_response",
-           "vcr_options"]
+__all__ = ["AtomicPersister", "CassetteNotFoundError", "CassetteRefused", "SafeYaml",
+           "is_yaml", "scrub_request", "scrub_response", "vcr_options"]

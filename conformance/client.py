@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.jsontext import loads
+from conformance.registry import works_around
 
 __all__ = [
     "ToolCall",
@@ -525,6 +526,7 @@ class ToolCallAccumulator:
         self._events = 0
 
     # -- public -------------------------------------------------------------------
+    @works_around("Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK")
     def feed(self, chunk: Any, *, event: int | None = None) -> None:
         """Apply one chunk. Anything that is not a chunk object is ignored."""
         ev = self._events
@@ -629,6 +631,8 @@ class ToolCallAccumulator:
                             continue
                         if isinstance(tc, dict):
                             self._apply_tool_delta(state, tc, ev)
+                elif type(tcs) is dict:
+                    self._read_object_calls(state, tcs, ev)
             fr = choice.get("finish_reason")
             if fr is None and "finishReason" not in choice:
                 continue
@@ -636,6 +640,13 @@ class ToolCallAccumulator:
                 fr = choice.get("finishReason")
             if isinstance(fr, str) and fr:
                 self._finish = fr  # the last non-null, non-empty value
+
+    @works_around("Q-TOOLCALLS-NOT-ARRAY")
+    def _read_object_calls(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
+        """``delta.tool_calls`` sent as one object: the call it carries, as if in an array
+        (a stream that carries a call never reads as a call-free one)."""
+        self._note("Q-TOOLCALLS-NOT-ARRAY", ev, "tool_calls sent as an object; read as [object]")
+        self._apply_tool_delta(state, tc, ev)
 
     def compact(self) -> None:
         """Join what is kept so far (content, reasoning, each call's fragments) into one
@@ -685,6 +696,12 @@ class ToolCallAccumulator:
             self._noted[quirk] = seen + 1
             self._notes[(quirk, event)] = Workaround(quirk, event, message, recovered)
 
+    @works_around(
+        "Q-INDEX-ABSENT",
+        "Q-INDEX-ALL-ZERO",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+    )
     def _judge_attribution(self, state: _Choice) -> None:
         """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
 
@@ -807,6 +824,7 @@ class ToolCallAccumulator:
         self._calls_left -= 1
         return state.open(provider_index, ev)
 
+    @works_around("Q-INDEX-ABSENT", "Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS")
     def _select(
         self,
         state: _Choice,
@@ -872,6 +890,7 @@ class ToolCallAccumulator:
             return self._done(slot)
         return False
 
+    @works_around("Q-NAME-FRAGMENTED")
     def _apply_name(self, slot: _Slot, name: str, ev: int) -> None:
         if not slot.name:
             slot.name = name
@@ -881,6 +900,7 @@ class ToolCallAccumulator:
                 slot.name += name
                 self._note("Q-NAME-FRAGMENTED", ev, "function name arrived in pieces")
 
+    @works_around("Q-ARGS-JSON-OBJECT", "Q-ARGS-CONTROL-MARKUP", "Q-ARGS-CUMULATIVE")
     def _apply_args(self, slot: _Slot, a: Any, ev: int) -> None:
         if a is None:
             return
@@ -922,6 +942,14 @@ class ToolCallAccumulator:
         if len(slot.parts) > JOIN_AFTER:
             join_tail(slot.parts)
 
+    @works_around(
+        "Q-ARGS-ABSENT-NO-PARAMS",
+        "Q-ARGS-DUPLICATED-ON-FLUSH",
+        "Q-ARGS-LOST-MULTITOKEN-DELTA",
+        "Q-ARGS-TRUNCATED",
+        "Q-ARGS-INVALID-JSON",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+    )
     def _call(self, slot: _Slot, *, final: bool) -> ToolCall:
         raw = slot.text()
         if slot.obj is not None and not raw:

@@ -36,6 +36,18 @@ Faults are chosen by path, ``/f/<fault>[/<arg>]/v1/chat/completions``:
 ``bad-utf8``                the answer with invalid UTF-8 bytes inside a content delta
 ``gzip``                    the answer gzip-encoded (Content-Encoding: gzip)
 ``gzip-bomb/<MB>``          ``MB`` megabytes of zeros, gzip-encoded to a few kB
+``echo-hidden/<how>``       the reference answer with the caller's key hidden the way
+                            ``how`` says: ``escaped`` (a JSON escape for one of its
+                            characters), ``multiline`` (split across two events, the
+                            first written over two ``data:`` lines), ``indexless``
+                            (a call's arguments split, the second fragment without an
+                            index), or the whole body compressed: ``gzip-unlabelled``
+                            (no Content-Encoding), ``gzip-gzip`` (twice, one header),
+                            ``two-headers`` (twice, two headers), ``br``, ``zstd``
+``trickle-head/<ms>``       the response head one byte every ``ms`` milliseconds
+                            (500): the head never completes within a short limit
+``early-hints/<ms>``        ``103 Early Hints`` responses forever, one every ``ms``
+                            milliseconds (200), never the final response
 ``keepalive-drop``          the answer on a kept-alive connection (no ``Connection:
                             close``), then the connection is closed when the next
                             request arrives on it, unanswered (as the xllamacpp
@@ -66,7 +78,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 FAULTS = ("ok", "echo", "echo-401", "status", "flaky", "no-headers", "stall",
           "disconnect-mid-event", "close-mid-event", "json-error-200", "html-200",
           "error-event", "endless", "big-event", "bad-utf8", "gzip", "gzip-bomb",
-          "keepalive-drop")
+          "keepalive-drop", "trickle-head", "early-hints", "echo-hidden")
+HIDDEN = ("escaped", "multiline", "indexless", "gzip-unlabelled", "gzip-gzip", "two-headers",
+          "br", "zstd")
 
 REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
@@ -363,7 +377,7 @@ async def f_echo(ctx: _Ctx) -> None:
     await _stream(ctx, events[:1] + echo + events[1:], extra)
 
 
-def _with_echo_call(events: list[bytes], key: str) -> list[bytes]:
+def _with_echo_call(events: list[bytes], key: str, indexless: bool = False) -> list[bytes]:
     """One more tool call whose arguments hold the key split across two fragments:
     only the assembled arguments (in results and round-trip requests) hold it whole."""
     indices, finish = [], len(events)
@@ -389,7 +403,8 @@ def _with_echo_call(events: list[bytes], key: str) -> list[bytes]:
     call = [delta({"index": n, "id": "call_echo0123456789abcdefgh", "type": "function",
                    "function": {"name": "get_weather", "arguments": ""}}),
             delta({"index": n, "function": {"arguments": '{"city": "' + key[:half]}}),
-            delta({"index": n, "function": {"arguments": key[half:] + '"}'}})]
+            delta({"function": {"arguments": key[half:] + '"}'}} if indexless else
+                  {"index": n, "function": {"arguments": key[half:] + '"}'}})]
     return events[:finish] + call + events[finish:]
 
 
@@ -546,6 +561,68 @@ async def f_keepalive_drop(ctx: _Ctx) -> None:
     # Return unanswered: the connection is closed.
 
 
+async def f_echo_hidden(ctx: _Ctx) -> None:
+    how, key = ctx.hit.arg or "escaped", ctx.key
+    status, ctype, data = reference_answer(ctx.request_body())
+    events = _events(data)
+    half = max(1, len(key) // 2)
+    extra: list[tuple[str, str]] = []
+    if how == "escaped":  # one character as \u00XX, as a JSON writer may escape any
+        line = _chunk(_content_chunk(f"your key is {key}", events)).decode()
+        events = events[:1] + [line.replace(key, key[:half] + f"\\u{ord(key[half]):04x}"
+                                            + key[half + 1:]).encode()] + events[1:]
+    elif how == "multiline":  # the first piece's event over two data: lines
+        first = json.dumps(_content_chunk(f"split {key[:half]}", events))
+        cut = first.index('"delta"')
+        two = f"data: {first[:cut]}\ndata: {first[cut:]}\n\n".encode()
+        events = events[:1] + [two, _chunk(_content_chunk(f"{key[half:]} end", events))] \
+            + events[1:]
+    elif how == "indexless":
+        events = _with_echo_call(events, key, indexless=True)
+    body = b"".join(events)
+    if how == "gzip-unlabelled":
+        body = gzip.compress(body)
+    elif how == "gzip-gzip":
+        body = gzip.compress(gzip.compress(body))
+        extra = [("content-encoding", "gzip")]
+    elif how == "two-headers":
+        body = gzip.compress(gzip.compress(body))
+        extra = [("content-encoding", "gzip"), ("content-encoding", "gzip")]
+    elif how == "br":
+        import brotli
+
+        body, extra = brotli.compress(body), [("content-encoding", "br")]
+    elif how == "zstd":
+        try:
+            from compression import zstd  # type: ignore[import-not-found]
+        except ImportError:
+            from backports import zstd  # type: ignore[import-not-found,no-redef]
+        body, extra = zstd.compress(body), [("content-encoding", "zstd")]
+    head = (f"HTTP/1.1 200 OK\r\ncontent-type: {ctype}\r\nconnection: close\r\n"
+            f"content-length: {len(body)}\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in extra) + "\r\n")
+    ctx.writer.write(head.encode("latin-1") + body)
+    await ctx.writer.drain()
+
+
+async def f_trickle_head(ctx: _Ctx) -> None:
+    pause = float(ctx.hit.arg or 500) / 1000
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"x-padding: " + b"p" * 4096 + b"\r\n\r\n")
+    for i in range(len(head)):
+        ctx.writer.write(head[i:i + 1])
+        await ctx.writer.drain()
+        await asyncio.sleep(pause)
+
+
+async def f_early_hints(ctx: _Ctx) -> None:
+    pause = float(ctx.hit.arg or 200) / 1000
+    while True:
+        ctx.writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n")
+        await ctx.writer.drain()
+        await asyncio.sleep(pause)
+
+
 _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
     "ok": f_ok, "echo": f_echo, "echo-401": f_echo_401, "status": f_status, "flaky": f_flaky,
     "no-headers": f_no_headers, "stall": f_stall,
@@ -553,6 +630,8 @@ _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
     "json-error-200": f_json_error_200, "html-200": f_html_200, "error-event": f_error_event,
     "endless": f_endless, "big-event": f_big_event, "bad-utf8": f_bad_utf8, "gzip": f_gzip,
     "gzip-bomb": f_gzip_bomb, "keepalive-drop": f_keepalive_drop,
+    "trickle-head": f_trickle_head, "early-hints": f_early_hints,
+    "echo-hidden": f_echo_hidden,
 }
 
 

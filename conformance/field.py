@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from conformance import safeyaml
 from conformance.parallel import default_jobs, jobs_arg
 from conformance.transcript import InputError
 
@@ -43,7 +44,9 @@ def load_sources(path: Path = SOURCES_FILE) -> dict[str, Any]:
     """The sources file: ``routes`` (id -> label, column) and ``captures`` (file -> route,
     source). Checked here so a typo is one line naming the entry, not a KeyError later."""
     try:
-        data = yaml.safe_load(Path(path).read_text("utf-8")) or {}
+        data = safeyaml.load(Path(path).read_text("utf-8")) or {}
+    except safeyaml.Refused as e:
+        raise FieldError(f"{path}: {e.problem}") from None
     except (OSError, yaml.YAMLError) as e:
         raise FieldError(f"{path}: cannot be read ({type(e).__name__})") from None
     routes, captures = data.get("routes") or {}, data.get("captures") or {}

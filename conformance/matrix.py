@@ -17,6 +17,7 @@ from conformance.providers import Provider
 from conformance.rules import RULES, quirk_catalogue, quirk_level
 from conformance.scenarios import SCENARIOS, Scenario
 from conformance.secrets import write_atomic
+from conformance.textsafe import for_file
 
 FORMAT = "conformance-quirks-matrix/1"
 PROVENANCE_FILE = "provenance.json"
@@ -24,8 +25,10 @@ PROVENANCE_FILE = "provenance.json"
 
 def atomic_write(path: Path, text: str) -> None:
     """Redact, write through a temporary file and rename: a crash never leaves half a
-    file, and no key reaches it (``secrets.write_atomic``)."""
-    write_atomic(path, text)
+    file, and no key reaches it (``secrets.write_atomic``). Lone surrogates and control
+    characters from the wire are written as ``\\uXXXX`` escapes (``textsafe.for_file``:
+    in JSON the same string), so a valid JSON stream never makes a writer raise."""
+    write_atomic(path, for_file(text))
 
 
 def load_provenance(cassette_dir: Path) -> dict[str, Any]:
@@ -40,10 +43,13 @@ def load_provenance(cassette_dir: Path) -> dict[str, Any]:
 
 
 def record_provenance(cassette_dir: Path, provider: Provider, scenario: str, when: str,
-                      trials: int, seen: dict[str, Any]) -> None:
+                      trials: int, seen: dict[str, Any],
+                      scenario_extra: dict[str, Any] | None = None) -> None:
     doc = load_provenance(cassette_dir)
     doc.setdefault("scenarios", {})[scenario] = {"recorded_at": when, "trials": trials,
-                                                 "suite_version": __version__}
+                                                 "suite_version": __version__,
+                                                 **{k: v for k, v in (scenario_extra or {}
+                                                                      ).items() if v}}
     doc["provider"] = provider.name
     doc["model"] = provider.model
     doc["server"] = {"software": provider.server.get("software"),
@@ -218,6 +224,7 @@ def _gateways(gateways: list[Provider], by_key: dict[tuple[str, str], dict[str, 
 def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
     """`conformance analyze --report`: each capture is a column of its own table. A result
     that still holds its transcript (``r.transcript``) gets the wire evidence too."""
+    from conformance.bounded import cap_strings
     from conformance.report.evidence import evidence_from_events
     columns, cells = [], []
     for r in results:
@@ -236,11 +243,11 @@ def matrix_from_captures(results: list[CaptureResult]) -> dict[str, Any]:
                                                    "system_fingerprint")}}},
             "client_advice": "",
         })
-        cells.append({"column": r.source, "row": "capture", "verdict": r.verdict,
+        cells.append(cap_strings({"column": r.source, "row": "capture", "verdict": r.verdict,
                       "reason": r.error, "quirks": d["quirks"], "expected": [],
                       "findings": d["findings"], "evidence": evidence, "impact": d["impact"],
                       "tool_calls": d["tool_calls"], "finish_reason": r.finish_reason,
-                      "cassette": None, "interaction": None, "trials": {}, "retries": []})
+                      "cassette": None, "interaction": None, "trials": {}, "retries": []}))
     return _advise({"format": FORMAT, "suite_version": __version__, "generated": None, "mode": "field",
             "title": "Field captures", "columns": columns,
             "rows": [{"id": "capture", "title": "Capture", "description": "a captured stream"}],

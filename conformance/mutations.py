@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from conformance import registry
+
 Chunk: TypeAlias = dict[str, Any]
 
 
@@ -557,6 +559,16 @@ def toolcalls_empty_array(frames, rng):
         delta = _delta(frame)
         if delta and "tool_calls" not in delta:
             delta["tool_calls"] = []
+
+
+@_mutation
+def toolcalls_not_array(frames, rng):
+    """Q-TOOLCALLS-NOT-ARRAY: each one-call ``tool_calls`` array sent as the bare object."""
+    for frame in frames:
+        delta = _delta(frame)
+        tcs = delta.get("tool_calls") if delta else None
+        if isinstance(tcs, list) and len(tcs) == 1:
+            delta["tool_calls"] = tcs[0]
 
 
 @_mutation
@@ -1191,6 +1203,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-CHUNK-ID-UNSTABLE": chunk_id_unstable,
     "Q-EXTRA-FIELDS": extra_fields,
     "Q-TOOLCALLS-EMPTY-ARRAY": toolcalls_empty_array,
+    "Q-TOOLCALLS-NOT-ARRAY": toolcalls_not_array,
     "Q-EMPTY-DELTA-CHUNKS": empty_delta_chunks,
     "Q-INDEX-ABSENT": index_absent,
     "Q-INDEX-ABSENT-WHOLE-CALL": index_absent_whole_call,
@@ -1273,6 +1286,8 @@ VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event,
                                  "reasoning-first": reasoning_first,
                                  "thought-signature": thought_signature}
 TRANSFORMS: dict[str, Mutation] = {**MUTATIONS, **VARIANTS}
+# MUTATIONS is keyed by registry ids (one transform per id; an unknown key is a did-you-mean).
+registry.check_ids(MUTATIONS, "mutations.MUTATIONS")
 
 
 def mutation_rng(seed: int | str, quirk: str) -> random.Random:

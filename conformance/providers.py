@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import jsonschema
 import yaml
 
-from conformance import secrets
+from conformance import safeyaml, secrets
 from conformance.client import RoundTripPolicy
 
 
@@ -230,8 +231,10 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
     return parts, secrets.one_line(err.message, 120)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicated keys (a second entry would silently win)."""
+class _Loader(safeyaml.PyLoader):
+    """The checked safe loader (no Python tags, aliases bounded: ``extra_body`` is sent
+    as JSON, so an alias bomb there would grow without bound) that also refuses
+    duplicated keys (a second entry would silently win)."""
 
 
 def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -298,13 +301,14 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
     if p.is_dir():
         raise ConfigError(f"{p}: is a directory, not a providers file")
     try:
-        data = yaml.load(p.read_text("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
+        data = safeyaml.load(p.read_text("utf-8"), _Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{p}:{line} not valid YAML ({secrets.one_line(problem, 120)})") \
-            from None
+        problem = secrets.one_line(getattr(e, "problem", None) or str(e).splitlines()[0], 120)
+        if isinstance(e, safeyaml.Refused):
+            raise ConfigError(f"{p}:{line} {problem}") from None
+        raise ConfigError(f"{p}:{line} not valid YAML ({problem})") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not UTF-8 text") from None
     if not isinstance(data, dict):
@@ -321,11 +325,78 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
     refusal = _keys_in_file(p, data)
     if refusal:
         raise ConfigError(refusal)
+    for name, entry in data["providers"].items():
+        bad = _absurd_number(entry)
+        if bad:
+            raise ConfigError(f"{p}: provider '{name}', field '{bad[0]}': {bad[1]}")
     out: dict[str, Provider] = {}
     for name, entry in data["providers"].items():
         out[name] = provider_from_entry(name, entry, source=p)
     secrets.register_env(pr.api_key_env for pr in out.values())
     return out
+
+
+# The most each number may be: beyond it a timer overflows (``total_timeout: .inf`` killed
+# the watchdog thread with an OverflowError) or a bound bounds nothing.
+DAY = 86_400.0
+_BOUNDS: dict[str, dict[str, tuple[float, str]]] = {
+    "limits": {"connect_timeout": (DAY, "seconds"), "first_byte_timeout": (DAY, "seconds"),
+               "idle_timeout": (DAY, "seconds"), "total_timeout": (DAY, "seconds"),
+               "max_bytes": (float(1 << 34), "bytes")},
+    "retries": {"max": (100, "retries"), "base_delay": (DAY, "seconds"),
+                "max_delay": (DAY, "seconds")},
+}
+
+
+def _absurd_number(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, why) for a limit or retry setting that is not finite, is not positive
+    (the schema's minimum aside: NaN passes every comparison) or is absurdly large."""
+    if isinstance(entry.get("concurrency"), int) and entry["concurrency"] > 1024:
+        return "concurrency", "at most 1024"
+    for group, bounds in _BOUNDS.items():
+        for key, value in (entry.get(group) or {}).items():
+            if key not in bounds or isinstance(value, bool):
+                continue
+            most, unit = bounds[key]
+            within = 0 <= value <= most if isinstance(value, int) else \
+                math.isfinite(value) and 0 <= value <= most  # an int may overflow a float
+            if not within:
+                return f"{group}.{key}", (f"must be a finite number of {unit} from 0 to "
+                                          f"{most:g} (got {value!r})")
+    return None
+
+
+def number_flag(flag: str, value: str, most: float, *, least: float = 0.0) -> float:
+    """A number given on the command line, finite and within [least, most]; else a
+    ConfigError naming the flag (``--latency inf`` would overflow a sleep)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"{flag}: not a number ({value!r})") from None
+    if not math.isfinite(number) or not least <= number <= most:
+        raise ConfigError(f"{flag}: must be a finite number from {least:g} to {most:g} "
+                          f"(got {value!r})")
+    return number
+
+
+def output_dir_problem(flag: str, path: str | Path) -> str | None:
+    """Why ``path`` cannot take the files a run writes (it is a file, sits under a file,
+    or cannot be created or written), as one line naming ``flag``; None when it can.
+    Made with the directory itself (created, a file created and removed in it): a
+    permission check alone misses read-only file systems and ignores root."""
+    import tempfile
+
+    d = Path(path)
+    try:
+        if d.exists() and not d.is_dir():
+            return f"{flag} {d}: is a file, not a directory; pass a directory"
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        return (f"{flag} {d}: cannot be written ({e.strerror or type(e).__name__}); "
+                "pass a directory you can write")
+    return None
 
 
 def _url_problem(url: str) -> str | None:
@@ -373,11 +444,11 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
 
 def default_record_command(name: str, source: str | Path) -> str:
     """A command that records this provider from where the user is: the nox session in
-    a checkout of this repository, ``conformance run`` anywhere else."""
+    a checkout of this repository, ``toolcall-conformance run`` anywhere else."""
     noxfile = Path("noxfile.py")
     if noxfile.is_file() and "def live(" in noxfile.read_text("utf-8", "replace"):
         return f"python3 noxw -s live -- --provider {name}"
-    return f"conformance run --providers {source} --provider {name}"
+    return f"toolcall-conformance run --providers {source} --provider {name}"
 
 
 QUIRK_ID = re.compile(r"^Q-[A-Z0-9-]+$")
@@ -430,7 +501,7 @@ def provider_from_options(base_url: str, model: str | None, api_key_env: str | N
         raise ConfigError("--api-key-env: must be the NAME of an environment variable "
                           "(A-Z, 0-9, _), not its value")
     name = name or (_NAME_CHARS.sub("-", model.lower()).strip("-._") or "server")
-    cmd = f"conformance run --base-url {public_url(base_url)} --model {model}" + (
+    cmd = f"toolcall-conformance run --base-url {public_url(base_url)} --model {model}" + (
         f" --api-key-env {api_key_env}" if api_key_env else "")
     return Provider(name=name, base_url=base_url, model=model, label=model,
                     api_key_env=api_key_env, record_command=cmd)

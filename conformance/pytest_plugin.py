@@ -8,20 +8,26 @@ workers never share a file) and the controlling process renders the matrix.
 The plugin is loaded by every pytest run in an environment where ``conformance`` is
 installed (entry point ``pytest11``), so it stays inert unless the suite is what the run
 targets: it validates nothing and prints nothing for an unrelated project, and it never
-needs pytest-recording to be importable (``conformance[suite]`` brings it).
+needs pytest-recording to be importable (``toolcall-conformance[suite]`` brings it).
 
-Exit status of a suite run (shared with ``conformance run``): 0 when at least one cell
-was tested and every tested cell conforms (expected quirks allowed); 1 when a cell
-deviates; 5 when no cell could be tested (keys unset, not recorded, unsupported,
-inconclusive); 4 for a configuration error (one line).
+Exit status of a suite run (shared with ``toolcall-conformance run``): 0 when at least one cell
+was tested and every tested cell conforms (expected quirks and quirks below ``--fail-on``
+allowed); 1 when a tested cell deviates; 4 for a configuration error (one line); 5 when no
+cell could be tested (keys unset, not recorded, unsupported, inconclusive); 6 when the
+endpoint could not be reached or does not serve chat completions (every cell that ran
+ended before any stream: connection refused, DNS, TLS, timeout, HTTP 401/403/404/405/5xx).
 """
 
 from __future__ import annotations
 
+import copy
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
+import re
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,13 +47,26 @@ from conformance.providers import (
     provider_from_options,
     select,
 )
-from conformance.scenarios import SCENARIOS, Scenario
+from conformance.scenarios import (
+    SCENARIOS,
+    Scenario,
+    add_elicitation_options,
+    elicitation_options,
+)
+from conformance.textsafe import terminal
 
 EXIT_NOTHING_TESTED = 5  # == pytest.ExitCode.NO_TESTS_COLLECTED: "nothing was tested"
+# Not one of pytest's own codes (0-5): "the endpoint is not there", not "it deviates".
+EXIT_UNREACHABLE = 6
+FAIL_ON = ("must", "should", "info")
+# Why SHOULD by default: a SHOULD quirk breaks real clients (the naive accumulators of
+# common SDKs); `--fail-on must` tolerates them, listed with their level.
+DEFAULT_FAIL_ON = "should"
+REPORT_DIR, CASSETTE_DIR = "conformance-reports", "conformance-cassettes"
 # Verdicts of a cell that tested what its scenario tests; the others (unsupported, not
 # recorded, inconclusive, a key unset) did not test anything.
 CONCLUSIVE = frozenset({"conforms", "quirk", "fails", "error"})
-SUITE_HINT = "pip install 'conformance[suite]'"
+SUITE_HINT = "pip install 'toolcall-conformance[suite]'"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,17 +75,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--provider", action="append", default=[], help="run only this provider")
     g.addoption("--scenario", action="append", default=[], help="run only this scenario")
     # Not the committed reports/: a bare `pytest` in a checkout must not rewrite them
-    # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `conformance run`.
-    g.addoption("--report-dir", default="conformance-reports",
-                help="where results and the matrix go")
-    g.addoption("--cassette-dir", default="cassettes", help="cassette root directory")
+    # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `toolcall-conformance run`.
+    g.addoption("--report-dir", default=REPORT_DIR,
+                help="where results, the matrix and junit.xml go")
+    # The same default as `toolcall-conformance run` (this checkout's pyproject.toml passes
+    # --cassette-dir=cassettes, where the committed recordings live).
+    g.addoption("--cassette-dir", default=CASSETTE_DIR, help="cassette root directory")
+    g.addoption("--fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON,
+                help="the lowest level of an unexpected quirk that fails a cell (default "
+                     "should: SHOULD quirks break real clients; must tolerates them)")
+    g.addoption("--public-recordings", action="store_true",
+                help="add the public recordings of other providers to the matrix (on with "
+                     "--reference-profiles: the repository's matrix)")
+    g.addoption("--cells", action="store_true", help="one line per cell with its verdict")
+    add_elicitation_options(g.addoption)
     g.addoption("--repeat", type=int, default=1, help="live trials per cell")
     g.addoption("--no-matrix", action="store_true", help="do not render the matrix")
     g.addoption("--reference-profiles", action="store_true",
                 help="also run every reference profile (end-to-end negative controls)")
     g.addoption("--profile-server", default=os.environ.get(
         "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
-        help="base URL of `conformance serve` for --reference-profiles")
+        help="base URL of `toolcall-conformance serve` for --reference-profiles")
     try:  # pytest-base-url owns --base-url when installed: its value is read the same way
         g.addoption("--base-url", default=None, metavar="URL",
                     help="test this endpoint instead of a providers file (records live)")
@@ -102,7 +131,10 @@ class SuiteConfig:
                         raise ConfigError("--model and --api-key-env need --base-url URL")
                     self._providers = load_providers(opt("--providers"))
                 apply_expected_quirks(self._providers.values(), expect)
-            except ConfigError as e:
+                el = elicitation_from(self.config)
+                for p in self._providers.values():
+                    p.elicitation.update(el)
+            except (ConfigError, ValueError) as e:
                 raise pytest.UsageError(str(e)) from None
             secrets.register_env(p.api_key_env for p in self._providers.values())
         return self._providers
@@ -135,6 +167,14 @@ class SuiteConfig:
         return [SCENARIOS[n] for n in names] if names else list(SCENARIOS.values())
 
     @property
+    def fail_on(self) -> str:
+        return str(self.config.getoption("--fail-on"))
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.config.getoption("--max-tokens"))
+
+    @property
     def replay(self) -> bool:
         return (self.config.getoption("--record-mode", None) or "none") == "none"
 
@@ -149,13 +189,41 @@ class SuiteConfig:
     _items: list[Any] = []
 
 
+def elicitation_from(config: pytest.Config) -> dict[str, Any]:
+    """The command line's elicitation (all but max_tokens, which is set per cell)."""
+    opt = config.getoption
+    return elicitation_options(system_prompt=opt("--system-prompt"), prefill=opt("--prefill"),
+                               few_shot=opt("--few-shot"), extra_body=opt("--extra-body"),
+                               named_tool_choice=opt("--named-tool-choice"))
+
+
+def with_max_tokens(provider: Provider, max_tokens: int | None) -> Provider:
+    """The provider for one cell, its requests bounded by ``max_tokens`` by default (None:
+    no default bound, as a cassette recorded before the default existed was sent)."""
+    p = copy.copy(provider)
+    p.elicitation = {k: v for k, v in provider.elicitation.items()
+                     if k != "default_max_tokens"}
+    if max_tokens is not None:
+        p.elicitation["default_max_tokens"] = max_tokens
+    return p
+
+
+def lock_dir(report_dir: Path) -> Path:
+    """Where the per-provider slot locks live: not in the report directory (an uploaded
+    artifact), one directory per report directory so runs into different ones never wait
+    on each other."""
+    key = hashlib.sha256(str(report_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"toolcall-conformance-locks-{os.getuid()}-{key}"
+
+
 def _given(config: pytest.Config, flag: str) -> bool:
     """Whether ``flag`` was on the command line (as ``--flag V`` or ``--flag=V``)."""
     return any(a == flag or a.startswith(flag + "=") for a in config.invocation_params.args)
 
 
 _OWN_FLAGS = ("--providers", "--provider", "--scenario", "--base-url", "--model",
-              "--api-key-env", "--expect-quirk", "--reference-profiles")
+              "--api-key-env", "--expect-quirk", "--reference-profiles", "--fail-on",
+              "--max-tokens")
 
 
 def _suite_dir() -> Path | None:
@@ -188,6 +256,7 @@ def targets_suite(config: pytest.Config) -> bool:
     return False
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's junitxml reads --junitxml
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance_scenario(id): a provider × scenario cell")
     # Registered here so that a run without pytest-xdist does not warn about it.
@@ -199,10 +268,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
     if not active(config):
         return
+    from conformance.textsafe import install_log_escaping
+    install_log_escaping()  # log lines quote the wire (httpx: the reason phrase)
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
     if config.getoption("base_url", None) and not _given(config, "--record-mode"):
         config.option.record_mode = "all"  # an endpoint given on the command line is live
+    if not getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
+        # The same files as `toolcall-conformance run`: JUnit beside the matrix.
+        config.option.xmlpath = str(cfg.report_dir / "junit.xml")
     # Fail fast, before collection, with one line (pytest prints UsageError without a
     # traceback): a bad providers file, an unknown provider or scenario name, no target.
     if not config.getoption("base_url", None) and not _given(config, "--providers") \
@@ -212,6 +286,10 @@ def pytest_configure(config: pytest.Config) -> None:
             "--providers FILE (no providers.yaml in this directory)")
     cfg.selected()
     cfg.scenarios()
+    from conformance.providers import output_dir_problem
+    problem = output_dir_problem("--report-dir", cfg.report_dir)
+    if problem and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(problem)
 
 
 def suite(config: pytest.Config) -> SuiteConfig:
@@ -266,6 +344,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     report = yield
     if item.get_closest_marker("conformance_scenario") is not None:
         report.nodeid = f"{CELL_MODULE}::{item.name}"
+        from conformance.readers import CassetteRefused
+        if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
+            report.longrepr = terminal(call.excinfo.value)  # one line, no traceback
     return report
 
 
@@ -307,11 +388,15 @@ class CellOutcomes:
     def __init__(self) -> None:
         self.outcome: dict[str, str] = {}
         self.why: dict[str, str] = {}
+        self.tolerated: dict[str, list[str]] = {}  # node -> quirks below --fail-on
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "conformance_scenario" not in report.keywords:
             return
         node = report.nodeid.rsplit("::", 1)[-1]
+        for name, value in report.user_properties:
+            if name == "conformance_tolerated":
+                self.tolerated[node] = list(value)
         if report.skipped and not hasattr(report, "wasxfail"):
             self.outcome[node] = "skipped"
             self.why[node] = _skip_reason(report)
@@ -332,14 +417,26 @@ def outcomes(config: pytest.Config) -> CellOutcomes:
     return config._conformance_outcomes  # type: ignore[attr-defined, no-any-return]
 
 
-def read_cells(report_dir: Path) -> list[dict[str, Any]]:
+def _own(path: Path, columns: set[str] | None) -> bool:
+    """Whether a result file belongs to one of these columns (None: any)."""
+    return columns is None or path.name.split("__", 1)[0] in columns
+
+
+def read_cells(report_dir: Path, columns: set[str] | None = None) -> list[dict[str, Any]]:
+    """The cell results of these columns (a result directory keeps other runs' too)."""
     cells = []
     for p in sorted((report_dir / "results").glob("*.json")):
+        if not _own(p, columns):
+            continue
         try:
             cells.append(json.loads(p.read_text("utf-8")))
         except ValueError:
             continue
     return cells
+
+
+def run_columns(config: pytest.Config) -> set[str]:
+    return {p.name for p in suite(config).selected()}
 
 
 def conclusive(cell: dict[str, Any]) -> bool:
@@ -355,10 +452,13 @@ def active(config: pytest.Config) -> bool:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput") or not active(session.config):
         return  # an xdist worker (the controller owns the results), or not a suite run
+    # Only this run's providers are replaced: another model's results stay.
     results = suite(session.config).report_dir / "results"
     if results.is_dir():
+        columns = run_columns(session.config)
         for p in results.glob("*.json"):
-            p.unlink()
+            if _own(p, columns):
+                p.unlink()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -366,12 +466,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput") or not active(session.config):
         return
     # Under pytest-xdist the controller collects nothing itself: the cell files decide.
-    results = cfg.report_dir / "results"
+    columns = run_columns(session.config)
+    cells = read_cells(cfg.report_dir, columns)
     cells_ran = bool(outcomes(session.config).outcome)
-    if SuiteConfig._items or cells_ran or (results.is_dir() and any(results.glob("*.json"))):
+    if SuiteConfig._items or cells_ran or cells:
         session.config._conformance_summary = summary = RunSummary(  # type: ignore[attr-defined]
-            outcomes(session.config), read_cells(cfg.report_dir))
-        if summary.nothing_tested and session.exitstatus == pytest.ExitCode.OK:
+            outcomes(session.config), cells)
+        if summary.unreachable and session.exitstatus in (pytest.ExitCode.OK,
+                                                          pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = EXIT_UNREACHABLE
+            if not cfg.replay:
+                summary.hints = v1_hints(cfg.selected(), summary.unreachable)
+        elif summary.nothing_tested and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = EXIT_NOTHING_TESTED
         if session.config.getoption("--no-matrix"):
             return
@@ -379,16 +485,67 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             render_session_matrix(cfg)
         except Exception as e:  # never lose the run's output to a traceback here
             session.config.get_terminal_writer().line(
-                f"conformance: matrix not written: {secrets.redact(str(e)).splitlines()[0]}",
+                terminal("conformance: matrix not written: "
+                         + secrets.redact(str(e)).splitlines()[0]),
                 red=True)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
+# A cell whose first exchange ended before any stream because the endpoint is not there
+# or does not serve chat completions (the reasons transport.py gives a connect failure).
+_UNREACHABLE_REASON = re.compile(
+    r"^(connection refused|the host name does not resolve|TLS handshake failed|cannot "
+    r"connect|connection not established|no response headers|the server closed (the|a new) "
+    r"connection before a complete response head|the connection failed while sending)")
+_UNREACHABLE_STATUS = re.compile(r"^HTTP (401|403|404|405|5\d\d)\b")
+
+
+def unreachable_reason(cell: dict[str, Any]) -> str | None:
+    """Why a cell never reached a stream (None when it did, or failed otherwise)."""
+    if cell.get("verdict") != "error":
+        return None
+    reason = str(cell.get("reason") or "")
+    if _UNREACHABLE_REASON.match(reason):
+        return reason.split(" (not sent:", 1)[0]
+    for f in cell.get("findings") or []:
+        if f.get("rule") == "R-HTTP-OK" and f.get("exchange", 0) == 0 \
+                and _UNREACHABLE_STATUS.match(str(f.get("message"))):
+            return secrets.one_line(str(f["message"]), 120)
+    return None
+
+
+def v1_hints(providers: list[Provider], columns: dict[str, str]) -> list[str]:
+    """"did you mean …/v1": for a base URL without /v1 whose chat path answered 404/405,
+    one probe of BASE/v1/chat/completions (any answer but 404/405 is a chat path)."""
+    import httpx
+
+    out = []
+    for p in providers:
+        why = columns.get(p.name, "")
+        if not why.startswith(("HTTP 404", "HTTP 405")) or p.base_url.rstrip("/").endswith("/v1"):
+            continue
+        url = p.url("v1/chat/completions")
+        try:
+            r = httpx.post(url, json={"model": p.model, "max_tokens": 1, "messages": [
+                {"role": "user", "content": "ping"}]}, headers={**p.headers,
+                                                              **p.auth_headers()}, timeout=10)
+        except httpx.HTTPError:
+            continue
+        if r.status_code not in (404, 405):
+            out.append(f"did you mean --base-url {p.base_url.rstrip('/')}/v1? "
+                       f"{p.base_url.rstrip('/')}/v1/chat/completions answers "
+                       f"(HTTP {r.status_code})")
+    return out
+
+
 class RunSummary:
-    """The cells of a run in three groups: tested, deviating, not tested (with why)."""
+    """The cells of a run, each in one group: conforming, deviating or not tested (with
+    why); ``unreachable`` (column -> why) when every cell that ran never reached a stream."""
 
     def __init__(self, seen: CellOutcomes, cells: list[dict[str, Any]]):
         by_id = {f"test_{c['row'].replace('-', '_')}[{c['column']}]": c for c in cells}
+        self.by_id = by_id
+        self.ran = sorted(seen.outcome)
         self.tested = [c for c in cells if conclusive(c)]
         self.failed = sorted(n for n, o in seen.outcome.items() if o == "failed")
         self.not_tested: dict[str, list[str]] = {}
@@ -401,10 +558,50 @@ class RunSummary:
             else:
                 continue
             self.not_tested.setdefault(why, []).append(node)
+        n_not = sum(len(v) for v in self.not_tested.values())
+        self.conforming = len(self.ran) - len(self.failed) - n_not
+        self.tolerated: dict[str, list[str]] = {}  # "Q-ID (LEVEL)" -> cells
+        for node in sorted(seen.outcome):
+            for q in seen.tolerated.get(node, []):
+                self.tolerated.setdefault(q, []).append(node)
+        self.unreachable: dict[str, str] = {}
+        failed_cells = [by_id.get(n) for n in self.failed]
+        whys = [unreachable_reason(c) if c else None for c in failed_cells]
+        if failed_cells and len(self.failed) + n_not == len(self.ran) and all(whys) \
+                and not self.tested_ok:
+            for c, why in zip(failed_cells, whys, strict=True):
+                self.unreachable.setdefault(c["column"], str(why))  # type: ignore[index]
+        self.hints: list[str] = []
+
+    @property
+    def tested_ok(self) -> bool:
+        return self.conforming > 0
 
     @property
     def nothing_tested(self) -> bool:
         return not self.tested and not self.failed
+
+    def failure_lines(self) -> list[str]:
+        """Each deviating cell with what failed it and the level."""
+        from conformance.rules import quirk_level
+        out = []
+        for node in self.failed:
+            c = self.by_id.get(node) or {}
+            parts = [f"{q} ({quirk_level(q)})" for q in c.get("unexpected") or []]
+            parts += [f"{f['rule']} (MUST)" for f in c.get("findings") or []
+                      if f.get("level") == "MUST" and not f.get("quirk")
+                      and not (c.get("verdict") == "error"
+                               and f["rule"] in ("R-HTTP-OK", "R-COMPLETE"))]
+            if c.get("verdict") == "error":
+                parts.insert(0, f"error: {secrets.one_line(str(c.get('reason')), 120)}")
+            parts += [f"{q} no longer seen (declared expected)"
+                      for q in c.get("missing_expected") or []]
+            out.append(f"  ✗ {node}: " + ("; ".join(dict.fromkeys(parts)) or "failed"))
+        return out
+
+
+VERDICT_MARK = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!",
+                "inconclusive": "?", "unsupported": "–", "not recorded": "∅"}
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
@@ -413,25 +610,70 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if summary is None:
         return
     tw = terminalreporter
+    cfg = suite(config)
     tw.section("conformance", sep="-")
+    if config.getoption("--cells"):
+        for node in summary.ran:
+            c = summary.by_id.get(node)
+            verdict = c.get("verdict", "?") if c else outcomes(config).outcome[node]
+            why = (c or {}).get("reason") or outcomes(config).why.get(node) or ""
+            mark = VERDICT_MARK.get(verdict, "·")
+            tw.line(f"{mark} {node}: {verdict}" + (f" ({secrets.one_line(why, 140)})"
+                                                    if why else ""))
     n_not = sum(len(v) for v in summary.not_tested.values())
-    tw.line(f"{len(summary.tested)} cell(s) tested, {len(summary.failed)} deviating, "
-            f"{n_not} not tested")
+    passing = {n for nodes in summary.tolerated.values() for n in nodes} - set(summary.failed)
+    below = f" ({len(passing)} with quirks below --fail-on {cfg.fail_on})" if passing else ""
+    tw.line(f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
+            f"{len(summary.failed)} deviating, {n_not} not tested")
+    for line in [] if summary.unreachable else summary.failure_lines():
+        tw.line(line)
+    for q, nodes in sorted(summary.tolerated.items()):
+        shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
+        tw.line(f"  below --fail-on {cfg.fail_on}: {q}  [{shown}]")
     for why, nodes in sorted(summary.not_tested.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
-        tw.line(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]")
-    if summary.nothing_tested:
+        tw.line(terminal(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]"))
+    if not config.getoption("--no-matrix"):
+        tw.line(f"report: {_shown(cfg.report_dir / 'quirks-matrix.html')} (and .md, .json; "
+                f"cell results in {_shown(cfg.report_dir / 'results')})")
+    xml = getattr(config.option, "xmlpath", None)
+    if xml:
+        tw.line(f"junit: {_shown(Path(xml))}")
+    if not cfg.replay:
+        tw.line(f"cassettes: {_shown(cfg.cassette_dir)}")
+    if summary.unreachable:
+        for col, why in sorted(summary.unreachable.items()):
+            tw.line(terminal(f"toolcall-conformance: {col}: the endpoint could not be reached or "
+                             f"does not serve chat completions ({why}): exit status "
+                             f"{EXIT_UNREACHABLE}"),
+                    red=True, bold=True)
+        for hint in summary.hints:
+            tw.line(terminal(f"toolcall-conformance: {hint}"), red=True, bold=True)
+    elif summary.nothing_tested:
         tw.line(f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
                 "not 0 (see the reasons above)", red=True, bold=True)
 
 
+def _shown(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+NO_PUBLIC_RECORDINGS: dict[str, Any] = {"routes": {}, "entries": [], "unreadable": []}
+
+
 def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
+    """The run's matrix: its own columns; the public recordings of other providers only
+    for the repository's matrix (``--reference-profiles``) or ``--public-recordings``."""
     from conformance.matrix import build_matrix
-    cells = []
-    for p in sorted((cfg.report_dir / "results").glob("*.json")):
-        cells.append(json.loads(p.read_text("utf-8")))
     providers = cfg.selected()
+    cells = read_cells(cfg.report_dir, {p.name for p in providers})
+    public = cfg.config.getoption("--public-recordings") or \
+        cfg.config.getoption("--reference-profiles")
     doc = build_matrix(cells, [p for p in providers if p.kind == "provider"],
+                       field_evidence=None if public else NO_PUBLIC_RECORDINGS,
                        scenarios=cfg.scenarios(), mode="replay" if cfg.replay else "live",
                        cassette_root=cfg.cassette_dir,
                        profiles=[p for p in providers if p.kind == "reference-profile"],
@@ -464,6 +706,8 @@ __all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "no
 
 @pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
-    """Cassettes are written atomically, after a last redaction pass."""
-    from conformance.cassettes import AtomicPersister
+    """Cassettes are written atomically, after a last redaction pass, and read safe and
+    bounded (never with PyYAML's full loader: a cassette must not run code)."""
+    from conformance.cassettes import AtomicPersister, SafeYaml
+    vcr.register_serializer("yaml", SafeYaml)
     vcr.register_persister(AtomicPersister)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import base64
 import codecs
-import gzip
 import io
 import json
 import os
 import re
-import zlib
+import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from conformance.sse import iter_sse, payload_event
 from conformance.transcript import Event, InputError, Transcript, header
@@ -28,11 +28,12 @@ BLOCK = 1 << 16
 
 
 def __getattr__(name: str) -> Any:
-    """``YamlLoader`` on demand: yaml is imported only when cassettes are read."""
+    """``YamlLoader`` on demand: yaml is imported only when cassettes are read. It is
+    ``safeyaml.Loader``: safe (no Python tags) and bounded (aliases), libyaml's parser."""
     if name == "YamlLoader":
-        import yaml
+        from conformance.safeyaml import Loader
 
-        return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # C: faster on large cassettes
+        return Loader
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -75,6 +76,9 @@ def read_path(path: str | Path) -> list[Transcript]:
         raise InputError(str(p), "no such file")
     if p.is_dir():
         raise InputError(str(p), "is a directory")
+    if not p.is_file():  # a pipe, a FIFO, `<(cat x.sse)`: it can be read only once
+        with p.open("rb") as f:
+            return read_stream(f, str(p))
     fmt = sniff(p)
     return {
         "sse": read_sse_file,
@@ -82,6 +86,57 @@ def read_path(path: str | Path) -> list[Transcript]:
         "cassette": read_cassette_file,
         "har": read_har_file,
     }[fmt](p)
+
+
+SPOOL_LIMIT = 1 << 30  # bytes of a pipe or standard input copied, at most
+HAR_LIMIT = 256 << 20  # bytes of a HAR file (one JSON document, parsed whole), at most
+
+
+def read_stream(stream: BinaryIO, name: str, limit: int = SPOOL_LIMIT) -> list[Transcript]:
+    """The transcripts of a stream that can be read only once (standard input, a pipe, a
+    FIFO): copied once, at most ``limit`` bytes, into a private temporary file that the
+    sniffer and the reader then share (it is removed with the transcripts); sources and
+    errors name ``name``. Past the limit, or when the copy fails (a full disk), one
+    ``InputError`` line."""
+    tmp = tempfile.TemporaryDirectory(prefix="conformance-input-")
+    spooled = Path(tmp.name) / "input"
+    try:
+        with spooled.open("wb") as out:
+            total = 0
+            while block := stream.read(1 << 20):
+                total += len(block)
+                if total > limit:
+                    raise InputError(name, f"over {limit:,} bytes, more than is read from a "
+                                           "stream; save it to a file and pass its path")
+                out.write(block)
+    except OSError as e:
+        tmp.cleanup()
+        raise InputError(name, f"cannot be copied to a temporary file "
+                               f"({e.strerror or type(e).__name__}); save it to a file and "
+                               "pass its path") from None
+    except InputError:
+        tmp.cleanup()
+        raise
+    try:
+        transcripts = read_path(spooled)
+    except InputError as e:
+        tmp.cleanup()
+        raise InputError(name, e.reason.replace(str(spooled), name), e.line) from None
+    for t in transcripts:
+        t.source = t.source.replace(str(spooled), name)
+        t.events_factory = _renamed(t.events_factory, name)
+        t._spool = tmp  # type: ignore[attr-defined]  # the file lives as long as they do
+    return transcripts
+
+
+def _renamed(factory: Callable[[], Any], name: str) -> Callable[[], Iterator[Event]]:
+    """``factory``'s events; an InputError met while reading them names ``name``."""
+    def events() -> Iterator[Event]:
+        try:
+            yield from factory()
+        except InputError as e:
+            raise InputError(name, e.reason, e.line) from None
+    return events
 
 
 # ---------------------------------------------------------------- JSONL
@@ -127,19 +182,11 @@ def read_sse_file(path: Path) -> list[Transcript]:
 
 
 def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
-    """Undo Content-Encoding (gzip/deflate) so the SSE text is judged, not the envelope."""
-    enc = (header(headers, "content-encoding") or "").lower()
-    if body[:2] == b"\x1f\x8b" or enc == "gzip":
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error):
-            return body
-    if enc == "deflate":
-        try:
-            return zlib.decompress(body)
-        except zlib.error:
-            return body
-    return body
+    """Undo every content coding (``decoding.decode_or_keep``: stacked, unlabelled,
+    bounded by the default ``max_bytes``) so the SSE text is judged, not the envelope."""
+    from conformance import decoding
+
+    return decoding.decode_or_keep(body, headers)[0]
 
 
 def exchange_transcript(
@@ -150,7 +197,9 @@ def exchange_transcript(
     headers: dict[str, str] | None,
     body: bytes,
 ) -> Transcript:
-    body = decode_body(body, headers)
+    from conformance import decoding
+
+    body, undecodable = decoding.decode_or_keep(body, headers)  # bounded (issue 23)
     ctype = (header(headers, "content-type") or "").lower()
     stream_requested = bool(
         request and isinstance(request.get("body"), dict) and request["body"].get("stream")
@@ -172,6 +221,7 @@ def exchange_transcript(
         headers=headers,
         raw=body,
         meta=meta,
+        transport_error=undecodable,
     )
 
 
@@ -198,19 +248,44 @@ def _flat_headers(h: Any) -> dict[str, str]:
 
 
 def load_cassette(path: Path) -> dict[str, Any]:
-    import yaml  # here, not at the top: only cassettes need it (start-up of `analyze`)
-
-    loader = __getattr__("YamlLoader")
-    try:
-        data = load_yaml(path, lambda text: yaml.load(text, Loader=loader))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(str(path), f"not valid YAML ({reason})", line) from None
+    """A cassette's document, safe and bounded (``safeyaml``): the one YAML load of
+    ``analyze``, the replay's persister, the client matrix and the replay server."""
+    data = load_yaml(path, lambda text: safe_yaml(text, str(path)))
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise InputError(str(path), "a YAML file without an `interactions` list (not a cassette)")
     return data
+
+
+class YamlRefused(InputError):
+    """Valid YAML refused (a Python tag, an alias bomb): never to be skipped silently."""
+
+
+class CassetteRefused(InputError):
+    """A cassette the replay will not load (a Python tag, an alias bomb, invalid YAML);
+    str() is one line. Not vcrpy's ``CassetteDecodeError``, which vcrpy takes for "no
+    cassette" (a refused file would then be recorded over)."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)
+        self.source, self.line, self.reason = "", None, message
+
+
+def safe_yaml(text: bytes | str, source: str) -> Any:
+    """``safeyaml.load(text)``; a YAML error or a refusal (a Python tag, an alias bomb) is
+    an ``InputError`` naming ``source`` and the line."""
+    import yaml  # here, not at the top: only cassettes need it (start-up of `analyze`)
+
+    from conformance import safeyaml
+
+    try:
+        return safeyaml.load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = _one_line(Exception(getattr(e, "problem", None) or str(e).splitlines()[0]))
+        if isinstance(e, safeyaml.Refused):
+            raise YamlRefused(source, reason, line) from None
+        raise InputError(source, f"not valid YAML ({reason})", line) from None
 
 
 LINE = 1 << 16  # a line longer than this is not read whole when it holds a body
@@ -464,8 +539,21 @@ def read_cassette_file(path: Path) -> list[Transcript]:
 
 
 def read_har_file(path: Path) -> list[Transcript]:
+    with path.open("rb") as f:
+        # Never more than the bound, whatever stat says (a pipe, /proc), read in blocks:
+        # one read(HAR_LIMIT + 1) allocates the whole bound up front even for a small file.
+        st = os.fstat(f.fileno())
+        too_big = stat.S_ISREG(st.st_mode) and st.st_size > HAR_LIMIT  # refused unread
+        text = bytearray()
+        while not too_big and (block := f.read(min(1 << 20, HAR_LIMIT + 1 - len(text)))):
+            text += block
+            too_big = len(text) > HAR_LIMIT
+    if too_big:
+        raise InputError(str(path), f"a HAR file over {HAR_LIMIT >> 20} MiB (it is one JSON "
+                                    "document, read whole); export fewer entries, or the "
+                                    "streams as SSE or a cassette")
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise InputError(str(path), f"not valid JSON ({_one_line(e)})") from None
     entries = (data.get("log") or {}).get("entries") if isinstance(data, dict) and \

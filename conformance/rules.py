@@ -8,20 +8,19 @@ is reported "not applicable", never guessed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-MUST, SHOULD, INFO = "MUST", "SHOULD", "INFO"
-LEVEL_RANK = {MUST: 3, SHOULD: 2, INFO: 1}
+from conformance import registry
+from conformance.enums import Level
+
+MUST, SHOULD, INFO = Level.MUST, Level.SHOULD, Level.INFO
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
-    level: str
+    level: Level
     statement: str
     source: str
     needs: str | None = None  # framing | http | request | roundtrip | tool_calls
@@ -230,119 +229,15 @@ RULES: dict[str, Rule] = {
     ]
 }
 
-# The level a quirk's finding carries. MUST: it breaks a MUST rule above. SHOULD: a
-# deviation that breaks some clients. INFO: documented reference behaviour, or harmless.
-QUIRK_LEVEL: dict[str, str] = {
-    "Q-SSE-COMMENT-KEEPALIVE": SHOULD,
-    "Q-SSE-KEEPALIVE-AS-DATA": MUST,
-    "Q-SSE-DONE-MISSING": SHOULD,
-    "Q-SSE-ERROR-ENVELOPE": MUST,
-    "Q-SSE-ERROR-IN-CHUNK": MUST,
-    "Q-STREAM-TOOLS-UNSUPPORTED": MUST,
-    "Q-STREAM-DOWNGRADED": MUST,
-    "Q-STREAM-STALLS": MUST,
-    "Q-KEEPALIVE-DROPPED": INFO,  # the transport retried: shown, the cell is not judged on it
-    "Q-USAGE-EMPTY-CHOICES": INFO,
-    "Q-USAGE-PLACEMENT": SHOULD,
-    "Q-STREAM-OPTIONS-REJECTED": MUST,
-    "Q-AZURE-PROMPT-FILTER-CHUNK": SHOULD,
-    "Q-AZURE-CHOICE-WITHOUT-DELTA": SHOULD,
-    "Q-ENVELOPE-FIELDS-MISSING": SHOULD,
-    "Q-CHUNK-ID-UNSTABLE": SHOULD,
-    "Q-EXTRA-FIELDS": INFO,
-    "Q-TOOLCALLS-EMPTY-ARRAY": SHOULD,
-    "Q-EMPTY-DELTA-CHUNKS": INFO,
-    "Q-INDEX-ABSENT": MUST,
-    "Q-INDEX-ABSENT-WHOLE-CALL": MUST,
-    "Q-INDEX-ABSENT-PARALLEL-SPLIT": MUST,
-    "Q-INDEX-ABSENT-OTHER": MUST,
-    "Q-INDEX-NONZERO-START": SHOULD,
-    "Q-INDEX-ALL-ZERO": MUST,
-    "Q-INDEX-REUSED-ACROSS-CALLS": MUST,
-    "Q-INDEX-INCONSISTENT-WITHIN-CALL": MUST,
-    "Q-ID-ABSENT": MUST,
-    "Q-EMPTY-STRING-OVERWRITE": MUST,
-    "Q-ID-REPEATED": MUST,
-    "Q-ID-CHANGES-MID-CALL": MUST,
-    "Q-ID-FORMAT": INFO,
-    "Q-TYPE-MISSING": MUST,
-    "Q-NAME-REPEATED": MUST,
-    "Q-NAME-EMPTY-OPENING-DELTA": MUST,
-    "Q-NAME-AFTER-ARGUMENTS": MUST,
-    "Q-NAME-FRAGMENTED": INFO,
-    "Q-ARGS-WHOLE-IN-ONE-DELTA": INFO,
-    "Q-ARGS-ON-OPENING-DELTA": SHOULD,
-    "Q-ARGS-CUMULATIVE": MUST,
-    "Q-ARGS-DUPLICATED-ON-FLUSH": MUST,
-    "Q-ARGS-LOST-MULTITOKEN-DELTA": MUST,
-    "Q-ARGS-ABSENT-NO-PARAMS": SHOULD,
-    "Q-ARGS-SERVER-PARSER-CORRUPTION": MUST,
-    "Q-ARGS-JSON-OBJECT": MUST,
-    "Q-ARGS-NULL": MUST,
-    "Q-ARGS-CONTROL-MARKUP": MUST,
-    "Q-ARGS-TRUNCATED": MUST,
-    "Q-FINISH-STOP-WITH-TOOLCALLS": MUST,
-    "Q-FINISH-STOP-NAMED-TOOLCHOICE": INFO,
-    "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS": MUST,
-    "Q-FINISH-EMPTY-STRING": SHOULD,
-    "Q-FINISH-ON-NONFINAL-CHUNK": SHOULD,
-    "Q-FINISH-CAMELCASE": MUST,
-    "Q-FINISH-NEVER-SENT": MUST,
-    "Q-FINISH-REPEATED": SHOULD,
-    "Q-FINISH-SAME-CHUNK-AS-CALL": SHOULD,
-    "Q-FINISH-NONSTANDARD-VALUE": MUST,
-    "Q-TOOLCALL-AS-TEXT": MUST,
-    "Q-TOOLCALL-DUPLICATED-IN-CONTENT": SHOULD,
-    "Q-TOOLCALLS-MISSING-IN-STREAM": MUST,
-    "Q-REASONING-SAME-DELTA": SHOULD,
-    "Q-REASONING-LEAK-AT-FINISH": SHOULD,
-    "Q-REASONING-MUST-BE-ECHOED": MUST,
-    "Q-PARALLEL-TOOL-CALLS-IGNORED": MUST,
-    "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": INFO,
-    "Q-RT-MISTRAL-TOOL-CALL-ID": MUST,
-    "Q-RT-CONTENT-NULL-REJECTED": MUST,
-    "Q-RT-CONTENT-EMPTY-REJECTED": MUST,
-    "Q-RT-TOOL-MESSAGE-NAME": MUST,
-    "Q-RT-FUNCTION-NAME-KEY-REQUIRED": MUST,
-    "Q-RT-GEMINI-THOUGHT-SIGNATURE": MUST,
-    # Ids the suite added (conformance/data/quirks.json, not in the catalogue). The
-    # required-not-enforced finding is MUST where no call came at all.
-    "Q-ARGS-INVENTED-ON-TRUNCATION": MUST,
-    "Q-ARGS-INVALID-JSON": MUST,
-    "Q-REQUIRED-NOT-ENFORCED": SHOULD,
-}
-
-# Quirks the robust strategy cannot repair: the right calls are not on the wire.
-UNRECOVERABLE = frozenset(
-    {
-        "Q-ARGS-SERVER-PARSER-CORRUPTION",
-        "Q-ARGS-INVALID-JSON",
-        "Q-ARGS-LOST-MULTITOKEN-DELTA",
-        "Q-ARGS-CONTROL-MARKUP",
-        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
-        "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
-        "Q-TOOLCALL-AS-TEXT",
-        "Q-TOOLCALLS-MISSING-IN-STREAM",
-    }
-)
-
-# A finer quirk that, by its definition, also shows a coarser one on the same stream.
-IMPLIES: dict[str, frozenset[str]] = {
-    "Q-INDEX-ABSENT-WHOLE-CALL": frozenset({"Q-INDEX-ABSENT", "Q-ARGS-WHOLE-IN-ONE-DELTA"}),
-    "Q-INDEX-ABSENT-PARALLEL-SPLIT": frozenset({"Q-INDEX-ABSENT"}),
-    "Q-INDEX-ABSENT-OTHER": frozenset({"Q-INDEX-ABSENT"}),
-}
+# A quirk's level, whether the robust client can repair it and the coarser ids it implies
+# are declared once, in the registry (data/quirks.json, read by conformance.registry).
 
 
-@cache
 def quirk_catalogue() -> dict[str, dict[str, Any]]:
     """The catalogue entries (title, group, sources...) shipped as package data."""
-    # A path next to this module, not importlib.resources: that import alone (tempfile,
-    # shutil, zipfile...) costs more than the whole of `conformance analyze` on 1k events.
-    text = (Path(__file__).parent / "data" / "quirks.json").read_text("utf-8")
-    data: dict[str, dict[str, Any]] = json.loads(text)
-    return data
+    return registry.entries()
 
 
-def quirk_level(qid: str) -> str:
-    return QUIRK_LEVEL.get(qid, SHOULD)
+def quirk_level(qid: str) -> Level:
+    """The level a finding of ``qid`` carries (registry.UnknownQuirkError if unknown)."""
+    return registry.level(qid)

@@ -1,12 +1,9 @@
-"""`conformance run`: the suite for people outside this repository (a server's CI, a
+"""`toolcall-conformance run`: the suite for people outside this repository (a server's CI, a
 person with a local server). It drives the same pytest suite as ``pytest --pyargs
 conformance.suite`` (no second implementation): it only turns its options into pytest
 arguments, isolated from whatever pytest configuration the current directory holds.
 
-Exit status (the same for the pytest door): 0 when at least one cell was tested and every
-tested cell conforms (expected quirks allowed); 1 when a cell deviates (an unexpected
-quirk, fails, error); 5 when nothing could be tested (key unset, not recorded,
-unsupported, inconclusive); 4 for a configuration or usage error, in one line.
+Exit status (the same for the pytest door): see EPILOG.
 
 This module is imported by the CLI to build its parser: pytest is imported only to run.
 """
@@ -20,21 +17,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_DEVIATES, EXIT_USAGE, EXIT_NOTHING_TESTED = 0, 1, 4, 5
+EXIT_OK, EXIT_DEVIATES, EXIT_USAGE, EXIT_NOTHING_TESTED, EXIT_UNREACHABLE = 0, 1, 4, 5, 6
 REPORT_DIR = "conformance-reports"
 CASSETTE_DIR = "conformance-cassettes"
-SUITE_HINT = "pip install 'conformance[suite]'"
+SUITE_HINT = "pip install 'toolcall-conformance[suite]'"
+FAIL_ON = ("must", "should", "info")
 
 EPILOG = """\
-exit status: 0 at least one cell was tested and every tested cell conforms (expected
-quirks allowed); 1 a cell deviates (unexpected quirk, fails, error); 5 nothing could be
-tested (key unset, not recorded, unsupported, inconclusive); 4 configuration error.
+exit status (the same for pytest --pyargs conformance.suite):
+  0  at least one cell was tested and every tested cell conforms (declared quirks and
+     quirks below --fail-on allowed)
+  1  a tested cell deviates: an unexpected quirk at or above --fail-on, a broken MUST
+     rule, an error after the endpoint answered
+  4  configuration or usage error, in one line
+  5  nothing could be tested (key unset, not recorded, unsupported, inconclusive)
+  6  the endpoint could not be reached or does not serve chat completions: every cell
+     that ran ended before any stream (connection refused, DNS, TLS, timeout, HTTP
+     401/403/404/405/5xx); a base URL without /v1 whose /v1 answers gets a hint
 
 examples:
-  conformance run --base-url http://127.0.0.1:8000/v1 --model my-model
-  conformance run --base-url https://api.example.com/v1 --model m --api-key-env EXAMPLE_KEY \\
+  toolcall-conformance run --base-url http://127.0.0.1:8000/v1 --model my-model
+  toolcall-conformance run --base-url https://api.example.com/v1 --model m --api-key-env EXAMPLE_KEY \\
       --expect-quirk Q-USAGE-PLACEMENT='documented: usage on every chunk'
-  conformance run --providers providers.yaml --provider mysrv
+  toolcall-conformance run --providers providers.yaml --provider mysrv
 """
 
 
@@ -48,7 +53,7 @@ def add_run_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=_with_epilog(formatter))
 
     def error(message: str) -> Any:  # a usage error is a configuration error: one line, 4
-        r.exit(EXIT_USAGE, f"conformance run: {message} (see --help)\n")
+        r.exit(EXIT_USAGE, f"toolcall-conformance run: {message} (see --help)\n")
     r.error = error  # type: ignore[method-assign]
     t = r.add_argument_group("target (one of)")
     t.add_argument("--base-url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:8000/v1")
@@ -71,7 +76,16 @@ def add_run_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
                    help="where the recorded traffic goes (read back with --replay)")
     o.add_argument("--replay", action="store_true",
                    help="replay the cassettes in --cassette-dir instead of recording")
-    o.add_argument("-v", "--verbose", action="store_true", help="one line per cell")
+    o.add_argument("--fail-on", choices=FAIL_ON, default="should",
+                   help="the lowest level of an unexpected quirk that fails the run; should "
+                        "(the default) because SHOULD quirks break real clients, must to "
+                        "tolerate them (listed with their level), info to fail on any")
+    o.add_argument("-v", "--verbose", action="store_true",
+                   help="one line per cell with its verdict")
+    from conformance.scenarios import add_elicitation_options
+    add_elicitation_options(r.add_argument_group(
+        "elicitation (what a small model needs to call tools; as a providers.yaml entry's "
+        "elicitation block, see docs/providers.md)").add_argument)
     return r
 
 
@@ -82,7 +96,7 @@ def _with_epilog(formatter: type) -> type:
 
 
 def _usage(message: str) -> int:
-    print(f"conformance run: {message}", file=sys.stderr)
+    print(f"toolcall-conformance run: {message}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -94,12 +108,21 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
     out = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider",
            # Isolated from the current directory's pytest configuration and conftest files.
            "-c", os.devnull, f"--rootdir={Path.cwd()}", f"--confcutdir={suite_dir}",
-           "-rfE", "-v" if args.verbose else "-q",
+           # The suite's own summary block ends the log (no short summary after it).
+           "-rN", "-q",
            # conformance is imported before pytest starts: nothing of it needs rewriting.
            "-W", "ignore::pytest.PytestAssertRewriteWarning",
            f"--report-dir={report_dir}", f"--cassette-dir={args.cassette_dir}",
            f"--junitxml={report_dir / 'junit.xml'}", "-o", "junit_family=xunit2",
-           f"--record-mode={'none' if args.replay else 'all'}", f"--repeat={args.repeat}"]
+           f"--record-mode={'none' if args.replay else 'all'}", f"--repeat={args.repeat}",
+           f"--fail-on={args.fail_on}", f"--max-tokens={args.max_tokens}"]
+    if args.verbose:
+        out.append("--cells")
+    for flag in ("system_prompt", "few_shot", "prefill", "extra_body"):
+        if getattr(args, flag) is not None:
+            out.append(f"--{flag.replace('_', '-')}={getattr(args, flag)}")
+    if args.named_tool_choice:
+        out.append("--named-tool-choice")
     if args.base_url is not None:
         out += [f"--base-url={args.base_url}", f"--model={args.model}"]
         if args.api_key_env:
@@ -122,16 +145,19 @@ def config_problem(args: argparse.Namespace) -> str | None:
         provider_from_options,
         select,
     )
-    from conformance.scenarios import SCENARIOS
+    from conformance.scenarios import SCENARIOS, elicitation_options
 
     try:
+        elicitation_options(system_prompt=args.system_prompt, prefill=args.prefill,
+                            few_shot=args.few_shot, extra_body=args.extra_body,
+                            max_tokens=args.max_tokens)
         for q in args.expect_quirk:
             parse_expect_quirk(q)
         if args.base_url is not None:
             provider_from_options(args.base_url, args.model, args.api_key_env)
         else:
             select(load_providers(args.providers), args.provider)
-    except ConfigError as e:
+    except (ConfigError, ValueError) as e:
         return str(e)
     unknown = [n for n in args.scenario if n not in SCENARIOS]
     if unknown:
@@ -154,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec(mod) is None:
             return _usage(f"running the suite needs its extra ({mod} is missing): {SUITE_HINT}")
     problem = config_problem(args)
+    if problem:
+        return _usage(problem)
+    from conformance.providers import output_dir_problem
+    problem = output_dir_problem("--report-dir", args.report_dir)
     if problem:
         return _usage(problem)
     import pytest

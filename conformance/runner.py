@@ -15,18 +15,20 @@ from typing import Any
 
 import httpx
 
-from conformance import secrets
+from conformance import registry, secrets
 from conformance.analysis import CaptureResult, analyze
+from conformance.bounded import cap_strings
 from conformance.client import RoundTripPolicy, TextCutError, tool_result_messages
+from conformance.enums import Level, Verdict
 from conformance.providers import Provider
-from conformance.rules import IMPLIES, INFO, LEVEL_RANK, MUST, RULES, SHOULD, quirk_level
+from conformance.registry import detector
+from conformance.rules import MUST, RULES, quirk_level
 from conformance.scenarios import Scenario, build_request, tool_result_for
 from conformance.transcript import Transcript
 from conformance.transport import KEEPALIVE_QUIRK, Limits, RetryPolicy, exchange
-
-# The worst trial names a repeated cell; an inconclusive trial ranks below every conclusive
-# one, so a cell is inconclusive only when no trial showed the scenario's behaviour.
-VERDICT_RANK = {"inconclusive": -1, "conforms": 0, "quirk": 1, "fails": 2, "error": 3}
+from conformance.verdict import cell as verdict_of_cell
+from conformance.verdict import inconclusive as inconclusive_verdict
+from conformance.verdict import worst as worst_verdict
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Cell:
         if d["reason"]:  # a cell's reason is one line, whatever a server put in its error
             d["reason"] = " ".join(str(d["reason"]).split())
         d["column"], d["row"] = d.pop("provider"), d.pop("scenario")
+        d = cap_strings(d)  # every string bounded: names and ids as long as the body
         return json.loads(secrets.redact(json.dumps(d, ensure_ascii=False)))
 
     @property
@@ -140,6 +143,7 @@ def _wrapped_names(call: Any) -> list[str]:
             for u in uses if isinstance(u, dict)] or [call.name]
 
 
+@detector("cell", reports=("Q-STRICT-IGNORED",))
 def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any]]:
     """Q-STRICT-IGNORED: with `strict: true`, arguments must validate against the schema."""
     import jsonschema
@@ -154,7 +158,7 @@ def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any
             jsonschema.Draft202012Validator(schemas[c.name]).iter_errors(json.loads(c.arguments)))
         if err is not None:
             out.append(_finding("R-ARGS-JSON", f"strict schema not enforced: {err.message}",
-                                level=SHOULD, quirk="Q-STRICT-IGNORED"))
+                                quirk="Q-STRICT-IGNORED"))
     return out
 
 
@@ -235,7 +239,10 @@ class CellRunner:
                            "exchanges_per_trial": [n for _, n in trials]}
             # The cell reads as its worst trial; the counts tell wire quirks (every trial)
             # from behaviour that varies.
-            worst = max(trials, key=lambda ct: VERDICT_RANK.get(ct[0].verdict, 0))[0]
+            # (An inconclusive trial ranks below every conclusive one, so a cell is
+            # inconclusive only when no trial showed the scenario's behaviour.)
+            bad = worst_verdict(c.verdict for c, _ in trials)
+            worst = next(c for c, _ in trials if c.verdict == bad)
             if worst is not cell:
                 worst.trials, worst.cassette, worst.interaction = cell.trials, cassette, 0
                 cell = worst
@@ -269,24 +276,24 @@ class CellRunner:
                 rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
                     provider, scenario, body, r1, client, url, limits, retry, rng)
             except TextCutError as e:  # the analysis kept only the first TEXT_KEPT characters
-                verdict, reason = "error", f"round trip: not sent: {e}"
+                verdict, reason = Verdict.ERROR, f"round trip: not sent: {e}"
             else:
                 findings += rt_findings
                 evidence += rt_evidence
                 retries += rt_retries
                 exchanges += 1 + len(rt_retries)
                 if rt_error:
-                    verdict, reason = "error", "round trip: " + rt_error
+                    verdict, reason = Verdict.ERROR, "round trip: " + rt_error
         elif scenario.roundtrip and verdict != "error" and not_elicited is None:
             not_elicited = "not elicited: no tool call to send back"
         if verdict != "error":
-            verdict = _cell_verdict(r1, findings)
+            verdict = verdict_of_cell(r1.verdict, findings)
         quirks = sorted({f["quirk"] for f in findings if f.get("quirk")})
         judged = {f["quirk"] for f in findings
-                  if f.get("quirk") and LEVEL_RANK[f["level"]] >= LEVEL_RANK[SHOULD]}
-        # A finer expected quirk also expects the coarser ids it implies (rules.IMPLIES).
+                  if f.get("quirk") and Level(f["level"]).rank >= Level.SHOULD.rank}
+        # A finer expected quirk also expects the coarser ids it implies (its registry entry).
         implied = {c for q in judged if provider.expects(q, scenario.id)
-                   for c in IMPLIES.get(q, ())}
+                   for c in registry.implied(q)}
         expected = sorted(q for q in judged if provider.expects(q, scenario.id) or q in implied)
         unexpected = sorted(judged - set(expected))
         missing = sorted(q for q, e in provider.expected_quirks.items()
@@ -368,27 +375,20 @@ class CellRunner:
             other = "empty" if policy.content != "empty" else "null"
             quirk = ("Q-RT-CONTENT-NULL-REJECTED" if policy.content == "null"
                      else "Q-RT-CONTENT-EMPTY-REJECTED")
-            variants.append((quirk, f"content is {other}", RoundTripPolicy(
-                content=other, tool_message_name=policy.tool_message_name,
-                id_format=policy.id_format)))
+            variants.append((quirk, f"content is {other}", replace(policy, content=other)))
+        # Each variant is the provider's policy with one field changed (dataclasses.replace):
+        # a field rebuilt by hand would be dropped, as echo_reasoning once was.
         variants.append(("Q-RT-TOOL-MESSAGE-NAME",
                          "tool messages " + ("omit" if policy.tool_message_name else "carry")
-                         + " `name`", RoundTripPolicy(
-                             content=policy.content,
-                             tool_message_name=not policy.tool_message_name,
-                             id_format=policy.id_format)))
+                         + " `name`",
+                         replace(policy, tool_message_name=not policy.tool_message_name)))
         if turn.reasoning and not policy.echo_reasoning and not turn.reasoning_dropped:
             # (reasoning cut by the analysis' bound is not what was received: not probed)
             variants.append(("Q-REASONING-MUST-BE-ECHOED", "the turn's reasoning_content is "
-                             "sent back", RoundTripPolicy(
-                                 content=policy.content,
-                                 tool_message_name=policy.tool_message_name,
-                                 id_format=policy.id_format, echo_reasoning=True)))
+                             "sent back", replace(policy, echo_reasoning=True)))
         if policy.id_format != "mistral9":
             variants.append(("Q-RT-MISTRAL-TOOL-CALL-ID", "ids are 9 alphanumerics",
-                             RoundTripPolicy(content=policy.content,
-                                             tool_message_name=policy.tool_message_name,
-                                             id_format="mistral9")))
+                             replace(policy, id_format="mistral9")))
         for quirk, what, variant in variants:
             msgs = history + [turn.message(variant)] + tool_result_messages(
                 [(c, tool_result_for(c.name, c.arguments)) for c in turn.calls], variant)
@@ -396,23 +396,3 @@ class CellRunner:
             if t.status == 200 and not t.transport_error:
                 return quirk, what
         return None, ""
-
-
-def inconclusive_verdict(verdict: str, not_elicited: str | None, unexpected: list[str]) -> str:
-    """A cell that did not show what its scenario tests is `inconclusive`, never `conforms`,
-    nor `quirk` on expected quirks alone. What the wire did show still wins: `fails`,
-    `error` and an unexpected quirk keep their verdict (the cell keeps `elicited: false`
-    and the not-elicited reason either way)."""
-    if not_elicited and verdict in ("conforms", "quirk") and not unexpected:
-        return "inconclusive"
-    return verdict
-
-
-def _cell_verdict(r1: CaptureResult, findings: list[dict[str, Any]]) -> str:
-    if r1.verdict == "fails":
-        return "fails"
-    if any(f["level"] == MUST and not f.get("quirk") for f in findings):
-        return "fails"
-    if any(f.get("quirk") and f["level"] != INFO for f in findings):
-        return "quirk" if r1.verdict in ("conforms", "quirk") else r1.verdict
-    return r1.verdict

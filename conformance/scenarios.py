@@ -13,6 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+# Every request carries a max_tokens (``--max-tokens`` changes it): a few hundred tokens
+# hold any scenario's calls, and a small local model that would generate for minutes stops.
+DEFAULT_MAX_TOKENS = 256
+
 
 def _tool(name: str, description: str, props: dict[str, Any] | None = None,
           required: list[str] | None = None) -> dict[str, Any]:
@@ -62,6 +66,9 @@ class Scenario:
     expect: Expect = Expect()
     roundtrip: bool = False  # send the assembled calls and one result per call back
     keep_ids: bool = False  # id-omission: ids travel back byte for byte, "" included
+    # The run's default max_tokens times this: a scenario that asks for long arguments
+    # needs more room than one short call (a `max_tokens` in params wins over both).
+    token_scale: float = 1.0
 
     @property
     def test_name(self) -> str:
@@ -85,7 +92,7 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              "Save two notes in parallel. Note 1 titled 'Groceries' whose body lists at least "
              "twenty items, and note 2 titled 'Packing' whose body lists at least twenty items.",
              tools=(WRITE_NOTE,), params={"parallel_tool_calls": True},
-             needs=("parallel_calls",),
+             needs=("parallel_calls",), token_scale=4,
              expect=Expect(min_calls=2, names=("write_note",), finish=("tool_calls",))),
     Scenario("truncated-arguments", "Arguments cut by max_tokens",
              "max_tokens cuts the call: finish_reason \"length\" must be visible and a client "
@@ -135,7 +142,7 @@ SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
              "Hundreds of argument fragments for one call: every fragment must be kept, in "
              "order.",
              "Save a note titled 'Poem' whose body is a poem of at least twenty lines about "
-             "the sea.", tools=(WRITE_NOTE,),
+             "the sea.", tools=(WRITE_NOTE,), token_scale=4,
              expect=Expect(min_calls=1, names=("write_note",), finish=("tool_calls",))),
     Scenario("strict", "strict function schema",
              "`strict: true`: the arguments must validate against the tool's JSON Schema "
@@ -164,8 +171,14 @@ def build_request(scenario: Scenario, provider: Any, *, stream: bool = True) -> 
         messages.append({"role": "assistant", "content": el["prefill"]})
     body: dict[str, Any] = {"model": provider.model, "messages": messages,
                             "tools": copy.deepcopy(list(scenario.tools)), "stream": stream}
-    if el.get("max_tokens") and "max_tokens" not in scenario.params:
-        body["max_tokens"] = el["max_tokens"]
+    if "max_tokens" not in scenario.params:
+        # The provider's own elicitation.max_tokens, else the run's default (``--max-tokens``,
+        # set by the suite as ``default_max_tokens``) scaled for the scenario: a request
+        # never leaves without a bound, so a small model cannot run away.
+        if el.get("max_tokens"):
+            body["max_tokens"] = el["max_tokens"]
+        elif el.get("default_max_tokens"):
+            body["max_tokens"] = max(1, round(el["default_max_tokens"] * scenario.token_scale))
     body.update(copy.deepcopy(provider.extra_body))
     body.update(copy.deepcopy(el.get("extra_body") or {}))
     if el.get("tool_choice") == "named" and "tool_choice" not in scenario.params:
@@ -188,3 +201,66 @@ def tool_result_for(name: str, arguments: str) -> str:
     if name == "get_time":
         return json.dumps({"timezone": args.get("timezone", "?"), "time": "09:30"})
     return json.dumps({"ok": True})
+
+
+def elicitation_options(*, system_prompt: str | None = None, prefill: str | None = None,
+                        few_shot: str | None = None, extra_body: str | None = None,
+                        named_tool_choice: bool = False, max_tokens: int | None = None
+                        ) -> dict[str, Any]:
+    """The ``elicitation`` block of a providers.yaml entry, from command-line options
+    (``--few-shot`` is a JSON file of messages, ``--extra-body`` a JSON object). A bad
+    value raises ValueError with one line naming the option and the fix."""
+    out: dict[str, Any] = {}
+    if system_prompt:
+        out["system_prompt"] = system_prompt
+    if prefill:
+        out["prefill"] = prefill
+    if few_shot:
+        try:
+            turns = json.loads(open(few_shot, encoding="utf-8").read())  # noqa: SIM115
+        except OSError as e:
+            raise ValueError(f"--few-shot {few_shot}: cannot be read ({e.strerror})") from None
+        except ValueError as e:
+            raise ValueError(f"--few-shot {few_shot}: not JSON ({e})") from None
+        if not isinstance(turns, list) or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) for m in turns):
+            raise ValueError(f"--few-shot {few_shot}: expected a JSON array of messages, "
+                             'each an object with a "role"')
+        out["few_shot"] = turns
+    if extra_body:
+        try:
+            body = json.loads(extra_body)
+        except ValueError as e:
+            raise ValueError(f"--extra-body: not JSON ({e}); give an object such as "
+                             "'{\"temperature\": 0}'") from None
+        if not isinstance(body, dict):
+            raise ValueError("--extra-body: expected a JSON object such as "
+                             "'{\"temperature\": 0}'")
+        out["extra_body"] = body
+    if named_tool_choice:
+        out["tool_choice"] = "named"
+    if max_tokens is not None:
+        if max_tokens < 1:
+            raise ValueError("--max-tokens must be at least 1")
+        out["default_max_tokens"] = max_tokens
+    return out
+
+
+def add_elicitation_options(add: Any) -> None:
+    """The options of a providers.yaml ``elicitation`` block, for ``--base-url``: ``add``
+    is argparse's ``add_argument`` or pytest's ``addoption`` (same names, same meaning)."""
+    add("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
+        help="max_tokens of every request (scenarios with long arguments get 4x; "
+             "truncated-arguments keeps its own 24; a providers.yaml entry's "
+             "elicitation.max_tokens wins)")
+    add("--system-prompt", default=None, metavar="TEXT",
+        help="a system message before the scenario's user message")
+    add("--few-shot", default=None, metavar="FILE",
+        help="a JSON array of messages sent before the user message (examples of tool use)")
+    add("--prefill", default=None, metavar="TEXT",
+        help="an assistant message after the user message (e.g. '<tool_call>\\n')")
+    add("--extra-body", default=None, metavar="JSON",
+        help="a JSON object merged into every request (e.g. '{\"temperature\": 0}')")
+    add("--named-tool-choice", action="store_true", default=False,
+        help="name the scenario's tool in tool_choice unless the scenario sets one (for "
+             "servers that stream calls only then)")

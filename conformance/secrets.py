@@ -35,13 +35,49 @@ SECRET_QUERY = ("key", "api_key", "api-key", "apikey", "token", "access_token", 
 # Key-shaped strings, redacted even when we were not told about them.
 KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-proj-[A-Za-z0-9_-]{16,}|"
                         r"sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
-                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})"
-                        r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}"
-                        r"|(?<=Basic )[A-Za-z0-9+/=]{8,}")
-_SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"),
-            re.compile(KEY_SHAPES.pattern.split("|(?<=Bearer")[0])),
-           (("Bearer ",), re.compile(r"(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")),
-           (("Basic ",), re.compile(r"(?<=Basic )[A-Za-z0-9+/=]{8,}"))]
+                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})")
+_SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"), KEY_SHAPES)]
+# An authorization scheme and its credentials, in any case and spacing: "Bearer x",
+# "bearer x", "BEARER\tx", "Basic x", "Token x" (Django REST, GitHub). A token after
+# "token" must look like one (a digit in 12 or more characters), not like prose.
+_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)([ \t]+)([A-Za-z0-9._~+/=-]{8,})")
+
+
+_HINTS = ("earer", "EARER", "asic", "ASIC", "oken ", "OKEN ", "oken\t", "OKEN\t")
+
+
+def _scheme_hint(text: str) -> bool:
+    """A cheap test before ``_SCHEME`` (slow on a body): a short text is lowered and
+    searched; a long one for the usual cases (Bearer, bearer, BEARER, …)."""
+    if len(text) <= 4096:
+        low = text.lower()
+        return "bearer" in low or "basic" in low or "token" in low
+    return any(h in text for h in _HINTS)
+
+
+def _scheme(m: re.Match[str]) -> str:
+    value = m.group(3)
+    if m.group(1).lower() == "token" and (len(value) < 12 or not any(c.isdigit()
+                                                                      for c in value)):
+        return m.group(0)
+    return m.group(1) + m.group(2) + REDACTED
+
+
+# JSON escapes that can stand for a key's characters: ``\/`` and ``\u0073``. A known
+# secret is also looked for with any of its characters written so (``_ESCAPABLE``): a
+# pattern per secret, matched as written, so no string literal is parsed.
+_HIDING = ("\\u", "\\/")
+
+
+def _escapable(secret: str) -> re.Pattern[str]:
+    parts = []
+    for c in secret:
+        hexa = "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in f"{ord(c):04x}")
+        alts = [re.escape(c), r"\\u" + hexa] + ([r"\\/"] if c == "/" else [])
+        parts.append("(?:" + "|".join(alts) + ")")
+    return re.compile("".join(parts))
+
+
 # Query parameters that never carry a credential: the only ones a base_url written in
 # providers.yaml may hold, and the only ones a report shows.
 PUBLIC_QUERY = ("api-version",)
@@ -51,7 +87,12 @@ PUBLIC_QUERY = ("api-version",)
 # count, not a credential.)
 CREDENTIAL_PARTS = frozenset({"key", "apikey", "secret", "auth", "authorization", "password",
                               "passwd", "pass", "credential", "credentials", "cookie",
-                              "signature", "sig", "subscription", "token", "session", "jwt"})
+                              "signature", "sig", "subscription", "token", "session", "jwt",
+                              "bearer", "pwd"})
+# Spellings and forms of "authorization" a header name may use: Authorisation,
+# Authentication, authn, authz, X-Authtoken (the "auth" part is enough; "author" is not).
+_AUTH_PART = re.compile(r"auth(?:ori[sz]ation|entication|n|z|token|key)?$|"
+                        r"(?:api|access|auth|private|secret)(?:key|token)$")
 _PARTS = re.compile(r"[-_.\s]+")
 _NAME = r"[A-Za-z0-9_.~%-]*"
 # ?key=VALUE / &subscription-key=VALUE inside any text (a URL in an error message, a log
@@ -66,12 +107,14 @@ MIN_SECRET = 6  # shorter values would redact ordinary words
 
 _known: set[str] = set()
 _by_length: tuple[str, ...] = ()  # _known, longest first: read without the lock
+_escaped: tuple[re.Pattern[str], ...] = ()  # each of them with JSON escapes allowed
 _lock = threading.Lock()
 
 
 def _refresh() -> None:
-    global _by_length
+    global _by_length, _escaped
     _by_length = tuple(sorted(_known, key=len, reverse=True))
+    _escaped = tuple(_escapable(s) for s in _by_length)
 
 
 def register(*values: str | None) -> None:
@@ -99,8 +142,10 @@ def credential_name(name: str) -> bool:
     low = name.strip().lower()
     if low in SECRET_HEADERS or low in SECRET_QUERY:
         return True
-    return any(p in CREDENTIAL_PARTS for p in _PARTS.split(low)) or \
-        low.endswith(("key", "token", "secret", "password"))
+    parts = _PARTS.split(low)
+    return any(p in CREDENTIAL_PARTS or _AUTH_PART.match(p) for p in parts) or \
+        low.endswith(("key", "token", "secret", "password", "authorisation",
+                      "authorization"))
 
 
 def url_credentials(url: str) -> list[str]:
@@ -185,13 +230,31 @@ def forget(*values: str) -> None:
         _refresh()
 
 
+_ASCII_ESCAPE = re.compile(r"\\u00[2-7][0-9a-fA-F]")  # an escaped printable ASCII character
+
+
+def _hidden(text: str) -> bool:
+    """Whether a known secret stands in ``text`` behind JSON escapes: the text with
+    ``\\/`` and escaped ASCII undone (C-speed; a key is ASCII) holds one."""
+    if "\\" not in text or not any(h in text for h in _HIDING):
+        return False
+    plain = text.replace("\\/", "/")
+    plain = _ASCII_ESCAPE.sub(lambda m: chr(int(m.group()[2:], 16)), plain)
+    return any(s in plain for s in _by_length)
+
+
 def redact(text: str) -> str:
+    if _by_length and _hidden(text):
+        for pattern in _escaped:  # a known secret behind JSON escapes (CANARY\u0073…)
+            text = pattern.sub(REDACTED, text)
     for s in _by_length:
         if s in text:
             text = text.replace(s, REDACTED)
     for prefixes, shape in _SHAPES:  # a cheap substring test first: bodies can be large
         if any(p in text for p in prefixes):
             text = shape.sub(REDACTED, text)
+    if _scheme_hint(text):
+        text = _SCHEME.sub(_scheme, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(r"\1" + REDACTED, text)
     if "@" in text and "://" in text:
@@ -265,8 +328,10 @@ def _whole_needed(data: bytes) -> bool:
         return True
     if b"data:" not in data:
         return False
-    return _split_found(str(m.group(), "utf-8", "surrogateescape")
-                        for m in _DATA_LINE_B.finditer(data))
+    return _split_found_in(_payloads(
+        ((m.start(), m.end(), str(m.group(), "utf-8", "surrogateescape"))
+         for m in _DATA_LINE_B.finditer(data)),
+        lambda end, start: _BLANK_B.search(data, end, start) is not None))
 
 
 def redact_body(text: str) -> str:
@@ -276,57 +341,52 @@ def redact_body(text: str) -> str:
 
 def _fragments(value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]
                ) -> None:
-    """Every string in a chunk, keyed by a stream path: list positions are replaced by
-    the element's own ``index`` (choices, tool calls), so that the pieces of one
-    field across events share a key."""
-    if isinstance(value, str):
-        out.append((path, value))
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _fragments(v, path + (k,), out)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            idx = v.get("index", i) if isinstance(v, dict) else i
-            _fragments(v, path + (("#", idx if isinstance(idx, int | str) else i),), out)
+    """Every string in a chunk with its exact path (dict keys, list positions)."""
+    stack = [(value, path)]
+    while stack:  # iteratively: a server may nest deeply
+        v, p = stack.pop()
+        if isinstance(v, str):
+            out.append((p, v))
+        elif isinstance(v, dict):
+            stack.extend((x, p + (k,)) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((x, p + (i,)) for i, x in reversed(list(enumerate(v))))
 
 
-def _set_at(value: Any, path: tuple[Any, ...], new: str, old: str) -> bool:
-    """Replace the string ``old`` found at stream path ``path`` (first match)."""
-    if not path:
-        return False
-    head, rest = path[0], path[1:]
-    if isinstance(head, tuple):  # a list position given as ("#", index)
-        if not isinstance(value, list):
-            return False
-        for i, v in enumerate(value):
-            idx = v.get("index", i) if isinstance(v, dict) else i
-            if idx == head[1] or (not isinstance(idx, int | str) and i == head[1]):
-                if not rest and v == old:
-                    value[i] = new
-                    return True
-                if rest and _set_at(v, rest, new, old):
-                    return True
-        return False
-    if not isinstance(value, dict) or head not in value:
-        return False
-    if not rest:
-        if value[head] == old:
-            value[head] = new
-            return True
-        return False
-    return _set_at(value[head], rest, new, old)
+def _field(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The field a fragment belongs to, whatever call or choice it is attributed to: its
+    path without list positions (``choices.delta.tool_calls.function.arguments``). A
+    client may join any fragments of one field (by index, by id, by name, to the call in
+    progress...), so the search joins them every way that keeps their order."""
+    return tuple(k for k in path if isinstance(k, str))
+
+
+def _set_at(value: Any, path: tuple[Any, ...], new: str) -> None:
+    for k in path[:-1]:
+        value = value[k]
+    value[path[-1]] = new
 
 
 _LINES = re.compile(r"(\r\n|\r|\n)")  # the SSE line terminators
 # A line that starts with "data:" (at the start or after a terminator), to its end.
 _DATA_LINE_B = re.compile(rb"(?:^|(?<=[\r\n]))data:[^\r\n]*")
 _DATA_LINE = re.compile(_DATA_LINE_B.pattern.decode())
+# Two line ends in a row: a blank line, which ends an SSE event.
+_BLANK_B = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
+_BLANK = re.compile(_BLANK_B.pattern.decode())
 
 
-def _data_fragments(line: str) -> tuple[Any, list[tuple[tuple[Any, ...], str]]] | None:
-    """A ``data:`` line's JSON object or array and its string fragments by path; None
-    when the payload is not JSON of that kind."""
-    payload = line[5:].strip()
+def _payload(lines: list[str]) -> str:
+    """An event's data (SSE): its ``data:`` lines' values, one leading space dropped,
+    joined with line feeds (a JSON chunk may span several lines)."""
+    values = [ln[5:] for ln in lines]
+    return "\n".join(v[1:] if v.startswith(" ") else v for v in values)
+
+
+def _event_fragments(payload: str) -> tuple[Any, list[tuple[tuple[Any, ...], str]]] | None:
+    """An event's JSON object or array and its string fragments by path; None when the
+    payload is not JSON of that kind."""
+    payload = payload.strip()
     if not payload.startswith(("{", "[")):
         return None
     try:
@@ -338,87 +398,165 @@ def _data_fragments(line: str) -> tuple[Any, list[tuple[tuple[Any, ...], str]]] 
     return obj, fragments
 
 
+def _payloads(matches: Iterable[tuple[int, int, str]], gap: Callable[[int, int], bool]
+              ) -> Iterator[str]:
+    """The data of each event from its ``data:`` lines (start, end, text), in order:
+    consecutive lines with no blank line between them (``gap``) make one event."""
+    lines: list[str] = []
+    end = -1
+    for start, stop, text in matches:
+        if lines and gap(end, start):
+            yield _payload(lines)
+            lines = []
+        lines.append(text)
+        end = stop
+    if lines:
+        yield _payload(lines)
+
+
+class _SplitSearch:
+    """Finds a known secret that a client would assemble from several fragments of one
+    field: any later fragment may continue any earlier one (every attribution that
+    keeps the event order), so a secret split as a call's first fragment and a second
+    one without an index, or across interleaved calls, is found as it is by index.
+
+    The state per field is, for each secret and each length of it matched so far, the
+    fragments that made that match (the last ``KEEP`` of them): bounded by the secrets'
+    lengths, not by the stream. ``marks`` are the characters to redact, by fragment."""
+
+    KEEP = 64
+
+    def __init__(self, secrets_: tuple[str, ...]):
+        self.secrets = secrets_
+        # per field: the next character each match so far waits for -> its matches
+        self.pending: dict[tuple[Any, ...], dict[str, dict[tuple[int, int], list[Any]]]] = {}
+        self.marks: dict[Any, list[tuple[int, int]]] = {}
+        self.found = False
+
+    def feed(self, field: tuple[Any, ...], ref: Any, value: str) -> None:
+        if not value:
+            return
+        waiting = self.pending.setdefault(field, {})
+        grown: list[tuple[int, int, list[Any]]] = []
+        for (si, m), chain in waiting.get(value[0], {}).items():  # continued by this value?
+            rest = self.secrets[si][m:]
+            if value.startswith(rest):
+                self.found = True
+                for r, a, b in chain:
+                    self.marks.setdefault(r, []).append((a, b))
+                self.marks.setdefault(ref, []).append((0, len(rest)))
+            elif rest.startswith(value):
+                grown.append((si, m + len(value), chain[1 - self.KEEP:] + [(ref, 0, len(value))]))
+        for si, s in enumerate(self.secrets):  # a secret's start at this value's end
+            p = value.find(s[0], max(0, len(value) - len(s) + 1))
+            while p >= 0:
+                if s.startswith(value[p:]):
+                    grown.append((si, len(value) - p, [(ref, p, len(value))]))
+                p = value.find(s[0], p + 1)
+        for si, m, chain in grown:
+            at = waiting.setdefault(self.secrets[si][m], {})
+            at[(si, m)] = (at.get((si, m), []) + chain)[-self.KEEP:]
+
+
 def _split_found(lines: Iterable[str]) -> bool:
-    """Whether ``redact_split`` has anything to do: a known secret in the joined text of
-    a field that several events carry. One pass over the ``data:`` lines holding, per
-    field, only its last characters (one fewer than the longest secret): an occurrence
-    ending in a fragment starts within them or in the fragment itself."""
-    secrets_ = _by_length
-    keep = len(secrets_[0]) - 1  # the longest first; MIN_SECRET keeps it above 0
-    tails: dict[tuple[Any, ...], str] = {}
-    counts: dict[tuple[Any, ...], int] = {}
-    found: set[tuple[Any, ...]] = set()
-    for line in lines:
-        parsed = _data_fragments(line)
+    """``_split_found_in`` of ``data:`` lines, each an event of its own."""
+    return _split_found_in(_payload([line]) for line in lines)
+
+
+def _split_found_in(payloads: Iterable[str]) -> bool:
+    """Whether ``redact_split`` has anything to do: one pass over the events' data,
+    holding only ``_SplitSearch``'s state."""
+    search = _SplitSearch(_by_length)
+    for payload in payloads:
+        parsed = _event_fragments(payload)
         if parsed is None:
             continue
         for path, value in parsed[1]:
-            window = tails.get(path, "") + value
-            counts[path] = counts.get(path, 0) + 1
-            if path not in found and any(s in window for s in secrets_):
-                found.add(path)
-            tails[path] = window[-keep:]
-    return any(counts[path] > 1 for path in found)
+            search.feed(_field(path), None, value)
+            if search.found:
+                return True
+    return False
+
+
+def _text_payloads(text: str) -> Iterator[str]:
+    return _payloads(((m.start(), m.end(), m.group()) for m in _DATA_LINE.finditer(text)),
+                     lambda end, start: _BLANK.search(text, end, start) is not None)
 
 
 def redact_split(text: str) -> str:
-    """Redact a known secret that a server split across the ``data:`` events of an SSE
-    stream (``"CANA"`` in one content delta, ``"RY…"`` in the next): the pieces of each
-    field are joined in event order, every occurrence of a secret in the joined text is
-    mapped back to the pieces it spans, and only those characters are replaced."""
+    """Redact a known secret that a server split across the fragments of one field of
+    an SSE stream (``"CANA"`` in one content delta, ``"RY…"`` in the next; a call's
+    arguments across fragments however a client attributes them): the fragments are
+    read per event (every ``data:`` line of it), every way of joining them is searched
+    (``_SplitSearch``), and only the characters a secret spans are replaced. An event
+    changed is written back as one ``data:`` line."""
     secrets_ = _by_length
     if not secrets_ or "data:" not in text:
         return text
-    if not _split_found(m.group() for m in _DATA_LINE.finditer(text)):
-        return text  # the common case, found holding one line at a time
+    if not _split_found_in(_text_payloads(text)):
+        return text  # the common case, found holding one event at a time
     lines = _LINES.split(text)  # lines at even positions, their terminators in between
-    parsed: dict[int, Any] = {}
-    streams: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+    events: list[list[int]] = []
+    current: list[int] = []
     for no in range(0, len(lines), 2):
-        line = lines[no]
-        if not line.startswith("data:"):
-            continue
-        data = _data_fragments(line)
+        if lines[no].startswith("data:"):
+            current.append(no)
+        elif lines[no] == "" and current:
+            events.append(current)
+            current = []
+    if current:
+        events.append(current)
+    search = _SplitSearch(secrets_)
+    parsed: dict[int, tuple[Any, dict[int, tuple[tuple[Any, ...], str]]]] = {}
+    for e, nos in enumerate(events):
+        data = _event_fragments(_payload([lines[no] for no in nos]))
         if data is None:
             continue
-        parsed[no] = data[0]
-        for path, value in data[1]:
-            streams.setdefault(path, []).append((no, value))
-    edits: dict[int, list[tuple[tuple[Any, ...], str, str]]] = {}
-    for path, pieces in streams.items():
-        if len(pieces) < 2:
-            continue
-        joined = "".join(v for _, v in pieces)
-        marks = bytearray(len(joined))
-        for s in secrets_:
-            start = joined.find(s)
-            while start >= 0:
-                marks[start:start + len(s)] = b"\1" * len(s)
-                start = joined.find(s, start + 1)
-        if not any(marks):
-            continue
-        pos = 0
-        for no, value in pieces:
-            mine = marks[pos:pos + len(value)]
-            pos += len(value)
-            if not any(mine):
-                continue
-            out, i = [], 0
-            while i < len(value):
-                if mine[i]:
-                    while i < len(value) and mine[i]:
-                        i += 1
-                    out.append(REDACTED)
-                else:
-                    out.append(value[i])
-                    i += 1
-            edits.setdefault(no, []).append((path, value, "".join(out)))
-    for no, changes in edits.items():
-        obj = parsed[no]
-        for path, old, new in changes:
-            _set_at(obj, path, new, old)
-        lines[no] = "data: " + json.dumps(obj, ensure_ascii=False)
+        parsed[e] = (data[0], dict(enumerate(data[1])))
+        for f, (path, value) in enumerate(data[1]):
+            search.feed(_field(path), (e, f), value)
+    changed: set[int] = set()
+    for (e, f), spans in search.marks.items():
+        obj, frags = parsed[e]
+        path, value = frags[f]
+        _set_at(obj, path, _mask(value, spans))  # a path: the payload is {…} or […]
+        changed.add(e)
+    for e in changed:
+        nos = events[e]
+        lines[nos[0]] = "data: " + _dumps(parsed[e][0])
+        for no in nos[1:]:  # the event's other data lines (and their line ends) go
+            lines[no] = ""
+            if no + 1 < len(lines):
+                lines[no + 1] = ""
     return "".join(lines)
+
+
+def _mask(value: str, spans: list[tuple[int, int]]) -> str:
+    """``value`` with every character inside a span replaced, a run by one REDACTED."""
+    marked = bytearray(len(value))
+    for a, b in spans:
+        marked[a:b] = b"\1" * (b - a)
+    out, i = [], 0
+    while i < len(value):
+        if marked[i]:
+            while i < len(value) and marked[i]:
+                i += 1
+            out.append(REDACTED)
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out)
+
+
+def _dumps(obj: Any) -> str:
+    """JSON text as the stream had it where it can be (non-ASCII kept), escaped where
+    a lone surrogate would make it unwritable."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj)
+    return text
 
 
 def redact_obj(value: Any) -> Any:

@@ -12,9 +12,11 @@ A strategy that raises is reported as crashed, with the exception, not propagate
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conformance.client import JOIN_AFTER, ToolCallAccumulator, Turn, join_tail
+from conformance.enums import Strategy
 
 
 class NaiveAccumulator:
@@ -85,10 +87,10 @@ class NaiveAccumulator:
         )
         return [
             {
-                "index": k if isinstance(k, int) else None,
-                "id": v["id"],
-                "type": v["type"] or "function",
-                "name": v["name"],
+                "index": k if type(k) is int else None,  # `"index": true` is no index
+                "id": _text(v["id"]),
+                "type": _text(v["type"]) or "function",
+                "name": _text(v["name"]),
                 "arguments": "".join(v["arguments"]),
             }
             for k, v in ((k, self.acc[k]) for k in keys)
@@ -135,4 +137,10 @@ class RobustStrategy:
         ]
 
 
-STRATEGIES = ("naive", "guarded", "robust")
+def _text(value: Any) -> str:
+    """A field a naive client copied as it came, as CALL's string: another JSON value
+    (``"id": 7``, which its finding reports) as its JSON text."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+STRATEGIES = tuple(Strategy)

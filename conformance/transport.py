@@ -26,14 +26,14 @@ import re
 import socket
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
-from conformance import secrets
+from conformance import decoding, secrets
 from conformance.readers import exchange_transcript
 from conformance.transcript import Transcript
 
@@ -53,7 +53,7 @@ INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, C
 # What a limit fault keeps of the body: enough events to show the stream's shape; the
 # rest (up to max_bytes of an endless stream) would only be copied by vcrpy, the scrub,
 # the YAML writer and the analysis, several times over, to reach the same error cell.
-KEEP_ON_LIMIT = 256 * 1024
+KEEP_ON_LIMIT = decoding.KEEP
 KEEPALIVE_QUIRK = "Q-KEEPALIVE-DROPPED"
 
 
@@ -167,46 +167,11 @@ def _detail(exc: Exception) -> str:
     return m.group(1) if m else text
 
 
-class _Decoder:
-    """Incremental gzip/deflate decoding whose output is bounded before it is produced."""
-
-    def __init__(self, encoding: str):
-        self.encoding = encoding
-        wbits = 16 + zlib.MAX_WBITS if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS
-        self._d = zlib.decompressobj(wbits)
-        self._first = True
-
-    def decode(self, data: bytes, room: int) -> Iterator[bytes]:
-        """Yield decoded pieces; never more than ``room + 1`` bytes in all from one call."""
-        while True:
-            try:
-                out = self._d.decompress(data, room + 1)
-            except zlib.error as e:
-                if self._first and self.encoding == "deflate":  # raw deflate, no zlib header
-                    self._d, self._first = zlib.decompressobj(-zlib.MAX_WBITS), False
-                    continue
-                raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
-                    from None
-            self._first = False
-            if out:
-                yield out
-                room -= len(out)
-            data = self._d.unconsumed_tail
-            if not data or room < 0:
-                return
-
-    def flush(self) -> bytes:
-        try:
-            return self._d.flush()
-        except zlib.error as e:
-            raise TransportFault(f"the {self.encoding} body could not be decoded ({e})") \
-                from None
-
-
 class _LimitedStream(httpx.SyncByteStream):
     """Wraps a response stream: body bytes and total time are capped while reading, a
-    read timeout becomes a stall, and gzip/deflate are undone here (so that the cap
-    holds for the decoded size, and vcrpy records the decoded body).
+    read timeout becomes a stall, and every content coding is undone here
+    (``decoding.Decoder``: stacked, repeated, unlabelled; so that the cap holds for the
+    decoded size of every layer, and vcrpy records the decoded body).
 
     A fault met after the headers ends the body where it stopped and is written into
     the response's own headers (``x-conformance-transport-error``): vcrpy reads the
@@ -220,10 +185,11 @@ class _LimitedStream(httpx.SyncByteStream):
     sends; the live run and its replay judge the same prefix."""
 
     def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
-                 decoder: _Decoder | None = None, sock: Any = None,
+                 decoder: Any = None, sock: Any = None,
                  on_close: Callable[[], None] | None = None):
         self._inner, self._limits, self._started = inner, limits, started
-        self._decoder = decoder
+        self._decoder = decoder or decoding.Decoder([], limits.max_bytes)
+        self._declared = list(self._decoder.undone)
         self._sock, self._on_close = sock, on_close
         self._expired = False
         self._seen = 0  # body bytes received (decoded)
@@ -288,6 +254,13 @@ class _LimitedStream(httpx.SyncByteStream):
         finally:
             if timer is not None:
                 timer.cancel()
+        if self.response is not None and self._decoder.undone != self._declared:
+            # A layer the body announced (gzip magic bytes without a header): the length
+            # is no longer the body's, and the cassette says what was undone.
+            raw = [(k, v) for k, v in self.response.headers.raw
+                   if k.lower() not in (b"content-length", ENCODING_HEADER.encode())]
+            raw.append((ENCODING_HEADER.encode(), ", ".join(self._decoder.undone).encode()))
+            self.response.headers = httpx.Headers(raw)
         # One piece: the consumer's join (httpx's read) returns it as it is.
         body = held.getvalue()
         del held
@@ -299,22 +272,21 @@ class _LimitedStream(httpx.SyncByteStream):
         lim = self._limits
         try:
             for chunk in self._inner:
-                pieces = [chunk] if self._decoder is None else \
-                    self._decoder.decode(chunk, lim.max_bytes - seen)
-                for piece in pieces:
+                for piece in self._decoder.feed(chunk):
                     seen += len(piece)
                     self._check(seen)
                     yield piece
                 if not chunk:
                     self._check(seen)
-            if self._decoder is not None:
-                tail = self._decoder.flush()
-                seen += len(tail)
+            for piece in self._decoder.end():
+                seen += len(piece)
                 self._check(seen)
-                if tail:
-                    yield tail
+                yield piece
+        except decoding.DecodeError as e:
+            self._seen = max(seen, e.size)  # the piece over the limit counts as received
+            raise TransportFault(e.reason, limit=e.limit) from None
         except httpx.ReadTimeout:
-            if self._expired or time.monotonic() - self._started >= lim.total_timeout:
+            if self._expired or time.monotonic() - self._started >= lim.total_timeout - 0.01:
                 raise self._total_fault() from None
             raise TransportFault(f"stream stalled: no bytes for {lim.idle_timeout:g} s "
                                  "(limits.idle_timeout)", "Q-STREAM-STALLS") from None
@@ -338,25 +310,142 @@ class _LimitedStream(httpx.SyncByteStream):
                 self._on_close()
 
 
-def _prefix(body: bytes | memoryview, size: int) -> bytes:
-    """The first ``size`` bytes of the body, cut after the last SSE event that ends
-    within them (a cut inside an event would read as the server's malformed event);
-    a body with no event end in them (JSON, one huge event) is cut at ``size``."""
-    out = bytes(body[:size])
-    end = max(out.rfind(sep) + len(sep) if sep in out else 0
-              for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"))
-    return out[:end or size]
+_prefix = decoding.prefix
+
+# ---------------------------------------------------------------- the exchange's deadline
+
+_current = threading.local()  # .deadline: the _Deadline of the request this thread sends
+_INTERIM = re.compile(rb"(?:^|\n)HTTP/\d(?:\.\d)? 1\d\d ")
+
+
+class _Deadline:
+    """``total_timeout`` of one exchange, from the connect to the last byte: every
+    socket operation of it waits at most what is left (``_DeadlineStream``), so a status
+    line trickled a byte at a time or endless ``103 Early Hints`` end at the deadline
+    like a trickled body. Counts what arrived before the final response head, for the
+    reason."""
+
+    def __init__(self, total: float, started: float):
+        self.total, self.at = total, started + total
+        self.phase = "connect"  # connect, request, head, body
+        self.head_bytes = 0
+        self.interim = 0  # 1xx responses seen before the final head
+        self._carry = b""
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.left() <= 0.001
+
+    def received(self, data: bytes) -> None:
+        if self.phase != "head" or not data:
+            return
+        self.head_bytes += len(data)
+        text = self._carry + data
+        self.interim += sum(1 for m in _INTERIM.finditer(text) if m.end() > len(self._carry))
+        self._carry = text[-16:]
+
+    def reason(self) -> str:
+        total = f"{self.total:g} s (limits.total_timeout)"
+        if self.phase == "connect":
+            return f"connection not established within {total}"
+        if self.phase == "request":
+            return f"the request was still being sent after {total}"
+        if self.interim:
+            return (f"no final response head within {total}: only interim responses "
+                    f"({self.interim} × 1xx, {self.head_bytes} bytes)")
+        if self.head_bytes:
+            return (f"the response head was still arriving after {total} "
+                    f"({self.head_bytes} bytes of it received)")
+        return f"no response headers within {total}"
+
+
+def _capped(timeout: float | None, deadline: _Deadline | None, error: type[Exception]
+            ) -> float | None:
+    """A socket operation's timeout within what is left of the exchange."""
+    if deadline is None:
+        return timeout
+    left = deadline.left()
+    if left <= 0.001:
+        raise error("the exchange's total_timeout ran out")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._s = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        d = getattr(_current, "deadline", None)
+        data = self._s.read(max_bytes, _capped(timeout, d, httpcore.ReadTimeout))
+        if d is not None:
+            d.received(data)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        d = getattr(_current, "deadline", None)
+        if d is not None and d.phase == "connect":
+            d.phase = "request"
+        self._s.write(buffer, _capped(timeout, d, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._s.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._s.start_tls(
+            ssl_context, server_hostname, _capped(timeout, d, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._s.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's backend whose streams keep the exchange's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend):
+        self._b = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None, socket_options: Any = None
+                    ) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._b.connect_tcp(
+            host, port, _capped(timeout, d, httpcore.ConnectTimeout), local_address,
+            socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        d = getattr(_current, "deadline", None)
+        return _DeadlineStream(self._b.connect_unix_socket(
+            path, _capped(timeout, d, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._b.sleep(seconds)
+
+
+def _keep_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
+    """Every connection of the transport's pool keeps the exchange's deadline (httpx
+    takes no backend of its own: its pool's is wrapped)."""
+    pool = transport._pool
+    if not isinstance(pool._network_backend, _DeadlineBackend):
+        pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return transport
 
 
 class LimitedTransport(httpx.HTTPTransport):
     """httpx's transport with the suite's limits: the response headers must arrive within
-    ``first_byte_timeout``, each body read within ``idle_timeout`` (or what is left of
-    ``total_timeout``), the body may not exceed ``max_bytes`` once decoded. The limits
+    ``first_byte_timeout``, each body read within ``idle_timeout``, the whole exchange
+    (connect, request, head, 1xx responses, body) within ``total_timeout``, and the body
+    may not exceed ``max_bytes`` once decoded. The limits
     of a request come from its ``conformance.limits`` extension (one client serves
     providers with different limits), else from the transport's own."""
 
     def __init__(self, limits: Limits | None = None, **kw: Any):
         super().__init__(**kw)
+        _keep_deadlines(self)
         self.limits = limits or Limits()
         self._kw = kw  # to open a one-off pool for a retry on a new connection
 
@@ -367,10 +456,15 @@ class LimitedTransport(httpx.HTTPTransport):
         server had dropped is the ``_Dropped`` fault: the caller retries it once."""
         opened: list[str] = []
         outer = request.extensions.get("trace")
+        deadline: _Deadline = _current.deadline
 
         def trace(event: str, info: dict[str, Any]) -> None:
             if event.startswith("connection.connect_"):
                 opened.append(event)
+            if event.startswith("http11.send_request_headers") and deadline.phase == "connect":
+                deadline.phase = "request"
+            elif event == "http11.receive_response_headers.started":
+                deadline.phase = "head"
             if outer is not None:
                 outer(event, info)
 
@@ -378,8 +472,17 @@ class LimitedTransport(httpx.HTTPTransport):
         try:
             return httpx.HTTPTransport.handle_request(transport, request)
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            if isinstance(e, httpx.ConnectTimeout) and deadline.expired():
+                raise TransportFault(deadline.reason(), stage="connect", limit=True) from None
             raise TransportFault(_connect_reason(e, limits), stage="connect") from None
-        except httpx.ReadTimeout:
+        except (httpx.ReadTimeout, httpx.WriteTimeout) as e:
+            if deadline.expired():
+                raise TransportFault(deadline.reason(), stage="headers", limit=True) \
+                    from None
+            if isinstance(e, httpx.WriteTimeout):
+                raise TransportFault("the connection failed while sending the request ("
+                                     + secrets.one_line(str(e) or type(e).__name__, 100)
+                                     + ")", stage="headers") from None
             raise TransportFault(f"no response headers within {timeout['read']:g} s "
                                  "(limits.first_byte_timeout)", stage="headers") from None
         except (httpx.RemoteProtocolError, httpx.WriteError, httpx.ReadError) as e:
@@ -392,10 +495,6 @@ class LimitedTransport(httpx.HTTPTransport):
             raise TransportFault("the connection failed while sending the request ("
                                  + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
                                  stage="headers") from None
-        except httpx.WriteTimeout as e:
-            raise TransportFault("the connection failed while sending the request ("
-                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
-                                 stage="headers") from None
         finally:
             if outer is None:
                 request.extensions.pop("trace", None)
@@ -405,6 +504,7 @@ class LimitedTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         limits: Limits = request.extensions.get(LIMITS_EXTENSION) or self.limits
         started = time.monotonic()
+        _current.deadline = _Deadline(limits.total_timeout, started)
         timeout = dict(request.extensions.get("timeout") or {})
         timeout.update(connect=limits.connect_timeout, write=limits.connect_timeout,
                        pool=limits.connect_timeout,
@@ -420,7 +520,7 @@ class LimitedTransport(httpx.HTTPTransport):
             # more, on a connection of its own (the pool may hold more dropped ones).
             retried = ("the server dropped the kept-alive connection between two requests "
                        f"({_detail(dropped.cause)}); sent again on a new connection")
-            one_off = httpx.HTTPTransport(**self._kw)
+            one_off = _keep_deadlines(httpx.HTTPTransport(**self._kw))
             try:
                 response = self._send(request, limits, timeout, one_off)
             except _Dropped as again:
@@ -431,20 +531,26 @@ class LimitedTransport(httpx.HTTPTransport):
             except BaseException:
                 one_off.close()
                 raise
+        _current.deadline.phase = "body"
         # The body reads: what the server may idle between two reads. httpcore reads
         # this dict (shared with the request it was given) when the body is first read.
         left = limits.total_timeout - (time.monotonic() - started)
         request.extensions["timeout"] = dict(timeout, read=max(0.001, min(limits.idle_timeout,
                                                                           left)))
         assert isinstance(response.stream, httpx.SyncByteStream)
-        encoding = (response.headers.get("content-encoding") or "").strip().lower()
-        decoder = _Decoder(encoding) if encoding in ("gzip", "x-gzip", "deflate") else None
+        # Every coding is undone here (decoding.Decoder: stacked, repeated, unlabelled,
+        # bounded by max_bytes); httpx and vcrpy never see a Content-Encoding to undo.
+        declared = decoding.header_codings(response.headers)
+        try:
+            decoder: decoding.Decoder | _Refused = decoding.Decoder(declared, limits.max_bytes)
+        except decoding.DecodeError as e:  # a coding it cannot undo: the body is not kept
+            decoder = _Refused(e)
         drop = {h.encode() for h in INTERNAL_HEADERS}  # a server cannot forge our verdicts
-        if decoder is not None:
+        if declared or response.headers.get("content-encoding") is not None:
             drop |= {b"content-encoding", b"content-length"}
         raw = [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
-        if decoder is not None:
-            raw.append((ENCODING_HEADER.encode(), encoding.encode()))
+        if declared:
+            raw.append((ENCODING_HEADER.encode(), ", ".join(declared).encode()))
         if retried:
             raw.append((RETRY_HEADER.encode(), retried.encode()))
         stream = _LimitedStream(response.stream, limits, started, decoder,
@@ -454,6 +560,19 @@ class LimitedTransport(httpx.HTTPTransport):
                                  extensions=response.extensions, request=request)
         stream.response, stream.headers_raw = limited, raw  # where a fault is written
         return limited
+
+
+class _Refused:
+    """The decoder of a body whose coding cannot be undone: its first read fails."""
+
+    def __init__(self, error: decoding.DecodeError):
+        self.error, self.undone = error, []
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        raise self.error
+
+    def end(self) -> Iterator[bytes]:
+        raise self.error
 
 
 class _Dropped(Exception):
@@ -522,7 +641,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
                     **(headers or {}), **(auth_headers or {})}
     secrets.register(*(auth_headers or {}).values())
     secrets.register(*(v.split(" ", 1)[1] for v in (auth_headers or {}).values()
-                       if v.lower().startswith(("bearer ", "basic "))))
+                       if v.lower().startswith(("bearer ", "basic ", "token "))))
     secrets.register_url(url)
     request = {"method": "POST", "uri": secrets.redact(url), "body": body,
                "headers": {k: secrets.redact(v) for k, v in (headers or {}).items()}}
@@ -538,15 +657,28 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         quirk: str | None = None
         stage: str | None = None
         started = time.monotonic()
+        undone: list[str] = []
         try:
             with client.stream("POST", url, json=body, headers=send_headers,
                                extensions={LIMITS_EXTENSION: limits}) as resp:
                 status = resp.status_code
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
+                # Live, the transport has undone every coding; a replayed cassette's
+                # codings are undone here, bounded, never by httpx (unbounded).
+                declared = decoding.header_codings(resp.headers)
+                if "content-encoding" in resp.headers:
+                    del resp.headers["content-encoding"]
+                decoder = decoding.Decoder(declared, limits.max_bytes)
                 for chunk in resp.iter_bytes():
-                    parts.append(chunk)
+                    parts.extend(decoder.feed(chunk))
+                parts.extend(decoder.end())
+                undone = decoder.undone
                 # Read after the body: a fault met while reading it is written here.
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
+        except decoding.DecodeError as exc:
+            error = exc.reason
+            if exc.limit:
+                parts = [_prefix(b"".join(parts), KEEP_ON_LIMIT)]
         except Exception as exc:  # noqa: BLE001 - every failure is a reason, never a raise
             error, quirk = _reason(exc)
             stage = getattr(exc, "stage", None) if resp_headers is None else "body"
@@ -575,7 +707,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
             if k.lower() not in ("content-encoding", *INTERNAL_HEADERS)}
         t = exchange_transcript(source, "live", request, status, plain, raw)
         if resp_headers is not None:
-            enc = resp_headers.get(ENCODING_HEADER) or resp_headers.get("content-encoding")
+            enc = resp_headers.get(ENCODING_HEADER) or ", ".join(undone)
             if enc:
                 t.meta["content_encoding"] = enc
         t.transport_error = error

@@ -74,7 +74,7 @@ def test_a_stream_at_the_bound_is_judged_as_before(monkeypatch: pytest.MonkeyPat
           "/choices/0/delta/tool_calls/0", "id, name and complete arguments in one delta",
           WHOLE, count=2),
         F("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, "/choices/0/delta/tool_calls/0/id",
-          "tool-call id 'call_0' is not OpenAI's call_… shape", "call_0", count=2),
+          "tool-call id 'call_0' (6 characters) is not OpenAI's shape: call_ then 24 letters or digits", "call_0", count=2),
     ]
     assert r.tool_calls == {"naive": _naive("call_0", "call_1"),
                             "guarded": _naive("call_0", "call_1"),
@@ -91,7 +91,7 @@ def test_one_call_over_the_bound_is_an_error_naming_it(monkeypatch: pytest.Monke
           "/choices/0/delta/tool_calls/0", "id, name and complete arguments in one delta",
           WHOLE, count=2),  # the third call was not opened: not judged
         F("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, "/choices/0/delta/tool_calls/0/id",
-          "tool-call id 'call_0' is not OpenAI's call_… shape", "call_0", count=3),
+          "tool-call id 'call_0' (6 characters) is not OpenAI's shape: call_ then 24 letters or digits", "call_0", count=3),
         F("R-COMPLETE", "MUST", None, 3, "/choices/0/delta/tool_calls/0/index",
           "over 2 tool calls in one turn: the analysis assembles the first 2"),
     ]

@@ -474,7 +474,8 @@ def _ev(content: str, field: str = "content") -> str:
 
 SPLITS = [  # (the data lines, whether redact_split has work): written by hand
     ([_ev("CANARYmem01"), _ev("23456789")], True),  # split across two deltas
-    ([_ev("x CANARYmem0123456789"), _ev("y")], True),  # whole, in a field of two events
+    # whole in one fragment: redact() covers it, whatever other events carry the field
+    ([_ev("x CANARYmem0123456789"), _ev("y")], False),
     ([_ev("C"), _ev("ANARYmem012345678"), _ev("9")], True),  # over three events
     ([_ev("x CANARYmem0123456789")], False),  # one event: redact() covers it
     ([_ev("CANARYmem01"), _ev("23456789", "reasoning")], False),  # two different fields

@@ -1,9 +1,9 @@
 """The CI recipe (examples/github-workflow.yml, docs/ci.md) runs: its steps' `run:`
 scripts, executed as GitHub would (bash -eo pipefail, a step after a failure runs only
-with `if: always()`), against `conformance serve` instead of the project's own server.
+with `if: always()`), against `toolcall-conformance serve` instead of the project's own server.
 
 Two steps are not run here: installing the package (this environment has it) and
-starting the project's server (the step with id `server`: `conformance serve` stands in).
+starting the project's server (the step with id `server`: `toolcall-conformance serve` stands in).
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def test_the_workflow_has_the_steps_the_docs_describe() -> None:
     ids = [s.get("id") for s in all_steps]
     assert "server" in ids
     runs = "\n".join(s.get("run", "") for s in all_steps)
-    assert 'conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"' in runs
-    assert "conformance report --diff" in runs and "--markdown" in runs
+    assert 'toolcall-conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"' in runs
+    assert "toolcall-conformance report --diff" in runs and "--markdown" in runs
     assert '"$GITHUB_STEP_SUMMARY"' in runs
     uploads = [s for s in all_steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads and "conformance-reports/" in uploads[0]["with"]["path"]
@@ -105,8 +105,37 @@ def test_with_a_committed_baseline_the_summary_is_the_diff(server: str, tmp_path
     assert [code for _, code in again] == [0, 0, 0]
     matrix_md = (tmp_path / "conformance-reports" / "quirks-matrix.md").read_text("utf-8")
     assert summary and summary != matrix_md  # the diff, not the matrix
-    direct = subprocess.run([str(Path(sys.executable).parent / "conformance"), "report",
+    direct = subprocess.run([str(Path(sys.executable).parent / "toolcall-conformance"), "report",
                              "--diff", str(baseline),
                              str(tmp_path / "conformance-reports" / "quirks-matrix.json"),
                              "--markdown"], capture_output=True, text=True, timeout=60)
     assert summary == direct.stdout
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
+def test_a_regression_fails_the_run_step_and_the_summary_step_stays_green(
+        server: str, tmp_path: Path) -> None:
+    """The same model name ("reference") served first as OpenAI does, then by a
+    deviating profile (the server's /p/<profile>/v1 route): a regression against the
+    committed baseline. Only the run step fails; the summary says what regressed."""
+    first, _ = run_recipe(tmp_path, server, "reference")
+    assert [code for _, code in first] == [0, 0, 0]
+    baseline = tmp_path / ".conformance" / "quirks-matrix.json"
+    baseline.parent.mkdir()
+    shutil.copy(tmp_path / "conformance-reports" / "quirks-matrix.json", baseline)
+    (tmp_path / "summary.md").unlink()
+    deviating = server.removesuffix("/v1") + "/p/dashscope-compatible/v1"
+    again, summary = run_recipe(tmp_path, deviating, "reference")
+    assert again == [("Wait until the server answers", 0), ("Run the conformance suite", 1),
+                     ("Summary", 0)]
+    assert "Q-EMPTY-STRING-OVERWRITE" in summary
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
+def test_the_summary_without_a_baseline_is_about_the_server_only(server: str,
+                                                                 tmp_path: Path) -> None:
+    _, summary = run_recipe(tmp_path, server, "dashscope-compatible")
+    assert "dashscope-compatible" in summary
+    for other in ("Anthropic", "Groq", "xAI", "Mistral", "public recordings"):
+        assert other not in summary, other
+    assert len(summary.encode()) < 12_000

@@ -1,6 +1,6 @@
-"""The CLI contract of DESIGN.md for ``conformance analyze`` (other tools script against it).
+"""The CLI contract of DESIGN.md for ``toolcall-conformance analyze`` (other tools script against it).
 
-``conformance analyze [--json] PATH…``: JSONL, raw SSE, vcrpy cassettes (``path#N`` per
+``toolcall-conformance analyze [--json] PATH…``: JSONL, raw SSE, vcrpy cassettes (``path#N`` per
 interaction) and HAR files; ``--json`` prints one document whose shape is checked here
 against a JSON Schema written from DESIGN.md; exit 0 when every input was read whatever
 the verdicts, 2 for an unreadable input; without ``--json``, a readable summary.
@@ -230,10 +230,11 @@ def test_readable_summary(tmp_path, capsys):
     )
     assert "(x2)" in out  # the second occurrence is counted, not repeated
     assert "  call 0: id='call_eee11723464aQRSTUVWXYZab' get_weather(" in out
-    assert lines[-1] == (
+    assert lines[-2] == (
         "  client impact: naive wrong (call 0: id '' instead of "
         "'call_eee11723464aQRSTUVWXYZab'), guarded ok, robust ok"
     )
+    assert lines[-1].startswith("client impact: how three ways of accumulating")
 
 
 @pytest.mark.parametrize(

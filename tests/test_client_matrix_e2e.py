@@ -1,5 +1,5 @@
 """The client matrix end to end: adapters as real processes against the harness (the
-reference-profile app of ``conformance serve`` and the replay endpoint) over real HTTP."""
+reference-profile app of ``toolcall-conformance serve`` and the replay endpoint) over real HTTP."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_own_client_and_the_openai_adapter_over_http():
     assert zero["elicited"] is True and "Q-INDEX-ALL-ZERO" in zero["quirks"]
     # ...and a client keyed by index, as the SDK's accumulator is, merges them into one.
     if len(zero["calls"]) == 1:
-        assert zero["outcome"] == "wrong" and zero["problems"] == ["calls merged"]
+        assert zero["outcome"] == "merged" and zero["problems"] == ["calls merged"]
 
 
 FAKES = {
@@ -96,7 +96,7 @@ def test_runner_outcomes_from_fake_adapters(fake_root: Path):
     # A fake that sends nothing: on a replay the recorded bytes still say what it missed; on a
     # live profile no bytes exist, and that is an adapter error, not a verdict on the library.
     empty = cells[("empty", "vllm:single")]
-    assert (empty["outcome"], empty["problems"]) == ("wrong", ["call dropped"])
+    assert (empty["outcome"], empty["problems"]) == ("dropped", ["call dropped"])
     empty = cells[("empty", "profile:reference")]
     assert (empty["outcome"], empty["detail"]) == \
         ("error", "the client answered without sending any request")

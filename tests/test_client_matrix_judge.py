@@ -71,7 +71,7 @@ def test_merged_calls_are_named_on_the_all_zero_stream():
     merged = {"id": "call_b", "name": "get_time",
               "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}'}
     v = verdict(ALL_ZERO, [merged])
-    assert v.outcome == "wrong"
+    assert v.outcome == "merged"
     assert v.problems == ["calls merged"]
     assert "get_weather+get_time in one call" in v.detail
 
@@ -120,8 +120,8 @@ def test_a_missing_call_that_holds_nothing_of_another_is_dropped_not_merged():
 
 def test_dropped_call():
     v = verdict(TWO_CALLS, [TIME])
-    assert (v.outcome, v.problems) == ("wrong", ["call dropped"])
-    assert "1 of 2 calls missing: get_weather" in v.detail
+    assert (v.outcome, v.problems) == ("dropped", ["call dropped"])
+    assert "call 0 (get_weather) missing: 1 of 2 calls returned" in v.detail
 
 
 def test_both_calls_kept_is_not_a_drop():
@@ -143,18 +143,34 @@ def test_changed_id():
     assert v.problems == ["id changed"]
 
 
-def test_no_wire_id_means_any_id_is_fine():
-    # The wire sent no id: a client that leaves it empty or makes one up keeps nothing wrong.
+def test_no_wire_id_means_no_id_and_an_invented_one_is_shown_apart():
+    # The wire sent no id: the contract is to keep none ("" or null), never to make one up.
     assert verdict(NO_ID, [dict(WEATHER, id="")]).outcome == "ok"
-    assert verdict(NO_ID, [dict(WEATHER, id="call_generated_1")]).outcome == "ok"
+    assert verdict(NO_ID, [dict(WEATHER, id=None)]).outcome == "ok"
+    v = verdict(NO_ID, [dict(WEATHER, id="call_generated_1")])
+    assert (v.outcome, v.problems) == ("id invented", ["id invented"])
+    # Worse failures in the same cell win over the invented id; it stays listed.
+    v = verdict(NO_ID, [dict(WEATHER, id="call_generated_1", name="")])
+    assert (v.outcome, v.problems) == ("wrong", ["name overwritten", "id invented"])
+
+
+def test_a_library_that_exposes_no_ids_or_names_is_not_judged_on_them():
+    call = {k: v for k, v in WEATHER.items() if k != "id"}
+    assert verdict(ONE_CALL, [call]).outcome == "ok"
+    assert verdict(NO_ID, [call]).outcome == "ok"
+    bare = {"arguments": WEATHER["arguments"]}  # instructor: an object, no name, no id
+    assert verdict(ONE_CALL, [bare]).outcome == "ok"
+    assert verdict(ONE_CALL, [{"arguments": {"city": "Rome"}}]).outcome == "wrong"
+    assert verdict(ONE_CALL, [dict(bare, name=None)]).problems == ["name overwritten"]
 
 
 # ------------------------------------------------------------------ arguments concatenated
 
 
-def test_concatenated_arguments():
+def test_concatenated_arguments_are_invalid_json_passed():
     v = verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Paris"}{"city": "Paris"}')])
-    assert (v.outcome, v.problems) == ("wrong", ["arguments concatenated"])
+    assert (v.outcome, v.problems) == ("invalid passed",
+                                       ["invalid arguments passed", "arguments concatenated"])
 
 
 def test_equal_json_with_other_spacing_or_parsed_is_not_concatenated():
@@ -163,11 +179,19 @@ def test_equal_json_with_other_spacing_or_parsed_is_not_concatenated():
 
 
 def test_truncated_lost_and_changed_arguments():
-    assert verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": ')]).problems == \
-        ["arguments truncated"]
-    assert verdict(ONE_CALL, [dict(WEATHER, arguments={})]).problems == ["arguments lost"]
-    assert verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Rome"}')]).problems == \
-        ["arguments changed"]
+    v = verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": ')])
+    assert (v.outcome, v.problems) == ("invalid passed", ["invalid arguments passed"])
+    v = verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Par"}')])
+    assert (v.outcome, v.problems) == ("silent partial", ["arguments truncated"])
+    v = verdict(ONE_CALL, [dict(WEATHER, arguments={})])
+    assert (v.outcome, v.problems) == ("args lost", ["arguments lost"])
+    v = verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Rome"}')])
+    assert (v.outcome, v.problems) == ("wrong", ["arguments changed"])
+
+
+def test_flagging_a_sound_call_drops_it():
+    v = verdict(ONE_CALL, [dict(WEATHER, invalid="Malformed args.")])
+    assert (v.outcome, v.problems) == ("dropped", ["flagged a sound call"])
 
 
 # ------------------------------------------------------------------ name overwritten
@@ -205,7 +229,7 @@ def test_raising_on_an_http_error_is_ok_and_returning_nothing_is_not():
     assert expected.error
     assert judge(expected, {"exception": {"type": "APIError", "message": "500"}}).outcome == "ok"
     v = judge(expected, {"calls": []})
-    assert (v.outcome, v.problems) == ("wrong", ["error not surfaced"])
+    assert (v.outcome, v.problems) == ("silent partial", ["error not surfaced"])
 
 
 def test_hung_and_error_pass_through():
@@ -244,3 +268,64 @@ def test_raising_when_a_required_call_is_missing_is_ok_and_otherwise_a_crash():
     auto = expected_from(analyze_bytes(NO_CALL), {"tool_choice": "auto"})
     assert judge(auto, RAISED).outcome == "crashed"
     assert judge(auto, {"calls": []}).outcome == "ok"
+
+
+# ------------------------------------------------------------------ no right call on the wire
+
+
+# The second call's arguments end mid-string: the robust reading closes them, which is
+# evidence, not a right answer (Q-ARGS-TRUNCATED).
+TRUNCATED = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
+                opener(1, "call_b", "get_time"), frag(1, '{"timezone": "Asia/Tok'), FINISH)
+CUT_TIME = {"id": "call_b", "name": "get_time"}
+
+
+def test_truncated_arguments_are_ok_only_when_made_visible():
+    expected = expected_from(analyze_bytes(TRUNCATED))
+    assert [c["status"] for c in expected.calls] == ["sound", "visible"]
+    flagged = dict(CUT_TIME, arguments='{"timezone": "Asia/Tok', invalid=True)
+    assert judge(expected, {"calls": [WEATHER, flagged]}).outcome == "ok"
+    # The robust reading's own repair, returned with no flag, is a silent partial.
+    repaired = dict(CUT_TIME, arguments='{"timezone": "Asia/Tok"}')
+    v = judge(expected, {"calls": [WEATHER, repaired]})
+    assert (v.outcome, v.problems) == ("silent partial", ["arguments repaired silently"])
+    v = judge(expected, {"calls": [WEATHER, dict(CUT_TIME, arguments="{}")]})
+    assert v.outcome == "silent partial"
+    raw = dict(CUT_TIME, arguments='{"timezone": "Asia/Tok')
+    v = judge(expected, {"calls": [WEATHER, raw]})
+    assert (v.outcome, v.problems) == ("invalid passed", ["invalid arguments passed"])
+    v = judge(expected, {"calls": [WEATHER]})
+    assert (v.outcome, v.problems) == ("dropped", ["broken call dropped silently"])
+    refused = judge(expected, {"exception": {"type": "ValueError", "message": "bad JSON"}})
+    assert refused.outcome == "ok" and refused.detail.startswith("refused: raised ValueError")
+
+
+def test_raw_text_that_is_not_json_is_never_the_right_arguments():
+    # Arguments repeated whole (Q-ARGS-DUPLICATED-ON-FLUSH): the right call is the one object.
+    twice = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
+                frag(0, '{"city": "Paris"}'), FINISH)
+    expected = expected_from(analyze_bytes(twice))
+    assert expected.calls[0]["status"] == "sound"
+    assert judge(expected, {"calls": [WEATHER]}).outcome == "ok"
+    v = judge(expected, {"calls": [dict(WEATHER, arguments='{"city": "Paris"}{"city": "Paris"}')]})
+    assert v.outcome == "invalid passed"
+
+
+# A call whose arguments never arrived although its tool requires them
+# (Q-ARGS-LOST-MULTITOKEN-DELTA): nothing on the wire is wrong to read, nothing is right.
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "required": ["city"],
+                                          "properties": {"city": {"type": "string"}}}}}]
+LOST = sse(opener(0, "call_a", "get_weather"), FINISH)
+
+
+def test_a_call_no_client_can_know_is_na_unless_flagged():
+    expected = expected_from(analyze_bytes(LOST, request={"tools": TOOLS}))
+    assert [c["status"] for c in expected.calls] == ["hidden"]
+    v = judge(expected, {"calls": [dict(WEATHER, arguments="{}")]})
+    assert (v.outcome, v.problems) == ("n/a", ["not attributable"])
+    assert judge(expected, {"calls": [dict(WEATHER, arguments="{}", invalid=True)]}).outcome \
+        == "ok"
+    # n/a never hides a worse failure in the same cell.
+    v = judge(expected, {"calls": [dict(WEATHER, arguments="{}", name="")]})
+    assert v.outcome == "wrong"

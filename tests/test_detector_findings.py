@@ -3,7 +3,7 @@
 One small chunk stream per branch (and one beside it that must not take the branch), judged
 through the chunk door, and the whole list of findings written out by hand: rule, level,
 quirk, event, JSON pointer, message, excerpt (and the repeat count when above one). Messages
-and excerpts are what a user reads in `conformance analyze` and the report, so they are
+and excerpts are what a user reads in `toolcall-conformance analyze` and the report, so they are
 pinned literally; a finding that appears, vanishes or moves is a failure. The request is
 varied on the same wire where a detector reads it (tool_choice, n, max_tokens, tools,
 stream_options).
@@ -87,11 +87,11 @@ TOOL_DELTA_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
     "short id": (
         [ROLE, calls(tc(0, "call_1", "function", "f", "")), FRAG, END],
         [("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, P + "/id",
-          "tool-call id 'call_1' is not OpenAI's call_… shape", "call_1")]),
+          "tool-call id 'call_1' (6 characters) is not OpenAI's shape: call_ then 24 letters or digits", "call_1")]),
     "id one character too long": (  # the shape is matched whole, not as a prefix
         [ROLE, calls(tc(0, ID + "x", "function", "f", "")), FRAG, END],
         [("Q-ID-FORMAT", "INFO", "Q-ID-FORMAT", 1, P + "/id",
-          "tool-call id 'call_W1a2b3c4d5e6f7g8h9i0j1k2x' is not OpenAI's call_… shape",
+          "tool-call id 'call_W1a2b3c4d5e6f7g8h9i0j1k2x' (30 characters) is not OpenAI's shape: call_ then 24 letters or digits",
           "call_W1a2b3c4d5e6f7g8h9i0j1k2x")]),
     "two whole calls in one delta": (  # once for the delta, once per whole call
         [ROLE, calls(tc(0, ID, "function", "f", "{}"), tc(1, ID2, "function", "g", "{}")), END],

@@ -14,7 +14,6 @@ applicable".
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,9 @@ from typing import Any
 import pytest
 import streams as S
 
+from conformance import registry
 from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_chunks
-from conformance.rules import IMPLIES, INFO, RULES, quirk_catalogue, quirk_level
+from conformance.rules import INFO, RULES, quirk_level
 from conformance.sse import parse_sse_bytes
 from conformance.transcript import Transcript
 
@@ -37,19 +37,32 @@ def run(
     request: dict[str, Any] | None = None,
     status: int | None = None,
     headers: dict[str, str] | None = None,
+    transport_error: str | None = None,
+    transport_quirk: str | None = None,
 ) -> CaptureResult:
-    """SSE text goes through the SSE door (with framing), JSONL through the chunk door."""
+    """SSE text goes through the SSE door (with framing), JSONL through the chunk door; a
+    transport error makes a live transcript of the SSE bytes (what the transport hands on)."""
+    if transport_error is not None:
+        events = parse_sse_bytes(stream.encode())
+        t = Transcript("live", "live", True, lambda: iter(events), status=200,
+                       headers={"content-type": "text/event-stream"},
+                       transport_error=transport_error)
+        if transport_quirk:
+            t.meta["transport_quirk"] = transport_quirk
+        return analyze(t)
     if status is not None or stream.lstrip().startswith(("data:", ":", "event:")):
         return analyze_bytes(stream.encode(), request=request, status=status, headers=headers)
     return analyze_chunks(S.chunks(stream), request=request)
 
 
 def reportable_quirks() -> set[str]:
-    """Catalogue ids named anywhere in the analyzer or the robust client."""
-    sources = [*sorted((PACKAGE / "analysis").rglob("*.py")), PACKAGE / "client.py"]
-    text = "".join(p.read_text() for p in sources)
-    found = set(re.findall(r"Q-[A-Z0-9]+(?:-[A-Z0-9]+)*", text))
-    return found & set(quirk_catalogue())
+    """The ids the analyzer's detectors and the robust client declare (``@detector``,
+    ``@works_around``), read from the registry rather than from the source text."""
+    return {
+        q
+        for q, rs in registry.load_reporters().items()
+        if any(r.module.startswith(("conformance.analysis", "conformance.client")) for r in rs)
+    }
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,8 @@ class Case:
     status: int | None = None
     headers: dict[str, str] | None = field(default=None, hash=False)
     why: str = ""  # why the other quirks in `quirks` are on this stream
+    transport_error: str | None = None  # what the transport met (a stall), with its quirk
+    transport_quirk: str | None = None
 
 
 def case(stream, also=(), *, event, pointer=None, verdict="quirk", **kw) -> tuple:
@@ -75,6 +90,12 @@ def tc(k: int = 0, field: str = "") -> str:
 
 REQUIRED = {"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "tool_choice": "required"}
 ROUNDTRIP = dict(request=S.ROUNDTRIP_REQUEST, status=400, headers=JSON_HEADERS)
+TOOLCALLS_NOT_ARRAY = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_weather","arguments":""}}},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
 WHOLE = "Q-ARGS-WHOLE-IN-ONE-DELTA"  # INFO: a stream written with one delta per call
 
 _CASES: dict[str, tuple] = {
@@ -237,6 +258,12 @@ _CASES: dict[str, tuple] = {
                  "x-conformance-connection-retry": "the server dropped the kept-alive "
                  "connection between two requests; sent again on a new connection"}),
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
+    "Q-TOOLCALLS-NOT-ARRAY": case(
+        TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"),
+    "Q-STREAM-STALLS": case(
+        S.REFERENCE_SINGLE_SSE[:400], event=None, verdict="error",
+        transport_error="stalled: no byte for 30 s (limits.idle_timeout)",
+        transport_quirk="Q-STREAM-STALLS"),
     "Q-ARGS-TRUNCATED": case(S.ARGS_TRUNCATED, event=0),
     # --- G. finish
     "Q-FINISH-STOP-WITH-TOOLCALLS": case(S.FINISH_STOP_WITH_TOOLCALLS, event=2),
@@ -322,7 +349,7 @@ _CASES: dict[str, tuple] = {
     ),
 }
 CASES = {
-    q: Case(stream, frozenset({q}) | also | IMPLIES.get(q, frozenset()), ev, ptr, verdict, **kw)
+    q: Case(stream, frozenset({q}) | also | registry.implied(q), ev, ptr, verdict, **kw)
     for q, (stream, also, ev, ptr, verdict, kw) in _CASES.items()
 }
 
@@ -337,7 +364,8 @@ def test_every_reportable_quirk_has_a_control():
 @pytest.mark.parametrize("quirk", sorted(CASES))
 def test_control_triggers_exactly_its_quirk(quirk):
     c = CASES[quirk]
-    r = run(c.stream, request=c.request, status=c.status, headers=c.headers)
+    r = run(c.stream, request=c.request, status=c.status, headers=c.headers,
+            transport_error=c.transport_error, transport_quirk=c.transport_quirk)
     assert set(r.quirks) == c.quirks
     mine = [f for f in r.findings if f.quirk == quirk]
     assert mine, f"{quirk} is in quirks but no finding carries it"

@@ -38,8 +38,10 @@ def cell(verdict: str, quirks: tuple[str, ...] = (), column: str = "p", row: str
     ("fails", "quirk", ["fixed"]),
     ("error", "conforms", ["fixed"]),
     ("error", "quirk", ["fixed"]),
-    ("fails", "error", ["changed"]),  # same rank: neither better nor worse
-    ("error", "fails", ["changed"]),
+    # One verdict order (enums.Verdict), the runner's and the diff's: error above fails (a
+    # cell that can no longer be judged is worse; the worst trial names a repeated cell).
+    ("fails", "error", ["regressed"]),
+    ("error", "fails", ["fixed"]),
     ("conforms", "conforms", ["unchanged"]),
     ("quirk", "quirk", ["unchanged"]),
     ("fails", "fails", ["unchanged"]),

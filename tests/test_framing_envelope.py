@@ -160,7 +160,7 @@ def test_a_transport_error_is_neither_a_cut_nor_a_missing_done() -> None:
         (data(ROLE) + data(TEXT) + 'data: {"id"').encode()).events())
     t = Transcript("<t>", "sse", True, lambda: iter(evs), status=200, raw=b"x",
                    transport_error="read timeout\nafter 30 s",
-                   meta={"transport_quirk": "Q-STREAM-STALL",
+                   meta={"transport_quirk": "Q-STREAM-STALLS",
                          "connection_retry": "reset by peer"})
     r = analyze(t)
     assert r.error == "read timeout after 30 s"
@@ -168,7 +168,7 @@ def test_a_transport_error_is_neither_a_cut_nor_a_missing_done() -> None:
         F("R-SSE-WELL-FORMED", "MUST", None, 2, None,
           'stream ended inside an event (no blank line after it): {"id"'),
         F("Q-KEEPALIVE-DROPPED", "INFO", "Q-KEEPALIVE-DROPPED", None, None, "reset by peer"),
-        F("R-COMPLETE", "SHOULD", "Q-STREAM-STALL", None, None, "read timeout after 30 s"),
+        F("R-COMPLETE", "MUST", "Q-STREAM-STALLS", None, None, "read timeout after 30 s"),
     ]
 
 

@@ -435,7 +435,7 @@ def test_error_reason_is_one_line(status: int, raw: bytes) -> None:
 
 # ------------------------------------------------------------------ files, structure-aware
 #
-# `conformance analyze` on a file: whatever a cassette, a HAR or an SSE file holds, the
+# `toolcall-conformance analyze` on a file: whatever a cassette, a HAR or an SSE file holds, the
 # readers and the analyzer end in a result or in one InputError line naming the file,
 # never in another exception (a traceback). Valid documents of each supported format are
 # mutated where their structure is: a field of the wrong type, a missing key, a list

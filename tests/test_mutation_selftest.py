@@ -5,7 +5,7 @@
 (one call, two parallel calls, two interleaved calls, a parameterless call) and a few
 seeds, every mutation must be reported, and nothing else but
 
-- the coarser ids the injected one implies (``rules.IMPLIES``),
+- the coarser ids the injected one implies (the registry's ``implies``),
 - the base stream's own reference behaviour (Q-USAGE-EMPTY-CHOICES, INFO),
 - the extras listed in ``ALSO`` below, each with the reason it is inherent;
 
@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from test_detectors import reportable_quirks
 
+from conformance import registry
 from conformance.analysis import CaptureResult, analyze_bytes
 from conformance.mutations import MUTATIONS, CallSpec, reference_stream, render_sse
-from conformance.rules import IMPLIES, UNRECOVERABLE
 
 WEATHER = CallSpec(
     "call_W1a2b3c4d5e6f7g8h9i0j1k2", "get_weather", '{"city": "Zürich", "unit": "celsius"}'
@@ -60,28 +60,11 @@ NEEDS = {
     "Q-REQUIRED-NOT-ENFORCED": "required",  # under "auto" prose before a call is fine
 }
 
-# Quirks the stream cannot show, or that are not stream transforms: not in MUTATIONS, or in
-# MUTATIONS but not detectable from bytes. Each with its reason.
-INVISIBLE = {
-    "Q-STREAM-STALLS": "a pause is timing, not bytes; the transport reports it (R-COMPLETE)",
-}
-NO_MUTATION = {
-    "Q-STREAM-TOOLS-UNSUPPORTED": "a request fault: HTTP 500, no stream to mutate",
-    "Q-STREAM-OPTIONS-REJECTED": "a request fault: HTTP 400, no stream to mutate",
-    "Q-STREAM-DOWNGRADED": "a request fault: a JSON completion instead of a stream",
-    "Q-USAGE-EMPTY-CHOICES": "OpenAI's own usage chunk: part of every reference stream",
-    "Q-PARALLEL-TOOL-CALLS-IGNORED": "request semantics: the reference parallel stream "
-    "answering `parallel_tool_calls: false` (server profile, not a transform)",
-    "Q-RT-MISTRAL-TOOL-CALL-ID": "a rejection of the follow-up request (round trip)",
-    "Q-RT-CONTENT-NULL-REJECTED": "a rejection of the follow-up request (round trip)",
-    "Q-RT-CONTENT-EMPTY-REJECTED": "a rejection of the follow-up request (round trip)",
-    "Q-RT-TOOL-MESSAGE-NAME": "a rejection of the follow-up request (round trip)",
-    "Q-RT-FUNCTION-NAME-KEY-REQUIRED": "a rejection of the follow-up request (round trip)",
-    "Q-RT-GEMINI-THOUGHT-SIGNATURE": "a rejection of the follow-up request (round trip)",
-    "Q-REASONING-MUST-BE-ECHOED": "a rejection of the follow-up request (round trip)",
-    "Q-KEEPALIVE-DROPPED": "a transport event (the request sent again on a new "
-    "connection), recorded beside the stream, not in it",
-}
+# Quirks the stream cannot show (in MUTATIONS, not visible in the bytes: a stall is timing)
+# and quirks that are not stream transforms (not in MUTATIONS), each with its reason: both
+# read from the registry (``visible_in_bytes``, ``no_mutation``).
+INVISIBLE = {q for q, s in registry.specs().items() if not s.visible_in_bytes and q in MUTATIONS}
+NO_MUTATION = {q: s.no_mutation for q, s in registry.specs().items() if s.no_mutation}
 
 # Extra quirks a mutation inherently causes, per quirk (and shape where it matters).
 ALSO: dict[str, dict[str, str]] = {
@@ -138,7 +121,7 @@ NOT_APPLICABLE: dict[tuple[str, str], tuple[str | None, str]] = {
 
 # How the robust strategy fares, per the catalogue's workaround for the quirk.
 ERROR = {"Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK"}  # discard the partial calls
-UNRECOVERABLE_MUTATIONS = UNRECOVERABLE | {
+UNRECOVERABLE_MUTATIONS = registry.unrecoverable() | {
     # variant b: "not recoverable from the envelope"
     "Q-INDEX-REUSED-ACROSS-CALLS",
 }
@@ -214,9 +197,9 @@ CASES = [
 
 def test_mutations_cover_the_detectable_quirks():
     detectable = reportable_quirks()
-    assert set(MUTATIONS) - set(INVISIBLE) == detectable - set(NO_MUTATION)
-    assert set(INVISIBLE) <= set(MUTATIONS) and not set(INVISIBLE) & detectable
-    assert set(NO_MUTATION) <= detectable
+    assert set(MUTATIONS) - INVISIBLE == detectable - INVISIBLE - set(NO_MUTATION)
+    assert INVISIBLE == {"Q-STREAM-STALLS"}  # the transport reports it (R-COMPLETE)
+    assert not set(NO_MUTATION) & set(MUTATIONS)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -236,7 +219,7 @@ def test_injected_quirk_is_reported_exactly(shape, quirk, seed):
     assert quirk in got
     allowed = (
         {quirk, "Q-USAGE-EMPTY-CHOICES"}
-        | IMPLIES.get(quirk, frozenset())
+        | registry.implied(quirk)
         | set(ALSO.get(quirk, {}))
         | set(ALSO_BY_SHAPE.get((shape, quirk), {}))
     )

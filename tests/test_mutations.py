@@ -179,6 +179,7 @@ TOUCHES = {
     "Q-CHUNK-ID-UNSTABLE": {"envelope"},
     "Q-EXTRA-FIELDS": {"envelope", "role", "choice_keys"},
     "Q-TOOLCALLS-EMPTY-ARRAY": {"role"},
+    "Q-TOOLCALLS-NOT-ARRAY": {"tool_deltas"},
     "Q-EMPTY-DELTA-CHUNKS": {"count"},
     "Q-INDEX-ABSENT": {"tool_deltas"},
     "Q-INDEX-ABSENT-WHOLE-CALL": {"tool_deltas", "count"},

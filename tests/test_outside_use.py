@@ -1,5 +1,5 @@
-"""Using the suite from outside this repository: `conformance run` and
-`pytest --pyargs conformance.suite` from an empty directory against `conformance serve`,
+"""Using the suite from outside this repository: `toolcall-conformance run` and
+`pytest --pyargs conformance.suite` from an empty directory against `toolcall-conformance serve`,
 their exit status (0 conforms, 1 deviates, 5 nothing tested, 4 configuration error), the
 failure output a CI log needs, JUnit classnames, and the small things a user hit
 (`analyze -`, `--help` defaults, a busy port, a typo'd key, file modes).
@@ -25,7 +25,7 @@ from conformance.providers import ConfigError, load_providers
 from conformance.server.testing import running_server
 
 BIN = Path(sys.executable).parent
-CONFORMANCE = str(BIN / "conformance")
+CONFORMANCE = str(BIN / "toolcall-conformance")
 TWO = ["--scenario", "single", "--scenario", "parallel"]  # enough to judge, and quick
 
 
@@ -66,10 +66,13 @@ def door(kind: str, cwd: Path, args: list[str]) -> subprocess.CompletedProcess[s
 def test_a_conforming_server_exits_0(kind: str, server: str, tmp_path: Path) -> None:
     r = door(kind, tmp_path, ["--base-url", server, "--model", "reference", *TWO])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 cell(s) tested, 0 deviating, 0 not tested" in r.stdout
+    assert "ran 2 cell(s): 2 conforming, 0 deviating, 0 not tested" in r.stdout
     assert "warning" not in r.stdout
-    # Live: the traffic was recorded where the options say (defaults under the cwd).
-    cassettes = tmp_path / ("conformance-cassettes" if kind == "run" else "cassettes")
+    # Live: the traffic was recorded where the options say (the same defaults for both
+    # doors, under the cwd), with the JUnit file beside the matrix.
+    cassettes = tmp_path / "conformance-cassettes"
+    assert (tmp_path / "conformance-reports" / "junit.xml").is_file()
+    assert not (tmp_path / "conformance-reports" / ".locks").exists()
     assert sorted(p.name for p in (cassettes / "reference").glob("*.yaml")) == \
         ["parallel.yaml", "single.yaml"]
 
@@ -80,8 +83,10 @@ def test_a_deviating_server_exits_1_naming_quirk_event_and_pointer(
     r = door(kind, tmp_path, ["--base-url", server, "--model", "dashscope-compatible",
                               "--scenario", "single"])
     assert r.returncode == 1, r.stdout + r.stderr
-    assert ("unexpected quirk Q-EMPTY-STRING-OVERWRITE [R-CONT-ID-ABSENT] event 2 "
-            '/choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta') in r.stdout
+    assert ("unexpected MUST quirk Q-EMPTY-STRING-OVERWRITE (breaks R-CONT-ID-ABSENT: ")\
+        in r.stdout
+    assert (') event 2 /choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta'
+            in r.stdout)
     assert "--expect-quirk Q-EMPTY-STRING-OVERWRITE='<reason>'" in r.stdout
     assert "expected_quirks: {Q-EMPTY-STRING-OVERWRITE: <reason>}" in r.stdout
 
@@ -93,7 +98,7 @@ def test_a_declared_quirk_is_accepted_and_exits_0(kind: str, server: str,
                               "--scenario", "single", "--expect-quirk",
                               "Q-EMPTY-STRING-OVERWRITE=documented by the vendor"])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 cell(s) tested, 0 deviating" in r.stdout
+    assert "ran 1 cell(s): 1 conforming, 0 deviating" in r.stdout
 
 
 @pytest.mark.parametrize("kind", DOORS)
@@ -113,7 +118,7 @@ def test_replay_without_cassettes_exits_5_with_a_command_that_records(
     r = conformance_run(tmp_path, "--base-url", server, "--model", "reference", "--replay",
                         *TWO)
     assert r.returncode == 5, r.stdout + r.stderr
-    assert (f"not recorded: record with `conformance run --base-url {server} --model "
+    assert (f"not recorded: record with `toolcall-conformance run --base-url {server} --model "
             "reference`") in r.stdout
     # That command records, then the replay tests the cells.
     assert conformance_run(tmp_path, "--base-url", server, "--model", "reference",
@@ -179,7 +184,7 @@ def test_configuration_errors_are_one_line_and_exit_4(
     assert main(["run", *args]) == 4
     out = capsys.readouterr()
     lines = [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("conformance run: ") \
+    assert len(lines) == 1 and lines[0].startswith("toolcall-conformance run: ") \
         and message in lines[0], lines
     assert {p.name for p in tmp_path.iterdir()} <= {"p.yaml"}  # nothing written
 
@@ -187,7 +192,7 @@ def test_configuration_errors_are_one_line_and_exit_4(
 def test_a_usage_error_from_the_command_line_exits_4(tmp_path: Path) -> None:
     r = conformance_run(tmp_path, "--base-url", "http://127.0.0.1:1/v1")
     assert r.returncode == 4
-    assert r.stderr == "conformance run: --base-url needs --model NAME\n"
+    assert r.stderr == "toolcall-conformance run: --base-url needs --model NAME\n"
 
 
 def test_pytest_door_without_a_target_is_a_usage_error(tmp_path: Path) -> None:
@@ -242,9 +247,10 @@ def test_analyze_reads_standard_input(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cmd,shown", [
     (["run"], ["(default: conformance-reports)", "(default: conformance-cassettes)",
-               "(default: 1)", "exit status: 0 at least one cell"]),
+               "(default: 1)", "(default: should)", "(default: 256)",
+               "0  at least one cell", "6  the endpoint could not be reached"]),
     (["serve"], ["(default: 8765)", "(default: 127.0.0.1)"]),
-    (["report"], ["(default: reports/results)"]),
+    (["report"], ["(default: conformance-reports)", "exit status: 0 rendered"]),
 ])
 def test_help_shows_the_defaults(cmd: list[str], shown: list[str]) -> None:
     r = subprocess.run([CONFORMANCE, *cmd, "--help"], capture_output=True, text=True,
@@ -264,7 +270,7 @@ def test_serve_on_a_busy_port_is_one_line_and_non_zero() -> None:
                            text=True, timeout=60)
     assert r.returncode == 4
     assert r.stdout == ""
-    assert r.stderr == (f"conformance serve: cannot listen on 127.0.0.1:{port}: "
+    assert r.stderr == (f"toolcall-conformance serve: cannot listen on 127.0.0.1:{port}: "
                         "Address already in use\n")
 
 

@@ -104,7 +104,7 @@ def test_unrecorded_provider_is_a_not_recorded_column_with_its_command(recorded:
     cloud = [c for c in doc["cells"] if c["column"] == "cloud"]
     assert cloud and all(c["verdict"] == "not recorded" for c in cloud)
     # Run from a directory that is not a checkout: the hint is a command that works there.
-    assert (f"conformance run --providers {recorded}/providers.yaml --provider cloud"
+    assert (f"toolcall-conformance run --providers {recorded}/providers.yaml --provider cloud"
             in cloud[0]["reason"])
     assert col["provenance"]["how"] is None
 
@@ -140,8 +140,9 @@ def test_unexpected_quirk_fails_and_vanished_expected_quirk_fails(tmp_path: Path
     with running_server() as url:
         r = run_suite(tmp_path, providers.format(url=url), "--scenario=single", mode="all")
     # The quirk, the event, the JSON pointer, the message, and how to declare it expected.
-    assert ("unexpected quirk Q-EMPTY-STRING-OVERWRITE [R-CONT-ID-ABSENT] event 2 "
-            '/choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta') in r.stdout
+    assert "unexpected MUST quirk Q-EMPTY-STRING-OVERWRITE (breaks R-CONT-ID-ABSENT: " in r.stdout
+    assert (') event 2 /choices/0/delta/tool_calls/0/id: `id: ""` on a continuation delta'
+            in r.stdout)
     assert "--expect-quirk Q-EMPTY-STRING-OVERWRITE='<reason>'" in r.stdout
     assert "under provider 'dash' in providers.yaml: expected_quirks:" in r.stdout
     assert "expected quirks no longer seen" in r.stdout and "Q-INDEX-ALL-ZERO" in r.stdout

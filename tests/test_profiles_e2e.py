@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from conformance import registry
 from conformance.report import validate_matrix
-from conformance.rules import IMPLIES, INFO, quirk_level
+from conformance.rules import INFO, quirk_level
 from conformance.server.profiles import PROFILES
 from conformance.server.testing import running_server
 
@@ -67,7 +68,7 @@ def test_every_profile_shows_exactly_its_quirks(live: Path) -> None:
     cells = judged(doc)
     assert set(cells) == set(PROFILES)
     for name, (verdict, seen, expected) in cells.items():
-        implied = {c for q in expected for c in IMPLIES.get(q, ())}
+        implied = {c for q in expected for c in registry.implied(q)}
         assert set(expected) <= set(seen) <= set(expected) | implied, (name, seen, expected)
         if not expected:
             assert verdict == "conforms", name

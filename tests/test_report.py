@@ -594,7 +594,7 @@ def test_diff_command_and_cli(
     (tmp_path / "bad.json").write_text("{}")
     assert main(["report", "--diff", str(old), str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("conformance report: ") and "bad.json: $: " in err and "\n" not in err
+    assert err.startswith("toolcall-conformance report: ") and "bad.json: $: " in err and "\n" not in err
     assert main(["report", "--diff", str(old), str(tmp_path / "missing.json")]) == 2
     assert "missing.json: no such file" in capsys.readouterr().err
 
@@ -616,15 +616,15 @@ def test_write_reports_and_render_command(
     )
     paths["md"].unlink()
     paths["html"].unlink()
-    assert render_command(tmp_path / "results", tmp_path / "reports") == 0
+    assert render_command(tmp_path / "reports") == 0
     assert paths["md"].read_text() == render_markdown(doc)
     assert paths["html"].exists()
     assert main(["report", "--out", str(tmp_path / "reports")]) == 0
     capsys.readouterr()
-    assert render_command(tmp_path / "results", tmp_path / "nowhere") == 2
+    assert render_command(tmp_path / "nowhere") == 2
     assert "quirks-matrix.json: no such file" in capsys.readouterr().err
     paths["json"].write_text(json.dumps(_broken(doc, "verdict")))
-    assert render_command(tmp_path / "results", tmp_path / "reports") == 2
+    assert render_command(tmp_path / "reports") == 2
     assert "$.cells[0].verdict" in capsys.readouterr().err
 
 

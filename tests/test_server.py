@@ -199,6 +199,12 @@ def _empty_array(f, c, r):
     assert choices(f)[0]["delta"] == {"role": "assistant", "content": None, "tool_calls": []}
 
 
+@shape("Q-TOOLCALLS-NOT-ARRAY")
+def _not_array(f, c, r):
+    tcs = [ch["delta"]["tool_calls"] for ch in choices(f) if "tool_calls" in ch["delta"]]
+    assert tcs and all(isinstance(t, dict) for t in tcs)
+
+
 @shape("Q-EMPTY-DELTA-CHUNKS")
 def _empty_deltas(f, c, r):
     assert [ch["delta"] for ch in choices(f)[1:3]] == [{}, {}]
@@ -814,14 +820,15 @@ def test_analysis_reports_what_the_profile_injects(name):
     body = example_request(name)
     reply = respond(PROFILES[name], body)
     result = analysis.analyze_bytes(render_sse(reply.frames), source=name, request=body)
-    from conformance.rules import IMPLIES, INFO, quirk_level
+    from conformance import registry
+    from conformance.rules import INFO, quirk_level
 
     profile = PROFILES[name]
     got = set(result.quirks)
     assert profile.expected <= got, f"missed {sorted(profile.expected - got)}"
     # Exactly the profile's quirk(s): besides what they imply, only INFO-level notes
     # (reference behaviour such as the usage chunk, cosmetic id formats) may appear.
-    implied = {c for q in profile.expected for c in IMPLIES.get(q, ())}
+    implied = {c for q in profile.expected for c in registry.implied(q)}
     extra = {q for q in got - profile.expected - implied if quirk_level(q) != INFO}
     assert not extra, f"also reported {sorted(extra)}"
 

@@ -27,7 +27,9 @@ async function run(job, signal) {
   const calls = [];
   for await (const part of result.fullStream) {
     if (part.type === "tool-call") {
-      calls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input });
+      // invalid: the SDK could not parse or validate the input (it says why in error).
+      calls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input,
+                   invalid: part.invalid ? String(part.error?.message ?? part.error ?? true) : undefined });
     } else if (part.type === "error") {
       throw part.error instanceof Error ? part.error : new Error(JSON.stringify(part.error));
     }

@@ -83,8 +83,14 @@ export async function serve(pkg, run) {
       process.exit(3);
     }
     if (result.calls) {
-      const calls = result.calls.map((c) => ({ id: c.id ?? null, name: c.name ?? null,
-                                               arguments: c.arguments ?? null }));
+      // invalid: the library's own flag (its reason, or true); a library that exposes no
+      // call ids leaves id out (the judge then checks none).
+      const calls = result.calls.map((c) => {
+        const out = { name: c.name ?? null, arguments: c.arguments ?? null };
+        if ("id" in c) out.id = c.id ?? null;
+        if (c.invalid) out.invalid = typeof c.invalid === "string" ? c.invalid : true;
+        return out;
+      });
       say({ job: job.job, calls, count: calls.length });
     } else {
       say({ job: job.job, exception: result.exception });

@@ -21,7 +21,8 @@ async function run(job, signal) {
   if (!gathered) return [];
   const calls = (gathered.tool_calls ?? []).map((tc) => ({ id: tc.id, name: tc.name, arguments: tc.args }));
   for (const tc of gathered.invalid_tool_calls ?? []) {
-    calls.push({ id: tc.id, name: tc.name, arguments: tc.args });
+    calls.push({ id: tc.id, name: tc.name, arguments: tc.args,
+                 invalid: tc.error || "in invalid_tool_calls" });
   }
   return calls;
 }

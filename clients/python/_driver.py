@@ -2,7 +2,8 @@
 
 stdin: one job per line, ``{"job", "base_url", "model", "request", "timeout"}``.
 stdout: lines starting with ``@@client-matrix@@ ``: first ``{"ready", "package", "version"}``,
-then one answer per job: ``{"job", "calls": [{id, name, arguments}], "count"}``, or
+then one answer per job: ``{"job", "calls": [{id, name, arguments, invalid?}], "count"}``
+(``invalid``: the library flagged the call; its reason or true), or
 ``{"job", "exception": {"type", "message"}}``, or ``{"job", "hung": true}`` (after which the
 process exits: a stuck library call cannot be cancelled, the runner starts a new process).
 Whatever a library prints itself goes to stderr.
@@ -71,11 +72,23 @@ def serve(package: str, run: Callable[[dict[str, Any]], list[dict[str, Any]]]) -
             say({"job": job["job"], "hung": True, "timeout": job.get("timeout")})
             os._exit(3)
         if "calls" in box:
-            calls = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("arguments")}
-                     for c in box["calls"]]
+            calls = [_call(c) for c in box["calls"]]
             say({"job": job["job"], "calls": calls, "count": len(calls)})
         else:
             say({"job": job["job"], "exception": box.get("exception")})
+
+
+def _call(c: dict[str, Any]) -> dict[str, Any]:
+    """One call as answered: ``invalid`` is the library's own flag (its reason, or true);
+    a library that exposes no call ids (or names) leaves ``id`` (``name``) out, and the judge
+    then checks none."""
+    out = {"arguments": c.get("arguments")}
+    for key in ("id", "name"):
+        if key in c:
+            out[key] = c[key]
+    if c.get("invalid"):
+        out["invalid"] = c["invalid"] if isinstance(c["invalid"], str) else True
+    return out
 
 
 def _closed_port() -> int:

@@ -1,6 +1,8 @@
 """conformance.client (this project): httpx + httpx-sse and ``ToolCallAccumulator``, as the
 README's "robust accumulator as a library" section shows; a JSON answer to a streamed request
-goes through ``completion_as_chunk`` and an error status or in-stream error is raised."""
+goes through ``completion_as_chunk`` and an error status or in-stream error is raised; a call
+the accumulator repaired or could not make valid carries its flag (``ToolCall.repaired``,
+``ToolCall.valid``)."""
 
 import json
 
@@ -33,7 +35,13 @@ def run(job):
     turn = acc.result()
     if turn.error is not None:
         raise RuntimeError(f"error in the stream: {json.dumps(turn.error)[:200]}")
-    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.calls]
+    # The flags the library gives: a call whose arguments are not JSON, were closed by the
+    # JSON repair, or could not be attributed is not to be run as it stands.
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments,
+             "invalid": ("arguments closed by JSON repair" if c.repaired else
+                         "arguments not valid JSON or not attributable" if not c.valid else
+                         "no name" if not c.name else None)}
+            for c in turn.calls]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ def run(job):
         return []
     calls = [{"id": tc.get("id"), "name": tc.get("name"), "arguments": tc.get("args")}
              for tc in gathered.tool_calls]
-    calls += [{"id": tc.get("id"), "name": tc.get("name"), "arguments": tc.get("args")}
+    calls += [{"id": tc.get("id"), "name": tc.get("name"), "arguments": tc.get("args"),
+               "invalid": tc.get("error") or "in invalid_tool_calls"}
               for tc in gathered.invalid_tool_calls]
     return calls
 

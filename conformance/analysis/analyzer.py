@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from conformance import registry, verdict
 from conformance.analysis.common import (
     _body_message,
     _error_text,
@@ -33,11 +34,11 @@ from conformance.analysis.detectors import (
     tool_deltas,
 )
 from conformance.analysis.detectors.finish import check_length_and_usage
-from conformance.analysis.detectors.framing import detect_comment_keepalive, detect_nonjson_payload
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
 from conformance.client import JOIN_AFTER, Turn, join_tail
-from conformance.rules import MUST, RULES, SHOULD, UNRECOVERABLE, quirk_level
+from conformance.enums import ImpactStatus, Strategy
+from conformance.rules import RULES, quirk_level
 from conformance.sse import CUT_FAULT
 from conformance.strategies import GuardedAccumulator, NaiveAccumulator, RobustStrategy
 from conformance.transcript import (
@@ -51,44 +52,24 @@ from conformance.transcript import (
     header,
 )
 
-# The registries, one per hook, in the order the detectors run (the order matters: a
-# detector may read state an earlier one set, and ties between findings keep it).
-# Hooks: chunk(a, chunk, n), choice(a, choice, ptr, n), tool delta(a, tc, key, ptr, n,
-# siblings), end(a). Comment and non-JSON events go to their framing detectors directly.
-CHUNK_DETECTORS: list[Callable[..., None]] = [
-    envelope.detect_error_in_stream,
-    envelope.detect_empty_choices,
-    envelope.detect_envelope,
-    finish.detect_choice_repeated,
-]
-CHOICE_DETECTORS: list[Callable[..., None]] = [
-    envelope.detect_choice_shape,
-    finish.detect_finish,
-    content.detect_content_and_reasoning,
-]
-TOOL_DELTA_DETECTORS: list[Callable[..., None]] = [tool_deltas.detect_tool_delta]
+# The detectors of each hook, in the order they are declared (``@detector(hook, ...)`` in
+# ``detectors/``; the registry's docstring lists the hooks). Within a hook the order
+# changes no verdict: a detector owns its own state, and what several read about the body
+# (``body_cut``, the robust reading of a body that is not SSE) is computed once, before
+# the end detectors, by ``_body_facts``; end detectors only read.
 # The steady path (Analyzer.feed_chunk): a chunk carrying one argument fragment on an open
 # index, its envelope and keys equal to a clean template chunk's, skips the chunk, choice
-# and tool-delta detectors above (on it they find what they found on the template:
-# nothing) and runs only these, fragment(a, index_state, arguments, n). A detector that
-# must see every fragment is listed here as well.
-FRAGMENT_DETECTORS: list[Callable[..., None]] = [tool_deltas.track_fragment]
-END_DETECTORS: list[Callable[..., None]] = [
-    framing.detect_empty_or_cut_body,  # first: the detectors after it read `body_cut`
-    tool_deltas.detect_calls_kept,  # a body not cut, but over CALLS_KEPT: cut there
-    framing.detect_done_missing,
-    framing.detect_http_level,
-    tool_deltas.detect_names_at_end,
-    tool_deltas.detect_nonzero_start,
-    tool_deltas.detect_indexless_shape,
-    finish.detect_finish_at_end,
-    finish.detect_invented_on_truncation,
-    content.detect_required_not_enforced,  # before the next: it reads whether prose came
-    content.detect_calls_outside_tool_calls,
-    request.detect_request_semantics,
-    envelope.detect_collected,
-    roundtrip.detect_roundtrip,
-]
+# and tool-delta detectors (on it they find what they found on the template: nothing) and
+# runs only the fragment detectors, fragment(a, index_state, arguments, n). A detector
+# that must see every fragment is declared on that hook as well.
+_MODULES = (content, envelope, finish, framing, request, roundtrip, tool_deltas)  # declared
+COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
+NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
+CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
+CHOICE_DETECTORS: list[Callable[..., None]] = registry.detectors("choice")
+TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta")
+FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
+END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
 
 
 COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies keep
@@ -145,12 +126,15 @@ class Analyzer:
         self.content: list[str] = []  # the first CONTENT_KEPT characters, for group H
         self.content_chars = 0
         self.first_markup_event: int | None = None
+        self.content_tail = ""  # the last content characters, for a marker split in two
         self.chunk_ordinal = 0
         self.error_seen = False
         self.first_index: dict[int, tuple[int, int, str]] = {}  # key -> (index, event, ptr)
         self.length_judged = False
         self.cut_inside_event = False  # the body ended inside an event (an SSE fault)
+        # Body facts, computed once by _body_facts before the end detectors read them:
         self.body_cut: str | None = None  # why a 200 body is an error, not a stream
+        self.plain_body: Any = None  # a streamed request's 200 body that is not SSE, parsed
         self.first_prose_event: int | None = None  # content before any tool-call delta
         self.parser_evidence: str | None = None  # set by `named` ("" when there is none)
         self._finds = 0  # findings recorded so far, repeats included
@@ -200,14 +184,16 @@ class Analyzer:
             self.guarded.compact()
             self.robust.compact()
         if ev.kind == COMMENT:
-            detect_comment_keepalive(self, ev)
+            for detector in COMMENT_DETECTORS:
+                detector(self, ev)
         elif ev.kind == FAULT:
             self.find("R-SSE-WELL-FORMED", ev.data, event=ev.n)
             self.cut_inside_event = ev.data.startswith(CUT_FAULT)
         elif ev.kind == DONE:
             self.done_seen = True
         elif ev.kind == NONJSON:
-            detect_nonjson_payload(self, ev)
+            for detector in NONJSON_DETECTORS:
+                detector(self, ev)
         elif ev.kind == CHUNK:
             self.feed_chunk(ev.chunk, ev.n)
 
@@ -293,6 +279,11 @@ class Analyzer:
                 if isinstance(tc, dict):
                     self.any_tool_delta = True
                     self.feed_tool_delta(tc, key, f"{ptr}/delta/tool_calls/{k}", n, len(tcs))
+        elif isinstance(tcs, dict):  # Q-TOOLCALLS-NOT-ARRAY: the one delta it carries
+            ci = choice.get("index")
+            key = ci if (self.n > 1 and isinstance(ci, int)) else 0
+            self.any_tool_delta = True
+            self.feed_tool_delta(tcs, key, f"{ptr}/delta/tool_calls", n, 1)
 
     def feed_tool_delta(
         self, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
@@ -302,39 +293,36 @@ class Analyzer:
 
     # ------------------------------------------------------------------ end
     def finish(self) -> CaptureResult:
+        self._body_facts()
         for detector in END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
         detected = set(self.findings)
         for w in turn.workarounds:  # the robust client's own findings, with their events
-            if w.quirk in (
-                "Q-SSE-ERROR-ENVELOPE",
-                "Q-SSE-ERROR-IN-CHUNK",
-                "Q-INDEX-ABSENT",
-                "Q-INDEX-ALL-ZERO",
-                "Q-NAME-FRAGMENTED",
-            ):
+            if registry.spec(w.quirk).note_reported_by_detector:
                 continue  # reported by their own detectors, with pointers
             if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
                 continue  # the transport cut the stream: a consequence, not the server's quirk
             quirk, message = self.named(w.quirk, turn), w.message
             if quirk != w.quirk:
                 message += "; " + str(self.parser_evidence)
-            rule = WORKAROUND_RULE.get(quirk, quirk)
+            rule = registry.spec(quirk).workaround_rule or quirk
             if (rule, quirk) in detected:
                 continue  # a detector reported it already, with its pointer
             self.find(rule, message, quirk=quirk, event=w.event)
         check_length_and_usage(self, turn)
         calls = {
-            "naive": self.naive.calls(),
-            "guarded": self.guarded.calls(),
-            "robust": self.robust.calls(),
+            Strategy.NAIVE: self.naive.calls(),
+            Strategy.GUARDED: self.guarded.calls(),
+            Strategy.ROBUST: self.robust.calls(),
         }
         findings = [self.findings[k] for k in self.order]
         findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
         impact = self._impact(turn, calls, findings)
         error = self._error_reason(turn)
-        verdict = self._verdict(findings, turn, error)
+        judged = verdict.judge(
+            ((f.level, f.quirk) for f in findings), recoverable=turn.recoverable, error=error
+        )
         meta = {
             k: v
             for k, v in (
@@ -346,7 +334,7 @@ class Analyzer:
         }
         return CaptureResult(
             self.t.source,
-            verdict,
+            judged,
             findings,
             turn.finish_reason,
             calls,
@@ -361,20 +349,21 @@ class Analyzer:
     def _impact(
         self, turn: Turn, calls: dict[str, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
-        want = [_call_key(c) for c in calls["robust"]]
+        want = [_call_key(c) for c in calls[Strategy.ROBUST]]
         out: dict[str, Impact] = {}
-        for name, strat in (("naive", self.naive), ("guarded", self.guarded)):
+        for name, strat in ((Strategy.NAIVE, self.naive), (Strategy.GUARDED, self.guarded)):
             if strat.crash:
-                out[name] = Impact("crashed", strat.crash)
+                out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
             elif [_call_key(c) for c in calls[name]] != want:
-                out[name] = Impact("wrong", _diff_calls(calls[name], calls["robust"]))
+                out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST]))
             else:
-                out[name] = Impact("ok")
+                out[name] = Impact(ImpactStatus.OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
         # the robust client nothing to assemble: it is not "ok" with zero calls.
-        missing = {f.quirk for f in findings if f.quirk in UNRECOVERABLE}
+        unrecoverable = registry.unrecoverable()
+        missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if turn.recoverable and not missing:
-            out["robust"] = Impact("ok", "repaired arguments" if turn.repaired else "")
+            out[Strategy.ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing
@@ -385,8 +374,19 @@ class Analyzer:
                     if turn.error is not None
                     else "a call without a name or valid arguments"
                 )
-            out["robust"] = Impact("unrecoverable", why)
+            out[Strategy.ROBUST] = Impact(ImpactStatus.UNRECOVERABLE, why)
         return out
+
+    def _body_facts(self) -> None:
+        """What the end detectors read about the body, computed once before them: the
+        robust reading of a body that is not SSE (a downgraded completion, a JSON error),
+        then why a 200 body is an ``error`` rather than a stream (``body_cut``: empty or cut
+        inside an event, else more calls than the analysis assembles)."""
+        framing.read_plain_body(self)
+        cut = framing.body_cut(self) or tool_deltas.calls_over_bound(self)
+        if cut is not None:
+            self.body_cut, event, pointer = cut
+            self.find("R-COMPLETE", self.body_cut, event=event, pointer=pointer)
 
     def named(self, quirk: str, turn: Turn) -> str:
         """The id a robust-client note is reported under: invalid arguments are the server
@@ -410,17 +410,6 @@ class Analyzer:
         if f is not None and not self.t.framing and self.events == 0:
             return f.message
         return None
-
-    def _verdict(self, findings: list[Finding], turn: Turn, error: str | None) -> str:
-        if error:
-            return "error"
-        quirks = {f.quirk for f in findings if f.quirk}
-        uncatalogued_must = any(f.level == MUST and not f.quirk for f in findings)
-        if uncatalogued_must or not turn.recoverable or quirks & UNRECOVERABLE:
-            return "fails"
-        if any(f.quirk and f.level in (MUST, SHOULD) for f in findings):
-            return "quirk"
-        return "conforms"
 
     def _rule_status(self) -> dict[str, str]:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
@@ -494,19 +483,6 @@ def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
     if type(args) is not str or not args:
         return None
     return choice, idx, args
-
-
-WORKAROUND_RULE = {
-    "Q-ARGS-TRUNCATED": "R-ARGS-JSON",
-    "Q-ARGS-SERVER-PARSER-CORRUPTION": "R-ARGS-JSON",
-    "Q-ARGS-INVALID-JSON": "R-ARGS-JSON",
-    "Q-ARGS-DUPLICATED-ON-FLUSH": "R-ARGS-JSON",
-    "Q-ARGS-CUMULATIVE": "R-ARGS-JSON",
-    "Q-ARGS-JSON-OBJECT": "R-ARGS-STRING",
-    "Q-ARGS-NULL": "R-ARGS-STRING",
-    "Q-INDEX-REUSED-ACROSS-CALLS": "R-INDEX-DISTINCT",
-    "Q-INDEX-INCONSISTENT-WITHIN-CALL": "R-FIRST-NAME",
-}
 
 
 def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.client import Turn
-from conformance.rules import LEVEL_RANK, SHOULD
+from conformance.enums import ImpactStatus, Level, Verdict
 
 
 @dataclass
 class Finding:
     rule: str
-    level: str
+    level: Level
     quirk: str | None
     event: int | None
     pointer: str | None
@@ -38,7 +38,7 @@ class Finding:
 
 @dataclass
 class Impact:
-    status: str  # ok | wrong | crashed | unrecoverable
+    status: ImpactStatus
     detail: str = ""
 
     def to_json(self) -> dict[str, str]:
@@ -48,7 +48,7 @@ class Impact:
 @dataclass
 class CaptureResult:
     source: str
-    verdict: str
+    verdict: Verdict
     findings: list[Finding]
     finish_reason: str | None
     tool_calls: dict[str, list[dict[str, Any]]]
@@ -63,9 +63,9 @@ class CaptureResult:
     def quirks(self) -> list[str]:
         return sorted({f.quirk for f in self.findings if f.quirk})
 
-    def quirks_at(self, min_level: str = SHOULD) -> list[str]:
-        rank = LEVEL_RANK[min_level]
-        return sorted({f.quirk for f in self.findings if f.quirk and LEVEL_RANK[f.level] >= rank})
+    def quirks_at(self, min_level: str = Level.SHOULD) -> list[str]:
+        rank = Level(min_level).rank
+        return sorted({f.quirk for f in self.findings if f.quirk and Level(f.level).rank >= rank})
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -17,19 +17,23 @@ from typing import Any
 
 import jsonschema
 
+from conformance.client_matrix.judge import MEANING, OUTCOMES
 from conformance.client_matrix.streams import SEED_QUIRKS
 
-SYMBOL = {"ok": "✓", "wrong": "✗", "crashed": "‼", "hung": "∞", "error": "!"}
-LEGEND = ("✓ ok (the same calls as the robust reading of the same bytes) · ✗ wrong (how, "
-          "in short: merged, dropped, id, name, args…) · ‼ crashed (raised on a stream that "
-          "reported no error) · ∞ hung · ! error (the adapter could not run) · "
-          "° the bytes this client received did not show the profile's quirk (its request "
-          "did not elicit it)")
-SHORT = {"calls merged": "merged", "call dropped": "dropped", "extra call": "extra",
-         "id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
+SYMBOL = {"ok": "✓", "n/a": "n/a", "id invented": "⚠ id invented", "silent partial": "✗ partial",
+          "invalid passed": "✗ invalid passed", "merged": "✗ merged", "dropped": "✗ dropped",
+          "args lost": "✗ args lost", "wrong": "✗", "crashed": "‼", "hung": "∞", "error": "!"}
+LEGEND = ("✓ ok: " + MEANING["ok"] + " · ✗ partial (silent partial): " + MEANING["silent partial"]
+          + " · ✗ invalid passed: " + MEANING["invalid passed"] + " · ✗ merged: "
+          + MEANING["merged"] + " · ✗ dropped: " + MEANING["dropped"] + " · ✗ args lost: "
+          + MEANING["args lost"] + " · ✗ (name, id, args…): " + MEANING["wrong"]
+          + " · ⚠ id invented: the calls are right but carry " + MEANING["id invented"]
+          + " · ‼ crashed: " + MEANING["crashed"] + " · ∞ hung · ! error: " + MEANING["error"]
+          + " · n/a: " + MEANING["n/a"] + " · ° the bytes this client received did not show "
+          "the profile's quirk (its request did not elicit it)")
+SHORT = {"id lost": "id lost", "id changed": "id changed", "name overwritten": "name",
          "name concatenated": "name+", "arguments concatenated": "args+",
-         "arguments truncated": "args cut", "arguments lost": "args lost", "arguments changed": "args",
-         "error not surfaced": "silent error"}
+         "arguments changed": "args", "extra call": "extra"}
 
 
 def schema() -> dict[str, Any]:
@@ -55,12 +59,16 @@ def anchor(cell: dict[str, Any]) -> str:
 def mark(cell: dict[str, Any]) -> str:
     text = SYMBOL[cell["outcome"]]
     if cell["outcome"] == "wrong":
-        text += " " + ", ".join(SHORT.get(p, p) for p in cell.get("problems", []))
+        text += " " + ", ".join(SHORT[p] for p in cell.get("problems", []) if p in SHORT)
     elif cell["outcome"] == "crashed":
         text += " " + cell["detail"].split(":")[0]
     if cell.get("elicited") is False:
         text += " °"
     return text
+
+
+def css(cell: dict[str, Any]) -> str:
+    return re.sub(r"[^a-z]+", "-", cell["outcome"])
 
 
 def _index(matrix: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -71,8 +79,20 @@ def _md_cell(cell: dict[str, Any], link: str) -> str:
     return f"[{mark(cell)}]({link}#{anchor(cell)})".replace("|", "\\|")
 
 
+README_LEGEND = ("✓ ok: the right calls, or the problem made visible (flagged, raised, "
+                 "refused) where the bytes hold no right call · ✗ partial: repaired or partial "
+                 "arguments with no flag · ✗ invalid passed: arguments that are not JSON, no "
+                 "flag · ✗ merged / dropped / args lost · ✗ name, id, args: other wrong calls "
+                 "· ⚠ id invented: an id the wire never carried (the id contract broken; shown "
+                 "apart) · ‼ crashed on sound calls · ∞ hung · ! could not run · n/a: no client "
+                 "can assemble the right calls and nothing shows it (counted apart) · ° the "
+                 "client's request did not elicit the quirk. Columns "
+                 "marked *seed* are the suite's source algorithms, written here from their "
+                 "descriptions.")
+
+
 def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
-    """Clients × the five seed quirks (their reference profiles), for the README."""
+    """Clients × the five seed quirks (their reference profiles), for the Markdown report."""
     cells = _index(matrix)
     profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
     cols = [(q, profiles.get(q[2:].lower())) for q in SEED_QUIRKS]
@@ -81,26 +101,44 @@ def seed_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html")
     for c in matrix["clients"]:
         row = [_md_cell(cells[(c["id"], sid)], link) if sid and (c["id"], sid) in cells
                else "–" for _, sid in cols]
-        lines.append(f"| {c['id']} ({c['ecosystem']}) | {c['package']} {c['version']} | "
+        seed = " *seed*" if c.get("origin") else ""
+        lines.append(f"| {c['id']} ({c['ecosystem']}){seed} | {c['package']} {c['version']} | "
                      + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def readme_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html") -> str:
+    """The README's block: the five seed quirks × every client (one row per quirk, so that
+    23 clients fit a front page), then the legend."""
+    cells = _index(matrix)
+    profiles = {s["profile"]: s["id"] for s in matrix["streams"] if s["kind"] == "profile"}
+    ids = [c["id"] for c in matrix["clients"]]
+    names = [f"{c['id']}{' *seed*' if c.get('origin') else ''}" for c in matrix["clients"]]
+    lines = ["| quirk | " + " | ".join(names) + " |", "|---|" + "---|" * len(ids)]
+    for q in SEED_QUIRKS:
+        sid = profiles.get(q[2:].lower())
+        row = [_md_cell(cells[(cid, sid)], link) if sid and (cid, sid) in cells else "–"
+               for cid in ids]
+        lines.append(f"| `{q}` | " + " | ".join(row) + " |")
+    versions = ", ".join(f"{c['id']} {c['package']} {c['version']}" for c in matrix["clients"]
+                         if c["id"] != "conformance")
+    return "\n".join(lines + ["", README_LEGEND + " Versions: " + versions + "."])
 
 
 def _summary(matrix: dict[str, Any]) -> list[str]:
     kinds = [k for k in ("profile", "provider", "capture")
              if any(s["kind"] == k for s in matrix["streams"])]
     kind_of = {s["id"]: s["kind"] for s in matrix["streams"]}
-    lines = ["| client | " + " | ".join(f"{k} streams: ok / wrong / crashed / hung / error"
-                                         for k in kinds) + " |",
-             "|---|" + "---|" * len(kinds)]
+    shown = [o for o in reversed(OUTCOMES) if o != "n/a"]
+    lines = ["| client | streams | " + " | ".join(shown) + " | n/a (apart) |",
+             "|---|---|" + "---|" * (len(shown) + 1)]
     for c in matrix["clients"]:
-        row = []
         for k in kinds:
             mine = [x for x in matrix["cells"] if x["client"] == c["id"]
                     and kind_of[x["stream"]] == k]
-            counts = [sum(x["outcome"] == o for x in mine) for o in SYMBOL]
-            row.append(" / ".join(map(str, counts)) + f" of {len(mine)}")
-        lines.append(f"| {c['id']} | " + " | ".join(row) + " |")
+            counts = [sum(x["outcome"] == o for x in mine) for o in [*shown, "n/a"]]
+            lines.append(f"| {c['id']} | {len(mine)} {k} | " + " | ".join(
+                str(n) if n else "·" for n in counts) + " |")
     return lines
 
 
@@ -121,8 +159,11 @@ def _by_column(matrix: dict[str, Any], streams: list[dict[str, Any]]) -> list[st
     lines = ["| provider | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
     for column in dict.fromkeys(s["column"] for s in streams):
         mine = [s["id"] for s in streams if s["column"] == column]
-        row = [f"{sum(cells[(cid, sid)]['outcome'] == 'ok' for sid in mine)}/{len(mine)}"
-               for cid in ids]
+        row = []
+        for cid in ids:
+            judged = [sid for sid in mine if cells[(cid, sid)]["outcome"] != "n/a"]
+            right = sum(cells[(cid, sid)]["outcome"] == "ok" for sid in judged)
+            row.append(f"{right}/{len(judged)}")
         lines.append(f"| {column} | " + " | ".join(row) + " |")
     return lines
 
@@ -140,13 +181,16 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
     streams = matrix["streams"]
     out = ["# Client matrix: which client libraries survive which streams", "",
            f"Generated {matrix['generated_at']} by `python3 noxw -s clients"
-           + (" -- --captures ../shared/captures" if any(
-               s["kind"] == "capture" for s in streams) else "") + "` (suite "
+           + (" -- --captures DIR` (DIR: field captures; suite " if any(
+               s["kind"] == "capture" for s in streams) else "` (suite ")
            + f"{matrix['suite_version']}). Each client library streamed one request per stream "
-           "through its normal streaming API; what it assembled is judged against the robust "
-           "reading (`conformance.client`, through the analyzer) of the very bytes it "
-           f"received. A job is hung after {matrix['timeout_seconds']:g} s. Every cell links "
-           "to its evidence in the HTML view. See docs/clients.md.", "", LEGEND, "",
+           "through its normal streaming API; what it assembled is judged call by call against "
+           "what a correct client does with the very bytes it received: the right call where "
+           "the bytes hold one (the analyzer's reading of them says which do), a flag, an "
+           "error or a refusal where they hold none; the robust reading's repair is evidence, "
+           f"never the right answer. A job is hung after {matrix['timeout_seconds']:g} s. "
+           "Every cell links to its evidence in the HTML view. See docs/clients.md.", "",
+           LEGEND, "",
            "## Clients", "", "| id | package | version | ecosystem | how it is used |",
            "|---|---|---|---|---|"]
     for c in matrix["clients"]:
@@ -175,7 +219,7 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
                 "verdicts only, the recordings themselves are not in this repository.", "",
                 *_by_column(matrix, captures), "",
                 *_grid(matrix, captures, lambda s: f"{s['column']} ({s['id'][8:]})", link), ""]
-    bad = [c for c in matrix["cells"] if c["outcome"] in ("wrong", "crashed", "hung")]
+    bad = [c for c in matrix["cells"] if c["outcome"] not in ("ok", "n/a", "error")]
     if bad:
         out += ["## Findings", ""]
         for c in bad:
@@ -203,7 +247,7 @@ def render_html(matrix: dict[str, Any]) -> str:
                   if src and src.startswith("http") else
                   f" · source: {html.escape(src)}" if src else "")
         parts.append(
-            f'<section id="{anchor(c)}" class="ev {c["outcome"]}"><h3>{html.escape(c["client"])}'
+            f'<section id="{anchor(c)}" class="ev {css(c)}"><h3>{html.escape(c["client"])}'
             f' on {html.escape(c["stream"])}: {html.escape(mark(c))}</h3>'
             f"<p>{html.escape(c['outcome'])}: {html.escape(c['detail'])}{source}"
             + (" · field evidence (derived; no bytes kept)" if c.get("evidence") else "")
@@ -212,7 +256,8 @@ def render_html(matrix: dict[str, Any]) -> str:
             + ("<p>quirks in these bytes: " + html.escape(", ".join(c["quirks"]) or "none")
                + "</p>" if "quirks" in c else "")
             + "<h4>client assembled</h4>" + _pre(c.get("calls"))
-            + ("<h4>robust reading of the same bytes</h4>" + _pre(c["expected"])
+            + ("<h4>the calls on the wire (the robust reading of the same bytes, with each "
+               "call's status: sound, visible or hidden)</h4>" + _pre(c["expected"])
                if "expected" in c else "")
             + ("<details><summary>bytes received</summary>" + _pre(c["wire"]) + "</details>"
                if "wire" in c else "")

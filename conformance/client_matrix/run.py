@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from conformance.analysis import analyze
 from conformance.client_matrix.adapters import adapter_argv, run_client
 from conformance.client_matrix.clients import Client
 from conformance.client_matrix.harness import Exchange, running_harness
-from conformance.client_matrix.judge import expected_from, judge
+from conformance.client_matrix.judge import expected_from, is_json, judge
 from conformance.client_matrix.streams import Stream
 from conformance.profile_columns import LIVE_ONLY
 from conformance.readers import exchange_transcript
@@ -55,11 +56,13 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         verdict = judge_without_request(answer)
         cell.update(outcome=verdict[0], detail=verdict[1], problems=[])
     else:
-        v = judge(expected_from(result, body if isinstance(body, dict) else None), answer)
+        expected = expected_from(result, body if isinstance(body, dict) else None)
+        v = judge(expected, answer)
         cell.update(outcome=v.outcome, detail=v.detail, problems=v.problems)
-        if v.outcome != "ok":  # an ok cell's calls are the robust reading's
-            cell["expected"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                for c in (result.turn.calls if result.turn else [])]
+        # The calls on the wire with their status: what every cell is judged against (a
+        # test checks every committed cell against them).
+        cell["expected"] = [{k: c[k] for k in ("id", "name", "arguments", "raw_arguments",
+                                                "status")} for c in expected.calls]
         cell["quirks"] = result.quirks
         if stream.kind == "profile" and stream.profile not in LIVE_ONLY:
             cell["elicited"] = not stream.quirks or bool(set(stream.quirks) & set(result.quirks))
@@ -71,8 +74,12 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         cell["detail"] = ", ".join(cell["problems"]) or " ".join(
             x for x in (cell["outcome"], kind) if x)
         cell["calls"] = None if cell["calls"] is None else [
-            {"id": None, "name": c.get("name"), "arguments": None} for c in cell["calls"]]
-        cell.pop("expected", None)
+            {"id": None, "name": c.get("name"), "arguments": None,
+             "json": is_json(c.get("arguments")),
+             **({"invalid": c["invalid"]} if c.get("invalid") else {})}
+            for c in cell["calls"]]
+        cell["expected"] = [{"id": None, "name": c["name"], "arguments": None,
+                             "status": c["status"]} for c in cell.get("expected", [])]
         cell["evidence"] = "field"
     elif wire is not None and cell["outcome"] != "ok":
         # The bytes of a finding; an ok cell's evidence is its calls and the stream's source.
@@ -107,13 +114,15 @@ def run_matrix(clients: list[Client], streams: list[Stream], *, root: Path, pyth
                      f"{s.path}", "model": s.model, "request": s.request, "timeout": timeout}
                     for n, s in enumerate(streams)]
             argv = adapter_argv(client, root, python, node)
+            started = time.monotonic()
             versions[client.id], answers[client.id] = run_client(client, argv, jobs)
             if log:
                 counts: dict[str, int] = {}
                 for a in answers[client.id].values():
                     k = next((k for k in ("error", "hung", "exception") if a.get(k)), "calls")
                     counts[k] = counts.get(k, 0) + 1
-                log(f"{client.id}: {len(jobs)} jobs {counts}")
+                log(f"{client.id}: {len(jobs)} jobs {counts} in "
+                    f"{time.monotonic() - started:.0f} s")
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(one, clients))

@@ -29,15 +29,19 @@ from conformance.report.headline import render_headline
 from conformance.report.html import render_html
 from conformance.report.markdown import render_markdown
 from conformance.report.validate import load_matrix, matrix_schema, validate_matrix
+from conformance.textsafe import terminal, terminal_lines
 
 MATRIX_NAME = "quirks-matrix"
 
 
 def atomic_write(path: Path, text: str) -> None:
     """One writer for every file the suite writes: redact, temporary file, fsync, rename
-    (``conformance.secrets.write_atomic``)."""
+    (``conformance.secrets.write_atomic``). Lone surrogates and control characters (valid
+    JSON from the wire: a tool named ``"\\ud800"``) are written as ``\\uXXXX`` escapes
+    (``textsafe.for_file``): always encodable, inert when printed."""
     from conformance.secrets import write_atomic
-    write_atomic(path, text)
+    from conformance.textsafe import for_file
+    write_atomic(path, for_file(text))
 
 
 def quirk_doc_link(out_dir: Path) -> str | None:
@@ -99,29 +103,30 @@ def update_readme(readme_path: Path, markdown: str, block: str = "matrix") -> bo
 
     # The README is our own documentation: the key redactor must not rewrite its prose
     # (it once turned "`?key=` or a password" into "`?key=<redacted>").
-    write_atomic(path, new, redact_secrets=False)
+    from conformance.textsafe import for_file
+    write_atomic(path, for_file(new), redact_secrets=False)
     return True
 
 
 def write_field_report(results: Iterable[Any], out_dir: Path) -> dict[str, Path]:
-    """`conformance analyze --report DIR PATH…`: the captures as a field-mode matrix."""
+    """`toolcall-conformance analyze --report DIR PATH…`: the captures as a field-mode matrix."""
     from conformance.matrix import matrix_from_captures
 
     return write_reports(matrix_from_captures(list(results)), Path(out_dir))
 
 
 def _fail(message: str) -> int:
-    print(f"conformance report: {message}", file=sys.stderr)
+    print(terminal(f"toolcall-conformance report: {message}"), file=sys.stderr)
     return 2
 
 
-def render_command(results_dir: Path, out_dir: Path) -> int:
+def render_command(out_dir: Path) -> int:
     """Render <out_dir>/quirks-matrix.json to .md and .html next to it (0; 2 if invalid)."""
     src = Path(out_dir) / f"{MATRIX_NAME}.json"
     if not src.exists():
         return _fail(
-            f"{src}: no such file; produce it with a pytest run (nox -s matrix) or "
-            f"`conformance analyze --report {out_dir} PATH…`"
+            f"{src}: no such file; produce it with `toolcall-conformance run --report-dir "
+            f"{out_dir} …` or `toolcall-conformance analyze --report {out_dir} PATH…`"
         )
     try:
         doc = load_matrix(src)
@@ -131,7 +136,7 @@ def render_command(results_dir: Path, out_dir: Path) -> int:
     for ext, text in (("md", md), ("html", render_html(doc))):
         path = src.with_suffix(f".{ext}")
         atomic_write(path, text)
-        print(f"wrote {path}")
+        print(terminal(f"wrote {path}"))
     return 0
 
 
@@ -144,7 +149,7 @@ def diff_command(old_path: Path, new_path: Path, markdown: bool = False) -> int:
     diffs = diff_matrices(old, new)
     notes = column_notes(old, new)
     fmt = format_markdown if markdown else format_diff_text
-    sys.stdout.write(fmt(diffs, notes))
+    sys.stdout.write(terminal_lines(fmt(diffs, notes)))  # reasons come from the wire
     return 1 if any(d.regressed for d in diffs) else 0
 
 

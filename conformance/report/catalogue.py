@@ -8,21 +8,14 @@ id, so GitHub's anchor is the id in lower case). Regenerate with
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-import re
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from conformance.registry import load_reporters, spec
 from conformance.rules import quirk_catalogue, quirk_level
 
 DOC_PATH = Path("docs/quirks.md")
-# Where detectors live: every function whose docstring names a quirk id reports it.
-DETECTOR_MODULES = ("conformance.analysis", "conformance.runner")
-_QID = re.compile(r"\bQ-[A-Z0-9][A-Z0-9-]*[A-Z0-9]\b")
 LEVELS = {
     "MUST": "breaks a field-presence rule of the wire contract",
     "SHOULD": "breaks some clients; a robust client works around it",
@@ -30,26 +23,16 @@ LEVELS = {
 }
 
 
-def _modules(name: str) -> list[ModuleType]:
-    mod = importlib.import_module(name)
-    out = [mod]
-    if hasattr(mod, "__path__"):  # a package: its submodules too
-        for info in pkgutil.walk_packages(mod.__path__, name + "."):
-            out.append(importlib.import_module(info.name))
-    return out
-
-
 def detectors() -> dict[str, list[str]]:
-    """quirk id -> the functions that report it (by the ids their docstrings name)."""
-    found: dict[str, set[str]] = {}
-    for modname in DETECTOR_MODULES:
-        for mod in _modules(modname):
-            for fname, fn in inspect.getmembers(mod, inspect.isfunction):
-                if fn.__module__ != mod.__name__:
-                    continue
-                for q in set(_QID.findall(inspect.getdoc(fn) or "")):
-                    found.setdefault(q, set()).add(fname)
-    return {q: sorted(v) for q, v in found.items()}
+    """quirk id -> the functions that report it, as they declare it (``@detector``,
+    ``@works_around``; the robust client's repairs are marked as the client's)."""
+    out: dict[str, set[str]] = {}
+    for q, reporters in load_reporters().items():
+        for r in reporters:
+            out.setdefault(q, set()).add(
+                f"{r.name} (robust client)" if r.hook == "client" else r.name
+            )
+    return {q: sorted(v) for q, v in out.items()}
 
 
 def field_routes() -> dict[str, list[str]]:
@@ -100,12 +83,17 @@ def render_quirks_doc(catalogue: dict[str, dict[str, Any]] | None = None,
     order = sorted(groups)
     for g in order:
         for q in groups[g]:
-            lines.append(f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {quirk_level(q)} |")
+            lines.append(f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {_level(q, cat[q])} |")
     for g in order:
         lines += ["", f"## {g}. {titles[g]}".rstrip(". ")]
         for q in groups[g]:
             lines += _entry(q, cat[q], found.get(q, []), seen.get(q, []))
     return "\n".join(lines) + "\n"
+
+
+def _level(q: str, e: dict[str, Any]) -> str:
+    """The entry's own level (hand-written catalogues), else the registry's: never a default."""
+    return str(e.get("level") or quirk_level(q))
 
 
 def _cell(text: str) -> str:
@@ -114,7 +102,7 @@ def _cell(text: str) -> str:
 
 def _entry(q: str, e: dict[str, Any], funcs: list[str], routes: list[str]) -> list[str]:
     ref = " · reference behaviour (OpenAI does this)" if e.get("reference_behaviour") else ""
-    out = ["", f"### {q}", "", f"**{_one_line(e['title'])}** · level {quirk_level(q)}{ref}", ""]
+    out = ["", f"### {q}", "", f"**{_one_line(e['title'])}** · level {_level(q, e)}{ref}", ""]
     for key, label in (("breaks", "What breaks"), ("workaround", "Workaround"),
                        ("providers", "Seen with"), ("sources", "Sources")):
         if e.get(key):
@@ -125,7 +113,8 @@ def _entry(q: str, e: dict[str, Any], funcs: list[str], routes: list[str]) -> li
     if funcs:
         out.append("- **Detector:** " + ", ".join(f"`{f}`" for f in funcs))
     else:
-        out.append("- **Detector:** none (catalogued for reference)")
+        why = spec(q).no_reporter if q in quirk_catalogue() else None
+        out.append(f"- **Detector:** none ({_one_line(why or 'catalogued for reference')})")
     return out
 
 

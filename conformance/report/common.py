@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.enums import Level, Verdict
+
 Doc = dict[str, Any]
 Cell = dict[str, Any]
 
@@ -25,14 +27,15 @@ SYMBOL = {
     "unsupported": "–",
     "not recorded": "∅",
 }
-# Worse is higher. Inconclusive (traffic, but the scenario's behaviour did not show),
-# unsupported and not recorded are not judged and have no rank.
-RANK = {"conforms": 0, "quirk": 1, "fails": 2, "error": 2}
+# Worse is higher: the one order of enums.Verdict (error above fails). Inconclusive
+# (traffic, but the scenario's behaviour did not show), unsupported and not recorded are
+# not judged and have no rank here.
+RANK = {v.value: v.rank for v in Verdict if v is not Verdict.INCONCLUSIVE}
 INCONCLUSIVE = "inconclusive"
 # Verdicts that say something about the scenario, and the order a tally lists them in.
 CONCLUSIVE = ("conforms", "quirk", "fails", "error")
 STRATEGIES = ("naive", "guarded", "robust")
-LEVEL_RANK = {"MUST": 3, "SHOULD": 2, "INFO": 1}
+LEVEL_RANK = {lv.value: lv.rank + 1 for lv in Level}  # INFO 1, SHOULD 2, MUST 3
 
 
 class MatrixError(ValueError):

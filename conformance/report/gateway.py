@@ -5,7 +5,7 @@ profile by ``conformance.gateway_columns``) and each profile, the section sets s
 
 * ``injected``: the quirks the profile injects (its definition, checked end to end by the
   profile's own column);
-* ``upstream``: the profile's direct cell (recorded from ``conformance serve``), when the
+* ``upstream``: the profile's direct cell (recorded from ``toolcall-conformance serve``), when the
   run has it;
 * ``through``: the cell recorded through the gateway;
 * ``passed`` (in both), ``normalised`` (upstream only: the gateway removed or repaired it),
@@ -155,7 +155,7 @@ def render_markdown(doc: dict[str, Any], sub: str) -> list[str]:
     out: list[str] = []
     for _name, gw in sorted((doc.get(KEY) or {}).items()):
         out += ["", f"{sub} Gateway transparency: {esc(gw['label'])}", "",
-                "Each reference profile of `conformance serve`, recorded through the gateway and "
+                "Each reference profile of `toolcall-conformance serve`, recorded through the gateway and "
                 "compared with what the profile injects (its direct cell): what passed "
                 "through, what the gateway normalised away, what it added.", "",
                 esc(_intro(gw)), "",

@@ -69,20 +69,40 @@ def _asset(name: str) -> str:
     return resources.files("conformance.report").joinpath(name).read_text("utf-8")
 
 
-def rich(text: str) -> str:
-    """Catalogue prose to HTML: escaped, `code` spans and bare URLs made live."""
-    out = []
-    for i, part in enumerate(_CODE.split(text or "")):
-        if i % 2:
-            out.append(f"<code>{e(part)}</code>")
+# The catalogue's inline Markdown (the subset it uses): [text](http…) links, bare URLs,
+# **bold** and *emphasis*, `code` spans (nothing is read inside one). Everything is escaped: a
+# piece of markup is produced only by these patterns, never copied from the text.
+_INLINE = re.compile(
+    r"`(?P<c>[^`]+)`"
+    r"|\[(?P<lt>[^\]]+)\]\((?P<lu>https?://[^\s()]+)\)"
+    r"|(?P<url>" + _URL.pattern + r")"
+    r"|\*\*(?P<b>[^*\s](?:[^*]*[^*\s])?)\*\*"
+    r"|(?<![\w*])\*(?P<i>[^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"
+)
+
+
+def _inline(text: str) -> str:
+    out, last = [], 0
+    for m in _INLINE.finditer(text):
+        out.append(e(text[last : m.start()]))
+        if m.group("c"):
+            out.append(f"<code>{e(m.group('c'))}</code>")
+        elif m.group("lu"):
+            out.append(f'<a href="{e(m.group("lu"))}" rel="noreferrer">{_inline(m.group("lt"))}</a>')
+        elif m.group("url"):
+            out.append(f'<a href="{e(m.group("url"))}" rel="noreferrer">{e(m.group("url"))}</a>')
+        elif m.group("b"):
+            out.append(f"<strong>{_inline(m.group('b'))}</strong>")
         else:
-            last = 0
-            for m in _URL.finditer(part):
-                out.append(e(part[last : m.start()]))
-                out.append(f'<a href="{e(m.group(0))}" rel="noreferrer">{e(m.group(0))}</a>')
-                last = m.end()
-            out.append(e(part[last:]))
+            out.append(f"<em>{_inline(m.group('i'))}</em>")
+        last = m.end()
+    out.append(e(text[last:]))
     return "".join(out)
+
+
+def rich(text: str) -> str:
+    """Catalogue prose to HTML: escaped, `code` spans, links, **bold** and *emphasis*."""
+    return _inline(text or "")
 
 
 def quirk_href(doc: Doc, qid: str, catalogue_url: str) -> str:
@@ -443,7 +463,7 @@ def _field_section(doc: Doc, ids: list[str]) -> str:
         '<section id="public-recordings"><h2>Public recordings <span class="count">'
         f'{e(FIELD_TITLE)}</span></h2><p class="note"><span class="mark">{FIELD_MARK}'
         "</span> Streams of these providers recorded by other public projects and analysed "
-        "by <code>conformance analyze</code>: a kind of evidence of its own, which never fills "
+        "by <code>toolcall-conformance analyze</code>: a kind of evidence of its own, which never fills "
         "a cell of the table above (a <code>not recorded</code> cell stays "
         "<code>not recorded</code>).</p>" + "".join(parts) + "</section>"
     )
@@ -557,9 +577,9 @@ def _list_table(doc: Doc, ids: list[str], section: str) -> str:
 
 
 def _implied(quirks: list[str]) -> set[str]:
-    from conformance.rules import IMPLIES
+    from conformance import registry
 
-    return {c for q in quirks for c in IMPLIES.get(q, ())}
+    return {c for q in quirks for c in registry.implied(q)}
 
 
 def _advice(doc: Doc, ids: list[str]) -> str:

@@ -274,9 +274,9 @@ def _profiles(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
 
 
 def _implied(quirks: list[str]) -> set[str]:
-    from conformance.rules import IMPLIES
+    from conformance import registry
 
-    return {c for q in quirks for c in IMPLIES.get(q, ())}
+    return {c for q in quirks for c in registry.implied(q)}
 
 
 def field_mark(entries: list[dict[str, Any]]) -> str:
@@ -350,14 +350,20 @@ LEGEND = (
     "calls) · ✗ fails (a MUST rule broken, or unrecoverable) · ! error (transport/HTTP/protocol) "
     "· ? inconclusive (the model did not produce what the scenario tests: no call, fewer calls "
     "than it needs, another tool, prose; a deviation seen on the wire still rates ✗, ! or "
-    "\\~) · – unsupported · ∅ not recorded · ◇ seen in public recordings, not recorded by this "
-    "suite (the verdicts of those captures with their number; never a cell's verdict). "
+    "\\~) · – unsupported · ∅ not recorded{field} "
     "*Verdicts row*: the column's cells counted by "
     "verdict, inconclusive apart. *Client rows*: how many recorded scenarios each "
     "accumulator assembled correctly (naive = overwrite when present; guarded = overwrite when "
     "non-empty; robust = `conformance.client`); an inconclusive cell counts there too, since "
     "its stream was assembled all the same."
 )
+FIELD_LEGEND = (" · ◇ seen in public recordings, not recorded by this suite (the verdicts of "
+                "those captures with their number; never a cell's verdict).")
+
+
+def _has_field_evidence(doc: Doc) -> bool:
+    return bool(doc.get("field_providers")) or any(
+        c.get("field_evidence") for c in doc.get("columns") or [])
 
 
 def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None = None) -> str:
@@ -381,7 +387,7 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
             lines += ["", '<a id="public-recordings"></a>', "",
                       f"{sub} Seen in public recordings (not recorded by this suite)", "",
                       "Captures of these providers' streams recorded by other public projects, "
-                      "analysed by `conformance analyze` (`python3 noxw -s field -- DIR` "
+                      "analysed by `toolcall-conformance analyze` (`python3 noxw -s field -- DIR` "
                       f"regenerates them). Marked {FIELD_MARK}; they never fill a cell above: a "
                       "`not recorded` cell stays `not recorded`.", "",
                       *_field_lines(doc, providers)]
@@ -393,7 +399,7 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
     profiles = section(doc, "reference_profiles")
     if profiles:
         lines += ["", f"{sub} Reference profiles (end-to-end negative controls)", "",
-                  "Each profile of `conformance serve` injects catalogued quirks into OpenAI's "
+                  "Each profile of `toolcall-conformance serve` injects catalogued quirks into OpenAI's "
                   "shape; recorded over HTTP, replayed and analysed like a provider, it must "
                   "show exactly those quirks (INFO-level notes aside).", ""]
         lines += _profiles(doc, profiles, notes)
@@ -404,7 +410,9 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
         lines += ["", f"{sub} Captures", "", *_captures(doc, captures, notes), ""]
         lines += [f"{sub} What your client must do (captures)", ""]
         lines += _advice_lines(doc, captures)
-    lines += ["", f"{sub} Legend", "", LEGEND, ""]
+    # The ◇ mark is explained only where it appears (a run's report has none).
+    legend = LEGEND.format(field=FIELD_LEGEND if _has_field_evidence(doc) else ".")
+    lines += ["", f"{sub} Legend", "", legend, ""]
     lines += notes.lines
     text = "\n".join(lines).rstrip() + "\n"
     return link_quirks(text, doc.get("quirks") or {}, quirk_doc) if quirk_doc else text

@@ -53,9 +53,14 @@
   }
   function code(text) { return h("code", null, text); }
   /* Prose with `code` spans (rule statements, messages), built as nodes, never as HTML. */
+  /* The catalogue's Markdown subset: `code` and **bold**, built as nodes (never as HTML). */
   function prose(text) {
-    return String(text).split("`").map(function (part, i) { return i % 2 ? code(part) : part; });
+    return String(text).split("`").map(function (part, i) {
+      if (i % 2) return code(part);
+      return part.split("**").map(function (p, j) { return j % 2 ? h("strong", null, p) : p; });
+    });
   }
+  function plain(text) { return String(text).replace(/\*\*|`/g, ""); }
   function slug(v) { return v.replace(/ /g, "-"); }
   function quirkHref(q) {
     var entry = doc.quirks[q];
@@ -63,7 +68,7 @@
   }
   function quirkLink(q) {
     var entry = doc.quirks[q] || {};
-    return h("a", { href: quirkHref(q), title: entry.title || q }, code(q));
+    return h("a", { href: quirkHref(q), title: plain(entry.title || q) }, code(q));
   }
   function levelTag(level) { return h("span", { class: "lvl lvl-" + level }, level); }
 

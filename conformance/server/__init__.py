@@ -1,6 +1,6 @@
 """The reference-profile server: every catalogued quirk served over real HTTP.
 
-``conformance serve --port 8765`` runs it; ``testing.running_server()`` runs it in-process.
+``toolcall-conformance serve --port 8765`` runs it; ``testing.running_server()`` runs it in-process.
 See ``docs/server.md``.
 """
 

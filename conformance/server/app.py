@@ -222,7 +222,7 @@ def serve(host: str = "127.0.0.1", port: int = 8765, latency: float = 0.0) -> No
         sock.close()
         raise PortInUse(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     bound = sock.getsockname()[1]
-    print(f"conformance serve: listening on http://{host}:{bound}/v1", file=sys.stderr,
+    print(f"toolcall-conformance serve: listening on http://{host}:{bound}/v1", file=sys.stderr,
           flush=True)
     config = uvicorn.Config(create_app(latency=latency), log_level="info")
     try:

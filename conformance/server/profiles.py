@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conformance import registry
 from conformance.mutations import MUTATIONS
 from conformance.server.streams import RequestError, openai_error
 
@@ -156,27 +157,9 @@ def profile_name(quirk: str) -> str:
     return quirk.removeprefix("Q-").lower()
 
 
-_NEEDS = {
-    "Q-INDEX-ALL-ZERO": "parallel",
-    "Q-INDEX-REUSED-ACROSS-CALLS": "parallel",
-    "Q-INDEX-ABSENT-PARALLEL-SPLIT": "parallel",
-    "Q-OPENAI-MULTI-TOOL-USE-WRAPPER": "parallel",
-    "Q-ARGS-ABSENT-NO-PARAMS": "no-params",
-    "Q-FINISH-STOP-NAMED-TOOLCHOICE": "named",
-    # With tool_choice "auto" a turn without a call is legitimate; "required" makes it a fault.
-    "Q-TOOLCALLS-MISSING-IN-STREAM": "required",
-    "Q-TOOLCALL-AS-TEXT": "required",
-    # Prose before a call is a fault only when the request demands a call.
-    "Q-REQUIRED-NOT-ENFORCED": "required",
-}
-# Quirks a profile shows along with its own, because they are its evidence.
-_ALSO = {
-    # The model's own text of the calls in content shows that the server parsed it.
-    "Q-ARGS-SERVER-PARSER-CORRUPTION": frozenset({"Q-TOOLCALL-DUPLICATED-IN-CONTENT"}),
-}
-
-# A stall is timing, not bytes: an analysis of the body cannot see it.
-_INVISIBLE = {"Q-STREAM-STALLS"}
+# What a quirk's profile needs from the request (``needs``), the ids it shows along with
+# its own (``profile_also``: its evidence) and whether its bytes show it at all
+# (``visible_in_bytes``: a stall is timing) are the quirk's registry entry.
 
 
 _DESCRIPTIONS = {
@@ -186,16 +169,17 @@ _DESCRIPTIONS = {
 
 
 def _single(quirk: str, name: str | None = None, description: str | None = None) -> Profile:
+    spec = registry.spec(quirk, "server profile")
     doc = (MUTATIONS[quirk].__doc__ or "").strip().split(": ", 1)[-1]  # without the id
+    shown = frozenset({quirk}) | spec.profile_also
     return Profile(
         name=name or profile_name(quirk),
         description=description or _DESCRIPTIONS.get(quirk) or doc,
         mutations=(quirk,),
-        quirks=frozenset({quirk}) | _ALSO.get(quirk, frozenset()),
-        expected=frozenset() if quirk in _INVISIBLE
-        else frozenset({quirk}) | _ALSO.get(quirk, frozenset()),
-        when="named" if quirk == "Q-FINISH-STOP-NAMED-TOOLCHOICE" else None,
-        needs=_NEEDS.get(quirk),
+        quirks=shown,
+        expected=shown if spec.visible_in_bytes else frozenset(),
+        when="named" if spec.needs == "named" else None,
+        needs=spec.needs,
     )
 
 
@@ -213,7 +197,7 @@ def _build() -> dict[str, Profile]:
             quirks=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
             expected=frozenset({"Q-PARALLEL-TOOL-CALLS-IGNORED"}),
             ignore_parallel_false=True,
-            needs="parallel-false",
+            needs=registry.spec("Q-PARALLEL-TOOL-CALLS-IGNORED").needs,
         ),
         # Provider shapes from the seeds.
         _single(
@@ -331,9 +315,11 @@ def _build() -> dict[str, Profile]:
             "property is added (Anthropic's OpenAI-SDK compatibility layer, documented).",
             quirks=frozenset({"Q-STRICT-IGNORED"}),
             ignore_strict=True,
-            needs="strict",
+            needs=registry.spec("Q-STRICT-IGNORED").needs,
         ),
     ]
+    for p in profiles:
+        registry.check_ids(p.quirks | p.expected, f"server profile {p.name!r}")
     return {p.name: p for p in profiles}
 
 

@@ -148,6 +148,7 @@ def text_answer(user_text: str) -> str:
 _PLACES = ("Paris", "Tokyo", "Lisbon", "Nairobi", "Lima")
 _WORDS = ("alpha", "report", "summary", "draft", "notes", "quarterly", "invoice")
 _STRING_HINTS: tuple[tuple[str, str], ...] = (
+    (r"body|content|essay|poem", "long"),
     (r"city|location|place|town|destination|address|country|region", "place"),
     (r"query|search|question|prompt|text|message|q$", "query"),
     (r"path|file", "notes.txt"),
@@ -169,6 +170,7 @@ class Hints:
     places: tuple[str, ...]
     non_ascii: tuple[str, ...]
     query: str
+    words: int = 0  # how long a text the user asked for ("a 500-word essay", "20 lines")
 
     @classmethod
     def from_text(cls, text: str) -> Hints:
@@ -176,7 +178,31 @@ class Hints:
         non_ascii = tuple(w for w in words if len(w) > 2 and not w.isascii())
         proper = tuple(w for w in words[1:] if w[0].isupper() and len(w) > 2)
         places = tuple(dict.fromkeys(non_ascii + proper)) or _PLACES
-        return cls(places, non_ascii, " ".join(text.split())[:60] or "latest news")
+        return cls(places, non_ascii, " ".join(text.split())[:60] or "latest news",
+                   _asked_length(text))
+
+
+_NUMBERS = {"ten": 10, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100}
+_WORDS_PER_LINE = 6
+
+
+def _asked_length(text: str) -> int:
+    """The words a long text should have: what the user asked, as a model would write it
+    (a max_tokens budget then cuts it, as it cuts a real model's)."""
+    if m := re.search(r"(\d+)[- ]word", text):
+        return min(int(m.group(1)), 2000)
+    if m := re.search(r"(\d+|" + "|".join(_NUMBERS) + r") (?:lines|items)", text, re.I):
+        n = m.group(1).lower()
+        return min(int(n) if n.isdigit() else _NUMBERS[n], 300) * _WORDS_PER_LINE
+    return 0
+
+
+def long_text(rng: random.Random, words: int) -> str:
+    out = []
+    for i in range(words):
+        out.append(rng.choice(_WORDS) + ("\n" if i % _WORDS_PER_LINE == _WORDS_PER_LINE - 1
+                                         else " "))
+    return "".join(out).strip()
 
 
 def synthesize(schema: Any, rng: random.Random, hints: Hints, key: str = "", k: int = 0) -> Any:
@@ -229,6 +255,8 @@ def _string(key: str, rng: random.Random, hints: Hints, k: int) -> str:
                 return hints.places[k % len(hints.places)]
             if value == "query":
                 return hints.query
+            if value == "long":
+                return long_text(rng, hints.words) if hints.words else rng.choice(_WORDS)
             return value
     # The user wrote non-ASCII: make sure the arguments carry some too.
     if hints.non_ascii:

@@ -11,11 +11,21 @@ import pytest
 
 from conformance import secrets
 from conformance.cassettes import vcr_options
+from conformance.enums import Level
 from conformance.matrix import record_provenance
 from conformance.providers import Provider
-from conformance.pytest_plugin import now_iso, provider_slot, suite, write_cell
+from conformance.pytest_plugin import (
+    lock_dir,
+    now_iso,
+    provider_slot,
+    suite,
+    with_max_tokens,
+    write_cell,
+)
+from conformance.rules import INFO, RULES, quirk_catalogue, quirk_level
 from conformance.runner import Cell, CellRunner, unsupported_cell
 from conformance.scenarios import Scenario
+from conformance.textsafe import terminal
 
 
 @pytest.fixture(scope="module")
@@ -47,24 +57,36 @@ def cell_runner(request: pytest.FixtureRequest) -> Iterator[CellRunner]:
 
 
 def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
-          quirks_only: bool = False) -> None:
+          quirks_only: bool = False, fail_on: str = "should", provider: Provider | None = None,
+          request: pytest.FixtureRequest | None = None) -> None:
     """A MUST violation fails; an expected quirk is an expected failure with its reason;
     an unexpected quirk fails; an expected quirk that disappeared fails (strict). An
     error whose cause is an expected quirk is an expected failure too. A cell that did
     not show the behaviour its scenario tests (``inconclusive``) is skipped with why:
     it tested nothing, so it neither passes nor fails. ``quirks_only`` (a reference
     profile through a gateway, whose upstream breaks the stream on purpose): only the
-    quirks are judged against what the gateway is declared to do."""
+    quirks are judged against what the gateway is declared to do. ``fail_on``: the lowest
+    level of an unexpected quirk that fails (``--fail-on``); the ones below it pass the
+    cell and are listed with their level in the run's summary."""
     if cell.verdict == "unsupported":
-        pytest.skip(cell.reason or "unsupported")
+        pytest.skip(terminal(cell.reason or "unsupported"))
     if cell.verdict == "inconclusive":
-        pytest.skip(f"inconclusive: {cell.reason or 'the behaviour was not shown'}")
+        pytest.skip(terminal(f"inconclusive: {cell.reason or 'the behaviour was not shown'}"))
     problems = []
     unexpected = [q for q in cell.unexpected if q not in tolerated]
+    if fail_on == "info" and provider is not None:  # INFO quirks are judged only then
+        unexpected += sorted(q for q in cell.quirks if quirk_level(q) == INFO
+                             and not provider.expects(q, cell.scenario) and q not in tolerated)
+    floor = Level(fail_on.upper()).rank
+    below = [q for q in unexpected if Level(quirk_level(q)).rank < floor]
+    unexpected = [q for q in unexpected if q not in below]
+    if below and request is not None:
+        request.node.user_properties.append(
+            ("conformance_tolerated", [f"{q} ({quirk_level(q)})" for q in below]))
     if cell.verdict == "error" and not (cell.expected and not unexpected) and not quirks_only:
         problems.append(f"error: {cell.reason}")
     for f in [] if quirks_only else cell.uncatalogued_must:
-        problems.append(f"[{f['rule']}]{_where(f)}: {f['message']}")
+        problems.append(f"MUST rule {f['rule']} broken{_where(f)}: {f['message']}")
     for q in unexpected:
         problems += unexpected_quirk_lines(cell, q)
     if unexpected:
@@ -73,11 +95,12 @@ def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
         problems.append("expected quirks no longer seen (remove them from expected_quirks "
                         "or --expect-quirk): " + ", ".join(cell.missing_expected))
     if problems:
-        pytest.fail(secrets.redact("\n".join(problems)), pytrace=False)
+        # Reasons and messages quote the wire: each line escaped (no ESC, no OSC 52)
+        pytest.fail("\n".join(terminal(secrets.redact(p)) for p in problems), pytrace=False)
     if cell.expected:
         pytest.xfail("expected quirks: " + ", ".join(cell.expected))
     if cell.elicited is False:
-        pytest.xfail(cell.reason or "not elicited")
+        pytest.xfail(terminal(cell.reason or "not elicited"))
 
 
 def _where(f: dict[str, Any]) -> str:
@@ -91,18 +114,31 @@ def _where(f: dict[str, Any]) -> str:
     return out
 
 
+def broken(f: dict[str, Any]) -> str:
+    """The rule a finding breaks: its R- rule with the statement's start, or (a quirk
+    judged on its own) the quirk's catalogue title; never the quirk id again."""
+    rule = RULES.get(f.get("rule") or "")
+    if rule is not None:
+        return f"breaks {rule.id}: {secrets.one_line(rule.statement, 90)}"
+    title = (quirk_catalogue().get(f.get("quirk") or "") or {}).get("title")
+    return f"catalogued as: {secrets.one_line(title, 90)}" if title else "catalogued quirk"
+
+
 def unexpected_quirk_lines(cell: Cell, quirk: str) -> list[str]:
-    """One line per finding of the quirk: id, event number, JSON pointer, message."""
+    """One line per finding of the quirk: level, id, the rule it breaks, event number,
+    JSON pointer, message."""
     found = [f for f in cell.findings if f.get("quirk") == quirk]
+    level = quirk_level(quirk)
     if not found:
-        return [f"unexpected quirk {quirk}"]
-    return [f"unexpected quirk {quirk} [{f['rule']}]{_where(f)}: {f['message']}"
+        return [f"unexpected {level} quirk {quirk}"]
+    return [f"unexpected {f.get('level') or level} quirk {quirk} ({broken(f)}){_where(f)}: "
+            f"{f['message']}"
             for f in found[:5]] + ([f"  … {len(found) - 5} more"] if len(found) > 5 else [])
 
 
 def declare_hint(provider: str, quirks: list[str]) -> str:
     flags = " ".join(f"--expect-quirk {q}='<reason>'" for q in quirks)
-    return (f"if this is known and accepted, declare it expected: {flags} (conformance run "
+    return (f"if this is known and accepted, declare it expected: {flags} (toolcall-conformance run "
             f"or pytest), or under provider '{provider}' in providers.yaml: expected_quirks: "
             + "{" + ", ".join(f"{q}: <reason>" for q in quirks) + "}")
 
@@ -123,28 +159,39 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
         if not cfg.replay and provider.missing_key_reason():
             pytest.skip(f"{provider.name}: {provider.missing_key_reason()}")
         repeat = 1 if cfg.replay else request.config.getoption("--repeat")
+        max_tokens: int | None = cfg.max_tokens
         if cfg.replay:
             repeat = max(1, _recorded_trials(cfg.cassette_dir, provider, scenario))
-        with provider_slot(cfg.report_dir / ".locks", provider):
-            cell = cell_runner.run(provider, scenario, repeat=repeat,
+            # The bound the recording was sent with (none before the default existed).
+            max_tokens = _recorded(cfg.cassette_dir, provider, scenario).get(
+                "default_max_tokens")
+        sent = with_max_tokens(provider, max_tokens)
+        with provider_slot(lock_dir(cfg.report_dir), provider):
+            cell = cell_runner.run(sent, scenario, repeat=repeat,
                                    cassette=str(_rel(cassette)))
         write_cell(cfg.report_dir, cell.to_json())
         if not cfg.replay:
             record_provenance(cfg.cassette_dir / cassette_key(provider), provider, scenario.id,
                               now_iso(), repeat,
                               {k: cell.meta.get(k) for k in ("model", "system_fingerprint",
-                                                             "server")})
+                                                             "server")},
+                              scenario_extra={"default_max_tokens": max_tokens})
         judge(cell, getattr(provider, "tolerated", frozenset()),
-              quirks_only=provider.kind == "gateway-profile")
+              quirks_only=provider.kind == "gateway-profile", fail_on=cfg.fail_on,
+              provider=provider, request=request)
         return cell
 
     return run
 
 
-def _recorded_trials(root: Path, provider: Provider, scenario: Scenario) -> int:
+def _recorded(root: Path, provider: Provider, scenario: Scenario) -> dict[str, Any]:
     from conformance.matrix import load_provenance
     prov = load_provenance(root / cassette_key(provider))
-    return int(((prov.get("scenarios") or {}).get(scenario.id) or {}).get("trials", 1))
+    return dict((prov.get("scenarios") or {}).get(scenario.id) or {})
+
+
+def _recorded_trials(root: Path, provider: Provider, scenario: Scenario) -> int:
+    return int(_recorded(root, provider, scenario).get("trials", 1))
 
 
 def _rel(p: Path) -> Path:

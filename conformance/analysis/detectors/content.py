@@ -13,18 +13,33 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import REASONING_FIELDS, _excerpt, _nonempty
 from conformance.client import Turn
+from conformance.registry import detector
 from conformance.rules import MUST
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 CONTENT_KEPT = 200_000  # characters of content kept to look for calls written as text
+# The tool-call markup of each major model family, as its chat template writes it (a
+# server that does not parse the family's format leaks it into content): Hermes/Qwen
+# <tool_call>, Qwen3-Coder's <function=…> and <parameter=…> XML, Mistral [TOOL_CALLS],
+# Llama 3.1+ <|python_tag|>, Kimi K2's section and call tokens, DeepSeek's DSML and
+# ｜tool▁calls｜ tokens, GLM-4.5's <arg_key>/<arg_value>, gpt-oss (harmony) channel text
+# ("<|channel|>commentary to=functions.name <|constrain|>json<|message|>{…}<|call|>"),
+# MiniMax's <minimax:tool_call>, Granite's <|tool_call|>, the "[Calling tool:" of some
+# gateways, and a bare {"name": …, "arguments"|"parameters": …} object.
 TOOL_MARKUP = re.compile(
-    r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<｜DSML｜|\[Calling tool:|"
-    r"<\|tool_calls_section_begin\|>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
+    r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function[=>\s]|<parameter=|<｜DSML｜|"
+    r"<｜tool▁call|\[Calling tool:|<\|python_tag\|>|<arg_key>|<arg_value>|"
+    r"<minimax:tool_call>|<\|channel\|>\s*commentary|\bto=functions\.[A-Za-z_]|<\|call\|>|"
+    r"<\|tool_calls_section_begin\|>|"
+    r"\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
 )
+MARKUP_OVERLAP = 40  # characters of the previous content searched again: a marker split
+# over two deltas ("<|python" then "_tag|>") is found in the second
 
 
+@detector("choice", reports=("Q-REASONING-SAME-DELTA", "Q-REASONING-LEAK-AT-FINISH",))
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
@@ -45,8 +60,10 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
         if a.content_chars < CONTENT_KEPT:  # a running total: no re-count per delta
             a.content.append(content)
             a.content_chars += len(content)
-        if a.first_markup_event is None and TOOL_MARKUP.search(content):
-            a.first_markup_event = n
+        if a.first_markup_event is None:
+            if TOOL_MARKUP.search(a.content_tail + content):
+                a.first_markup_event = n
+            a.content_tail = (a.content_tail + content)[-MARKUP_OVERLAP:]
         if a.reasoning_seen and choice.get("finish_reason") == "tool_calls":
             a.find(
                 "Q-REASONING-LEAK-AT-FINISH",
@@ -57,6 +74,14 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             )
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-TOOLCALL-AS-TEXT",
+        "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
+        "Q-TOOLCALLS-MISSING-IN-STREAM",
+    ),
+)
 def detect_calls_outside_tool_calls(a: Analyzer) -> None:
     """Q-TOOLCALL-AS-TEXT, Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM."""
     calls = a.robust.turn().calls
@@ -97,6 +122,7 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
         )
 
 
+@detector("end", reports=("Q-REQUIRED-NOT-ENFORCED",))
 def detect_required_not_enforced(a: Analyzer) -> None:
     """Q-REQUIRED-NOT-ENFORCED: `tool_choice: "required"`, and the model wrote prose before
     its first call (SHOULD) or instead of any call (MUST, R-TOOL-CHOICE). llama.cpp's
@@ -121,6 +147,7 @@ def detect_required_not_enforced(a: Analyzer) -> None:
 _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
 
 
+@detector("part", reports=("Q-ARGS-SERVER-PARSER-CORRUPTION",))
 def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
     """Q-ARGS-SERVER-PARSER-CORRUPTION rather than the neutral Q-ARGS-INVALID-JSON (the robust
     client's note for unrepairable arguments): why an invalid call is the server parser's

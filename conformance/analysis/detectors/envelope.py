@@ -2,7 +2,7 @@
 
 Q-SSE-ERROR-ENVELOPE, Q-SSE-ERROR-IN-CHUNK, Q-USAGE-EMPTY-CHOICES, Q-AZURE-PROMPT-FILTER-CHUNK,
 Q-EMPTY-DELTA-CHUNKS, Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT,
-Q-EXTRA-FIELDS, Q-AZURE-CHOICE-WITHOUT-DELTA, Q-TOOLCALLS-EMPTY-ARRAY.
+Q-EXTRA-FIELDS, Q-AZURE-CHOICE-WITHOUT-DELTA, Q-TOOLCALLS-EMPTY-ARRAY, Q-TOOLCALLS-NOT-ARRAY.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import REASONING_FIELDS, _error_text, _list
+from conformance.registry import detector
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
@@ -42,6 +43,7 @@ AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  
 EXTRA_NAMES_SHOWN = 12
 
 
+@detector("chunk", reports=("Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK",))
 def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-SSE-ERROR-ENVELOPE (bare {"error":…}), Q-SSE-ERROR-IN-CHUNK (chunk-shaped error)."""
     if chunk.get("error") is None:
@@ -58,6 +60,7 @@ def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     )
 
 
+@detector("chunk", reports=("Q-USAGE-EMPTY-CHOICES", "Q-AZURE-PROMPT-FILTER-CHUNK",))
 def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-USAGE-EMPTY-CHOICES (reference), Q-AZURE-PROMPT-FILTER-CHUNK, Q-EMPTY-DELTA-CHUNKS."""
     choices = chunk.get("choices")
@@ -86,6 +89,14 @@ def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         _empty_delta(a, n)
 
 
+@detector(
+    "chunk",
+    reports=(
+        "Q-ENVELOPE-FIELDS-MISSING",
+        "Q-CHUNK-ID-UNSTABLE",
+        "Q-USAGE-PLACEMENT",
+    ),
+)
 def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT, Q-EXTRA-FIELDS."""
     choices = chunk.get("choices")
@@ -136,6 +147,15 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
             )
 
 
+@detector(
+    "choice",
+    reports=(
+        "Q-AZURE-CHOICE-WITHOUT-DELTA",
+        "Q-ENVELOPE-FIELDS-MISSING",
+        "Q-CHUNK-ID-UNSTABLE",
+        "Q-TOOLCALLS-EMPTY-ARRAY",
+    ),
+)
 def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-AZURE-CHOICE-WITHOUT-DELTA, Q-ENVELOPE-FIELDS-MISSING (choice index, finish key,
     role null), Q-CHUNK-ID-UNSTABLE (a choice index outside the request's n), Q-EXTRA-FIELDS,
@@ -193,6 +213,21 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             _empty_delta(a, n)
 
 
+@detector("choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
+def detect_tool_calls_object(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
+    """Q-TOOLCALLS-NOT-ARRAY: `delta.tool_calls` is one object, not an array (the analyzer
+    and the robust client read it as the one call it carries)."""
+    delta = choice.get("delta")
+    if isinstance(delta, dict) and isinstance(delta.get("tool_calls"), dict):
+        a.find(
+            "Q-TOOLCALLS-NOT-ARRAY",
+            "`tool_calls` is an object, not an array",
+            event=n,
+            pointer=ptr + "/delta/tool_calls",
+            excerpt=delta["tool_calls"],
+        )
+
+
 def _extra(a: Analyzer, name: str, n: int) -> None:
     """A non-standard field's name: kept while it is among the EXTRA_NAMES_SHOWN first in
     sorted order (a later, smaller name takes the largest one's place)."""
@@ -215,6 +250,7 @@ def _empty_delta(a: Analyzer, n: int) -> None:
         a.first_empty_delta = n
 
 
+@detector("end", reports=("Q-EXTRA-FIELDS", "Q-EMPTY-DELTA-CHUNKS",))
 def detect_collected(a: Analyzer) -> None:
     """Q-EXTRA-FIELDS, Q-EMPTY-DELTA-CHUNKS. (OpenAI's own `obfuscation` is a CHUNK_KEY:
     reference behaviour, never an extra field.)"""

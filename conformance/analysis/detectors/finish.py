@@ -19,6 +19,7 @@ from conformance.analysis.common import (
     _usage_requested,
 )
 from conformance.client import ToolCall, Turn
+from conformance.registry import detector
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
@@ -78,6 +79,7 @@ class Choices:
         return f"choice {st.key}: " if self.per_choice else ""
 
 
+@detector("chunk")
 def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """R-CHUNK-OBJECT: two choices of one chunk carry the same `index`. A choice index names
     one of the request's `n` answers; a chunk that carries one twice leaves a client no way
@@ -99,6 +101,17 @@ def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         seen.add(ci)
 
 
+@detector(
+    "choice",
+    reports=(
+        "Q-FINISH-EMPTY-STRING",
+        "Q-FINISH-CAMELCASE",
+        "Q-FINISH-NONSTANDARD-VALUE",
+        "Q-FINISH-REPEATED",
+        "Q-FINISH-ON-NONFINAL-CHUNK",
+        "Q-FINISH-SAME-CHUNK-AS-CALL",
+    ),
+)
 def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-FINISH-EMPTY-STRING, Q-FINISH-CAMELCASE, Q-FINISH-NONSTANDARD-VALUE,
     Q-FINISH-REPEATED, Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL; each
@@ -189,6 +202,15 @@ def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None
     return dict(zip(keys, runs, strict=False))
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-FINISH-NEVER-SENT",
+        "Q-FINISH-STOP-WITH-TOOLCALLS",
+        "Q-FINISH-STOP-NAMED-TOOLCHOICE",
+        "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
+    ),
+)
 def detect_finish_at_end(a: Analyzer) -> None:
     """Q-FINISH-NEVER-SENT, Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE,
     Q-FINISH-TOOLCALLS-WITHOUT-DELTAS; R-LENGTH-CUT: each choice on its own (with n > 1
@@ -268,6 +290,7 @@ def _judge_finish(a: Analyzer, who: str, last_finish: tuple[int, str, str],
         )
 
 
+@detector("part", reports=("Q-ARGS-TRUNCATED",))
 def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
     must end with finish_reason "length", its own choice's): both judged only when the
@@ -300,6 +323,7 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
                 )
 
 
+@detector("end", reports=("Q-ARGS-INVENTED-ON-TRUNCATION",))
 def detect_invented_on_truncation(a: Analyzer) -> None:
     """Q-ARGS-INVENTED-ON-TRUNCATION: `finish_reason: "length"` and a call whose arguments
     are exactly `{}` although its tool requires parameters, or is not declared at all: the

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from conformance.registry import detector
+
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 
+@detector("end", reports=("Q-PARALLEL-TOOL-CALLS-IGNORED",))
 def detect_request_semantics(a: Analyzer) -> None:
     """Q-PARALLEL-TOOL-CALLS-IGNORED; R-TOOL-CHOICE (none / named); R-TOOL-DECLARED."""
     if a.req is None:

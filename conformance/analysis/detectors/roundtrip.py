@@ -10,11 +10,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from conformance.analysis.common import _body_message, _is_roundtrip
+from conformance.registry import detector
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-RT-MISTRAL-TOOL-CALL-ID",
+        "Q-RT-GEMINI-THOUGHT-SIGNATURE",
+        "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
+        "Q-REASONING-MUST-BE-ECHOED",
+        "Q-RT-CONTENT-NULL-REJECTED",
+        "Q-RT-CONTENT-EMPTY-REJECTED",
+        "Q-RT-TOOL-MESSAGE-NAME",
+    ),
+)
 def detect_roundtrip(a: Analyzer) -> None:
     """R-ROUNDTRIP-IDS, R-ROUNDTRIP-ACCEPTED; Q-RT-MISTRAL-TOOL-CALL-ID,
     Q-RT-GEMINI-THOUGHT-SIGNATURE, Q-RT-FUNCTION-NAME-KEY-REQUIRED, Q-REASONING-MUST-BE-ECHOED,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import _excerpt, _nonempty, json_type
 from conformance.client import _complete_json
+from conformance.registry import detector
 
 if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
@@ -53,6 +54,7 @@ class _IndexState:
         self.deferred: list[tuple[str, str, dict[str, Any]]] = []
 
 
+@detector("tool_delta")
 def detect_tool_delta(
     a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
 ) -> None:
@@ -78,6 +80,7 @@ def detect_tool_delta(
     check_continuation_arguments(a, st, tc, args, ptr, n)
 
 
+@detector("fragment")
 def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
     """The steady path's share of detect_tool_delta for a bare argument fragment on an open
     index (no id, type or name): arguments before any name are remembered for
@@ -86,6 +89,7 @@ def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
         st.args_before_name = True
 
 
+@detector("part", reports=("Q-OPENAI-MULTI-TOOL-USE-WRAPPER",))
 def check_name_value(a: Analyzer, name: Any, ptr: str, n: int) -> None:
     """Q-OPENAI-MULTI-TOOL-USE-WRAPPER: a call to the synthetic multi_tool_use.parallel."""
     if _nonempty(name) and name == "multi_tool_use.parallel":
@@ -97,18 +101,21 @@ def check_name_value(a: Analyzer, name: Any, ptr: str, n: int) -> None:
         )
 
 
+@detector("part", reports=("Q-ID-FORMAT",))
 def check_id_format(a: Analyzer, tid: Any, ptr: str, n: int) -> None:
     """Q-ID-FORMAT: an id that is not OpenAI's call_ + 24 base-62 characters."""
     if _nonempty(tid) and not OPENAI_ID.fullmatch(tid):
         a.find(
             "Q-ID-FORMAT",
-            f"tool-call id {tid!r} is not OpenAI's call_… shape",
+            f"tool-call id {tid!r} ({len(tid)} characters) is not OpenAI's shape: call_ "
+            "then 24 letters or digits",
             event=n,
             pointer=ptr + "/id",
             excerpt=tid,
         )
 
 
+@detector("part", reports=("Q-ARGS-WHOLE-IN-ONE-DELTA",))
 def check_calls_per_delta(a: Analyzer, ptr: str, n: int, siblings: int) -> None:
     """Q-ARGS-WHOLE-IN-ONE-DELTA: several tool calls in one delta."""
     if siblings >= 2 and ptr.endswith("/tool_calls/0"):  # once per delta, not per call
@@ -120,6 +127,7 @@ def check_calls_per_delta(a: Analyzer, ptr: str, n: int, siblings: int) -> None:
         )
 
 
+@detector("part", reports=("Q-INDEX-ABSENT", "Q-TYPE-MISSING", "Q-ID-ABSENT",))
 def check_index_absent(
     a: Analyzer, tc: dict[str, Any], tid: Any, name: Any, ptr: str, n: int
 ) -> None:
@@ -157,6 +165,16 @@ def check_index_absent(
         del a.indexless[5_000:]
 
 
+@detector(
+    "part",
+    reports=(
+        "Q-EMPTY-STRING-OVERWRITE",
+        "Q-ID-REPEATED",
+        "Q-ID-CHANGES-MID-CALL",
+        "Q-INDEX-ALL-ZERO",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+    ),
+)
 def check_continuation_id(
     a: Analyzer,
     st: _IndexState,
@@ -219,6 +237,7 @@ def check_continuation_id(
     return False
 
 
+@detector("part", reports=("Q-TYPE-MISSING",))
 def check_continuation_type(a: Analyzer, tc: dict[str, Any], ptr: str, n: int) -> None:
     """R-CONT-TYPE-ABSENT: type repeated on a continuation; `type: ""` is Q-TYPE-MISSING."""
     if "type" not in tc or tc["type"] is None:
@@ -240,6 +259,7 @@ def check_continuation_type(a: Analyzer, tc: dict[str, Any], ptr: str, n: int) -
         )
 
 
+@detector("part", reports=("Q-EMPTY-STRING-OVERWRITE", "Q-NAME-REPEATED", "Q-NAME-FRAGMENTED",))
 def check_continuation_name(
     a: Analyzer,
     st: _IndexState,
@@ -286,6 +306,7 @@ def check_continuation_name(
         )
 
 
+@detector("part", reports=("Q-ARGS-JSON-OBJECT", "Q-ARGS-NULL",))
 def check_continuation_arguments(
     a: Analyzer, st: _IndexState, tc: dict[str, Any], args: Any, ptr: str, n: int
 ) -> None:
@@ -313,11 +334,21 @@ def _args_not_a_string(a: Analyzer, tc: dict[str, Any], args: Any, ptr: str, n: 
     )
 
 
+@detector(
+    "part",
+    reports=(
+        "Q-TYPE-MISSING",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+        "Q-ARGS-ON-OPENING-DELTA",
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-NULL",
+    ),
+)
 def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n: int) -> None:
     """The opening delta of a call: R-FIRST-TYPE (Q-TYPE-MISSING), R-FIRST-ARGS,
     Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA, Q-ARGS-JSON-OBJECT; a missing id
     (Q-ID-ABSENT) or a split call (Q-INDEX-INCONSISTENT-WITHIN-CALL) is judged at the end."""
-    if len(a.indexes) >= a.calls_kept:  # past the bound: no state (detect_calls_kept)
+    if len(a.indexes) >= a.calls_kept:  # past the bound: no state (calls_over_bound)
         if a.calls_over is None:
             a.calls_over = (n, ptr)
         return
@@ -387,6 +418,15 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             )
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-NAME-EMPTY-OPENING-DELTA",
+        "Q-NAME-AFTER-ARGUMENTS",
+        "Q-ID-ABSENT",
+        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+    ),
+)
 def detect_names_at_end(a: Analyzer) -> None:
     """Q-NAME-EMPTY-OPENING-DELTA, Q-NAME-AFTER-ARGUMENTS, Q-ID-ABSENT,
     Q-INDEX-INCONSISTENT-WITHIN-CALL; R-FIRST-NAME, R-FIRST-ID."""
@@ -441,25 +481,27 @@ def detect_names_at_end(a: Analyzer) -> None:
             )
 
 
-def detect_calls_kept(a: Analyzer) -> None:
-    """R-COMPLETE: more calls than the analysis assembles (``analyzer.CALLS_KEPT``). The
-    stream is not judged as if it were whole: like a limit ending the body, the cell is an
-    `error` (``a.body_cut``) and the end-of-stream quirks are not reported. A body already
-    cut, or a transport error, keeps its own reason."""
-    if a.body_cut or a.t.transport_error:
-        return
+def calls_over_bound(a: Analyzer) -> tuple[str, int, str | None] | None:
+    """A body fact (the analyzer's pre-pass, ``a.body_cut`` when the body is not cut):
+    more calls than the analysis assembles (``analyzer.CALLS_KEPT``). The stream is not
+    judged as if it were whole: like a limit ending the body, the cell is an `error`
+    (R-COMPLETE) and the end-of-stream quirks are not reported. A transport error keeps its
+    own reason. Returns (reason, event, pointer) or None."""
+    if a.t.transport_error:
+        return None
     if a.calls_over is not None:
         ev, ptr = a.calls_over
         pointer: str | None = ptr + "/index"
     elif a.robust.calls_cut is not None:  # index-less calls: only the robust client opens them
         ev, pointer = a.robust.calls_cut, None
     else:
-        return
-    a.body_cut = (f"over {a.calls_kept} tool calls in one turn: the analysis assembles "
-                  f"the first {a.calls_kept}")
-    a.find("R-COMPLETE", a.body_cut, event=ev, pointer=pointer)
+        return None
+    reason = (f"over {a.calls_kept} tool calls in one turn: the analysis assembles "
+              f"the first {a.calls_kept}")
+    return reason, ev, pointer
 
 
+@detector("end", reports=("Q-INDEX-NONZERO-START",))
 def detect_nonzero_start(a: Analyzer) -> None:
     """Q-INDEX-NONZERO-START: the first call's index is not 0 and no call ever uses 0.
 
@@ -475,6 +517,14 @@ def detect_nonzero_start(a: Analyzer) -> None:
             )
 
 
+@detector(
+    "end",
+    reports=(
+        "Q-INDEX-ABSENT-WHOLE-CALL",
+        "Q-INDEX-ABSENT-PARALLEL-SPLIT",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+    ),
+)
 def detect_indexless_shape(a: Analyzer) -> None:
     """Q-INDEX-ABSENT-WHOLE-CALL, Q-INDEX-ABSENT-PARALLEL-SPLIT (finer ids of Q-INDEX-ABSENT)."""
     if not a.indexless:

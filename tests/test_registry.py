@@ -1,0 +1,281 @@
+"""The quirk registry is the one declaration of a quirk: its file validates against its
+schema, every id is complete (a level, a reporter, a profile, a mutation, or a stated
+reason for none), code that names an unknown id is refused with a did-you-mean, the
+generated page names the reporters of every id whose failing control fires, the verdict
+has one order, the detectors' order within a hook changes no verdict, and a derived
+round-trip policy keeps every field of the provider's."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from test_detectors import CASES, run
+
+from conformance import registry, verdict
+from conformance.analysis import analyze_chunks
+from conformance.analysis import analyzer as analyzer_mod
+from conformance.client import RoundTripPolicy
+from conformance.enums import Level, Verdict
+from conformance.mutations import MUTATIONS
+from conformance.report import common as report_common
+from conformance.runner import CellRunner
+from conformance.server.profiles import PROFILES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_registry_file_validates_against_its_schema() -> None:
+    schema = json.loads(registry.SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(registry.entries()))
+    assert not errors, [e.message for e in errors[:3]]
+
+
+def test_a_bad_entry_is_refused_by_the_schema() -> None:
+    schema = json.loads(registry.SCHEMA.read_text())
+    bad = dict(registry.entries())
+    bad["Q-SSE-DONE-MISSING"] = dict(bad["Q-SSE-DONE-MISSING"], level="MAY")
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    del bad["Q-SSE-DONE-MISSING"]["level"]
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+
+
+@pytest.mark.parametrize("qid", sorted(registry.specs()))
+def test_every_id_is_complete(qid: str) -> None:
+    s = registry.spec(qid)
+    assert isinstance(s.level, Level)  # no silent default: the schema requires one
+    reporters = registry.load_reporters()
+    assert (qid in reporters) != bool(s.no_reporter), "a reporter, or the reason for none"
+    assert (qid in MUTATIONS) != bool(s.no_mutation), "a mutation, or the reason for none"
+    if s.profile is None:
+        assert s.no_profile
+    else:
+        p = PROFILES[s.profile]
+        assert qid in p.quirks or s.profile == "reference"
+    assert s.implies <= set(registry.specs()) and s.profile_also <= set(registry.specs())
+    if s.workaround_rule is not None:
+        from conformance.rules import RULES
+
+        assert s.workaround_rule in RULES
+
+
+def test_every_analysis_reporter_has_a_failing_control() -> None:
+    reporters = registry.load_reporters()
+    analysed = {q for q, rs in reporters.items() if any(r.hook != "cell" for r in rs)}
+    assert analysed - set(CASES) == set()
+
+
+def test_an_unknown_id_gets_a_did_you_mean() -> None:
+    with pytest.raises(registry.UnknownQuirkError, match=r"did you mean Q-SSE-DONE-MISSING\?"):
+        registry.spec("Q-SSE-DONE-MISING", "providers.yaml: openai")
+    with pytest.raises(
+        registry.UnknownQuirkError, match=r"<locals>.fn: unknown quirk id .Q-NOT-A-QUIRK."
+    ):
+
+        @registry.detector("end", reports=("Q-NOT-A-QUIRK",))
+        def fn(a: Any) -> None: ...
+
+    with pytest.raises(ValueError, match="hook 'nowhere' is not one of"):
+
+        @registry.detector("nowhere")
+        def fn2(a: Any) -> None: ...
+
+
+def test_every_hook_detector_is_declared_once_and_analyzer_lists_come_from_the_registry() -> None:
+    assert analyzer_mod.END_DETECTORS == registry.detectors("end")
+    assert analyzer_mod.CHUNK_DETECTORS == registry.detectors("chunk")
+    names = [r.name for r in registry.load_reporters().get("Q-ARGS-TRUNCATED", [])]
+    assert "check_length_and_usage" in names and "ToolCallAccumulator._call" in names
+
+
+def _page_detectors() -> dict[str, str]:
+    text = (ROOT / "docs" / "quirks.md").read_text("utf-8")
+    out = {}
+    for block in re.split(r"^### ", text, flags=re.M)[1:]:
+        qid = block.split("\n", 1)[0].strip()
+        m = re.search(r"^- \*\*Detector:\*\* (.*)$", block, re.M)
+        out[qid] = m.group(1) if m else ""
+    return out
+
+
+@pytest.mark.parametrize("qid", sorted(CASES))
+def test_the_page_names_the_reporters_of_every_id_whose_control_fires(qid: str) -> None:
+    """docs/quirks.md (regenerate with ``python -m conformance.report.catalogue``)."""
+    c = CASES[qid]
+    r = run(
+        c.stream,
+        request=c.request,
+        status=c.status,
+        headers=c.headers,
+        transport_error=c.transport_error,
+        transport_quirk=c.transport_quirk,
+    )
+    assert qid in r.quirks
+    line = _page_detectors()[qid]
+    assert not line.startswith("none"), f"{qid} fires but the page says {line!r}"
+    for rep in registry.load_reporters()[qid]:
+        assert f"`{rep.name}" in line
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def test_one_verdict_order_error_above_fails() -> None:
+    assert verdict.worst(["fails", "error", "quirk"]) is Verdict.ERROR
+    assert verdict.worst(["inconclusive", "conforms"]) is Verdict.CONFORMS
+    ranked = sorted(report_common.RANK, key=report_common.RANK.__getitem__)
+    assert ranked == ["conforms", "quirk", "fails", "error"]
+    assert report_common.RANK["error"] > report_common.RANK["fails"]
+
+
+def test_the_cell_verdict_is_the_capture_policy_on_more_findings() -> None:
+    must = {"rule": "R-ARGS-JSON", "level": "MUST", "quirk": None}
+    strict = {"rule": "R-ARGS-JSON", "level": "SHOULD", "quirk": "Q-STRICT-IGNORED"}
+    info = {"rule": "Q-ID-FORMAT", "level": "INFO", "quirk": "Q-ID-FORMAT"}
+    assert verdict.cell("conforms", [info]) is Verdict.CONFORMS
+    assert verdict.cell("conforms", [strict]) is Verdict.QUIRK
+    assert verdict.cell("quirk", [must]) is Verdict.FAILS
+    assert verdict.cell("fails", [info]) is Verdict.FAILS
+
+
+# ----------------------------------------------------------------- detector order
+
+
+HOOK_LISTS = ("CHUNK_DETECTORS", "CHOICE_DETECTORS", "END_DETECTORS")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_order_of_detectors_within_a_hook_changes_no_verdict(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outcome() -> dict[str, tuple[str, tuple[str, ...], str]]:
+        out = {}
+        for q, c in CASES.items():
+            r = run(
+                c.stream,
+                request=c.request,
+                status=c.status,
+                headers=c.headers,
+                transport_error=c.transport_error,
+                transport_quirk=c.transport_quirk,
+            )
+            out[q] = (r.verdict, tuple(r.quirks), r.impact["robust"].status)
+        return out
+
+    before = outcome()
+    rng = random.Random(seed)
+    for name in HOOK_LISTS:
+        order = list(getattr(analyzer_mod, name))
+        order.reverse() if seed == 0 else rng.shuffle(order)
+        monkeypatch.setattr(analyzer_mod, name, order)
+    assert outcome() == before
+
+
+def test_a_downgraded_stream_is_read_before_any_end_detector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The robust reading of a JSON completion is a body fact: with the HTTP detector last
+    the robust client still gets the call (it once got none: the turn was cached)."""
+    c = CASES["Q-STREAM-DOWNGRADED"]
+    ends = [d for d in analyzer_mod.END_DETECTORS if d.__name__ != "detect_http_level"]
+    http = [d for d in analyzer_mod.END_DETECTORS if d.__name__ == "detect_http_level"]
+    monkeypatch.setattr(analyzer_mod, "END_DETECTORS", ends + http)
+    r = run(c.stream, request=c.request, status=c.status, headers=c.headers)
+    assert len(r.tool_calls["robust"]) == 1 and "Q-STREAM-DOWNGRADED" in r.quirks
+
+
+# ---------------------------------------------------------------- derived policies
+
+
+def _reasoning_turn() -> Any:
+    chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "reasoning_content": "think"},
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "get_weather",
+                                    "arguments": '{"city":"Paris"}',
+                                },
+                            }
+                        ]
+                    },
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        },
+    ]
+    return analyze_chunks(chunks)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        RoundTripPolicy(echo_reasoning=True),
+        RoundTripPolicy(content="empty", echo_reasoning=True, tool_message_name=True),
+        RoundTripPolicy(content="omit", echo_reasoning=True, id_format="mistral9"),
+    ],
+)
+def test_every_probe_keeps_the_providers_policy_but_the_field_it_probes(
+    policy: RoundTripPolicy,
+) -> None:
+    """A provider that needs its reasoning echoed gets it on every probe (the probes once
+    rebuilt the policy by hand and dropped echo_reasoning: no probe carried it)."""
+    r1 = _reasoning_turn()
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Rejected:
+        status, transport_error = 400, None
+
+    def send(body: dict[str, Any], tag: str) -> Any:
+        sent.append((tag, body))
+        return Rejected()
+
+    quirk, _ = CellRunner(replay=True)._probe_roundtrip(send, {"model": "m"}, [], r1, policy)
+    assert quirk is None and len(sent) >= 2
+    for tag, body in sent:
+        assistant = body["messages"][0]
+        assert assistant["reasoning_content"] == "think", tag
+    tags = {t for t, _ in sent}
+    assert "#probe:Q-RT-TOOL-MESSAGE-NAME" in tags
+    name_probe = dict(sent)["#probe:Q-RT-TOOL-MESSAGE-NAME"]
+    tool = name_probe["messages"][-1]
+    assert ("name" in tool) is (not policy.tool_message_name)
+    assert replace(policy) == policy  # (the policy itself is untouched)
