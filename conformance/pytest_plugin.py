@@ -618,18 +618,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             verdict = c.get("verdict", "?") if c else outcomes(config).outcome[node]
             why = (c or {}).get("reason") or outcomes(config).why.get(node) or ""
             mark = VERDICT_MARK.get(verdict, "·")
-            tw.line(f"{mark} {node}: {verdict}" + (f" ({secrets.one_line(why, 140)})"
-                                                    if why else ""))
+            tw.line(terminal(f"{mark} {node}: {verdict}"
+                             + (f" ({secrets.one_line(why, 140)})" if why else "")))
     n_not = sum(len(v) for v in summary.not_tested.values())
     passing = {n for nodes in summary.tolerated.values() for n in nodes} - set(summary.failed)
     below = f" ({len(passing)} with quirks below --fail-on {cfg.fail_on})" if passing else ""
     tw.line(f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
             f"{len(summary.failed)} deviating, {n_not} not tested")
     for line in [] if summary.unreachable else summary.failure_lines():
-        tw.line(line)
+        tw.line(terminal(line))
     for q, nodes in sorted(summary.tolerated.items()):
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
-        tw.line(f"  below --fail-on {cfg.fail_on}: {q}  [{shown}]")
+        tw.line(terminal(f"  below --fail-on {cfg.fail_on}: {q}  [{shown}]"))
     for why, nodes in sorted(summary.not_tested.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
         tw.line(terminal(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]"))
