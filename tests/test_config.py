@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conformance.faults import fault_server, providers_yaml, run_suite
+from faults import fault_server, providers_yaml, run_suite
 from conformance.providers import ConfigError, load_providers
 
 FAKE_KEY = "sk-proj-CANARYcfg0123456789abcdef"

@@ -90,3 +90,12 @@ def test_the_suite_doors_name_the_extra_they_need(fresh_venv: Path, tmp_path: Pa
            cwd=tmp_path)
     assert r.returncode == 4
     assert "the conformance suite needs its extra: pip install 'conformance[suite]'" in r.stderr
+
+
+def test_the_test_only_fakes_are_not_part_of_the_package() -> None:
+    """tests/faults.py (the misbehaving server) serves tests and benchmarks only: it is
+    not a module of the package, so no wheel ships it."""
+    import importlib.util
+
+    assert importlib.util.find_spec("conformance.faults") is None
+    assert (ROOT / "tests" / "faults.py").is_file()
