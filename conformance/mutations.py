@@ -636,6 +636,20 @@ def index_reused_across_calls(frames, rng):
 
 
 @_mutation
+def index_and_id_reused(frames, rng):
+    """Q-INDEX-AND-ID-REUSED: later calls reuse the first call's index and id, own name kept."""
+    calls = _calls(frames)
+    if not calls:
+        return
+    first = calls[0][0][1]
+    for group in calls[1:]:
+        for _, tc in group:
+            tc["index"] = first["index"]
+            if "id" in tc:
+                tc["id"] = first.get("id")
+
+
+@_mutation
 def index_inconsistent_within_call(frames, rng):
     """Q-INDEX-INCONSISTENT-WITHIN-CALL: a call's opener on one index, its arguments on another."""
     calls = _calls(frames)
@@ -729,6 +743,14 @@ def name_empty_opening_delta(frames, rng):
             _with_name(group[1][1], name)
         else:
             _insert_after(frames, pos, {"index": opener["index"], "function": {"name": name}})
+
+
+@_mutation
+def name_never_sent(frames, rng):
+    """Q-NAME-NEVER-SENT: no delta of a call carries ``function.name`` (parser drops it)."""
+    for group in _calls(frames):
+        for _, tc in group:
+            (tc.get("function") or {}).pop("name", None)
 
 
 @_mutation
@@ -1204,6 +1226,8 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-EXTRA-FIELDS": extra_fields,
     "Q-TOOLCALLS-EMPTY-ARRAY": toolcalls_empty_array,
     "Q-TOOLCALLS-NOT-ARRAY": toolcalls_not_array,
+    "Q-INDEX-AND-ID-REUSED": index_and_id_reused,
+    "Q-NAME-NEVER-SENT": name_never_sent,
     "Q-EMPTY-DELTA-CHUNKS": empty_delta_chunks,
     "Q-INDEX-ABSENT": index_absent,
     "Q-INDEX-ABSENT-WHOLE-CALL": index_absent_whole_call,

@@ -96,6 +96,23 @@ TOOLCALLS_NOT_ARRAY = """\
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}},"finish_reason":null}]}
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
+NAME_NEVER_SENT = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+INDEX_AND_ID_REUSED = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_time","arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"tz\\":\\"UTC\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+TOOLS_WEATHER_TIME = [*S.TOOLS_WEATHER, {"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}}}}]
+TWO_TOOLS = {"model": "m", "stream": True, "tools": TOOLS_WEATHER_TIME}
 WHOLE = "Q-ARGS-WHOLE-IN-ONE-DELTA"  # INFO: a stream written with one delta per call
 
 _CASES: dict[str, tuple] = {
@@ -260,6 +277,11 @@ _CASES: dict[str, tuple] = {
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
     "Q-TOOLCALLS-NOT-ARRAY": case(
         TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"),
+    "Q-NAME-NEVER-SENT": case(
+        NAME_NEVER_SENT, event=1, pointer=tc(0, "function/name"), verdict="fails",
+        request=TWO_TOOLS),
+    "Q-INDEX-AND-ID-REUSED": case(
+        INDEX_AND_ID_REUSED, event=3, pointer=tc(0, "index"), request=TWO_TOOLS),
     "Q-STREAM-STALLS": case(
         S.REFERENCE_SINGLE_SSE[:400], event=None, verdict="error",
         transport_error="stalled: no byte for 30 s (limits.idle_timeout)",

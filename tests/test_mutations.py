@@ -180,6 +180,8 @@ TOUCHES = {
     "Q-EXTRA-FIELDS": {"envelope", "role", "choice_keys"},
     "Q-TOOLCALLS-EMPTY-ARRAY": {"role"},
     "Q-TOOLCALLS-NOT-ARRAY": {"tool_deltas"},
+    "Q-INDEX-AND-ID-REUSED": {"tool_deltas"},
+    "Q-NAME-NEVER-SENT": {"tool_deltas"},
     "Q-EMPTY-DELTA-CHUNKS": {"count"},
     "Q-INDEX-ABSENT": {"tool_deltas"},
     "Q-INDEX-ABSENT-WHOLE-CALL": {"tool_deltas", "count"},

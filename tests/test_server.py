@@ -205,6 +205,19 @@ def _not_array(f, c, r):
     assert tcs and all(isinstance(t, dict) for t in tcs)
 
 
+@shape("Q-INDEX-AND-ID-REUSED")
+def _index_and_id_reused(f, c, r):
+    openers = [tc for tc in deltas(f) if "id" in tc]
+    assert len(openers) >= 2 and len({(tc["index"], tc["id"]) for tc in openers}) == 1
+    assert len({tc["function"]["name"] for tc in openers}) == len(openers)
+
+
+@shape("Q-NAME-NEVER-SENT")
+def _name_never_sent(f, c, r):
+    tcs = deltas(f)
+    assert tcs and not any("name" in (tc.get("function") or {}) for tc in tcs)
+
+
 @shape("Q-EMPTY-DELTA-CHUNKS")
 def _empty_deltas(f, c, r):
     assert [ch["delta"] for ch in choices(f)[1:3]] == [{}, {}]

@@ -36,7 +36,7 @@ from conformance.analysis.detectors import (
 from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
-from conformance.client import JOIN_AFTER, Turn, join_tail
+from conformance.client import JOIN_AFTER, Turn, _declared_tools, join_tail
 from conformance.enums import ImpactStatus, Strategy
 from conformance.rules import RULES, quirk_level
 from conformance.sse import CUT_FAULT
@@ -97,6 +97,9 @@ class Analyzer:
         body = (transcript.request or {}).get("body")
         self.req: dict[str, Any] | None = body if isinstance(body, dict) else None
         self.tools = (self.req or {}).get("tools")
+        # The request's declared tool names (empty without a request): what tells a second
+        # call under the same index and id from a name sent in pieces.
+        self.declared_names: frozenset[str] = frozenset(_declared_tools(self.tools))
         n = (self.req or {}).get("n")
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
