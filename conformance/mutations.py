@@ -470,6 +470,31 @@ def stream_stalls(frames, rng):
     frames.insert(_mid_call_cut(frames, rng), Stall(DEFAULT_STALL_SECONDS))
 
 
+BURST_SILENCE = 1.5  # seconds: a silence the timing findings judge (at least 1 s)
+
+
+def _first_tool_frame(frames: Sequence[Frame | None]) -> int | None:
+    return next((pos for pos, tc in _tool_deltas(frames)), None)
+
+
+@_mutation
+def args_not_progressive(frames, rng):
+    """Q-ARGS-NOT-PROGRESSIVE: a silence, then every fragment at once, then the finish."""
+    first = _first_tool_frame(frames)
+    if first is not None:
+        finish = next(p for p in _finish_positions(frames) if p > first)
+        frames.insert(finish, Stall(BURST_SILENCE))
+        frames.insert(first, Stall(BURST_SILENCE))
+
+
+@_mutation
+def toolcall_held_until_finish(frames, rng):
+    """Q-TOOLCALL-HELD-UNTIL-FINISH: a silence, then the calls and the finish at once."""
+    first = _first_tool_frame(frames)
+    if first is not None:
+        frames.insert(first, Stall(BURST_SILENCE))
+
+
 # --------------------------------------------------------------------------- B. envelope
 
 
@@ -1218,6 +1243,8 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-SSE-ERROR-ENVELOPE": sse_error_envelope,
     "Q-SSE-ERROR-IN-CHUNK": sse_error_in_chunk,
     "Q-STREAM-STALLS": stream_stalls,
+    "Q-ARGS-NOT-PROGRESSIVE": args_not_progressive,
+    "Q-TOOLCALL-HELD-UNTIL-FINISH": toolcall_held_until_finish,
     "Q-USAGE-PLACEMENT": usage_placement,
     "Q-AZURE-PROMPT-FILTER-CHUNK": azure_prompt_filter_chunk,
     "Q-AZURE-CHOICE-WITHOUT-DELTA": azure_choice_without_delta,

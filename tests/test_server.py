@@ -154,7 +154,7 @@ def _error_chunk(f, c, r):
     assert f[-2]["choices"] == [] and f[-2]["error"]["code"] == 502 and not finishes(f)
 
 
-@shape("Q-STREAM-STALLS")
+@shape("Q-STREAM-STALLS", "Q-ARGS-NOT-PROGRESSIVE", "Q-TOOLCALL-HELD-UNTIL-FINISH")
 def _stall(f, c, r):
     assert f == r  # a stall is timing only
 

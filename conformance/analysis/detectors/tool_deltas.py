@@ -37,6 +37,11 @@ class _IndexState:
         "split_suspect",
         "deferred",
         "ptr",
+        "t_first",
+        "t_burst",
+        "t_gap",
+        "t_last",
+        "t_frags",
     )
 
     def __init__(self, event: int, ptr: str):
@@ -52,6 +57,12 @@ class _IndexState:
         # Findings about the opening delta, held back while the index may turn out to be
         # the argument half of a call split over two indices (judged at the end).
         self.deferred: list[tuple[str, str, dict[str, Any]]] = []
+        # When its deltas arrived (detectors/timing.py; None without timings).
+        self.t_first: float | None = None
+        self.t_burst: float | None = None  # the start of the burst its first delta is in
+        self.t_gap: float | None = None  # the silence before that burst
+        self.t_last: float | None = None  # its last argument fragment
+        self.t_frags = 0
 
 
 @detector("tool_delta")
