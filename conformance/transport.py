@@ -270,7 +270,7 @@ class _LimitedStream(httpx.SyncByteStream):
         # its buffer on without a copy; a list of pieces joined at the end held the body
         # twice for a moment, and one byte per chunk would cost some 40 bytes per byte.
         held = io.BytesIO()
-        lines, times = 0, []  # (lines complete, seconds since the request), per read
+        lines, times = 0, list[str]()  # "lines complete:seconds since the request", per read
         try:
             for piece in self._read():
                 held.write(piece)
