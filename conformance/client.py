@@ -990,8 +990,9 @@ class ToolCallAccumulator:
             # Unattributable, or cut by an error (catalogue: discard, do not repair).
             call.valid = False
             return call
-        if not slot.name and ("Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes:
-            self._unnamed(call, ev)  # (the arguments half of a split call is not a call)
+        if not slot.name and (slot.id or len(self._all_slots()) == 1) and (
+            "Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes:
+            self._unnamed(call, ev)  # (id-less arguments beside other calls: not a call start)
         if not raw.strip():
             params = self._declared.get(slot.name)
             if params and params.get("required"):
