@@ -11,7 +11,7 @@ its teardown (where the cassette is written); each run then replays its cassette
 (``--record-mode=none``) and reports the same, the replay's setup being the cassette's
 load.
 
-- ``endless``: ``conformance.faults``' ``endless`` route (content deltas forever); the
+- ``endless``: the test fakes' (``tests/faults.py``) ``endless`` route (content deltas forever); the
   cell ends at ``max_bytes`` as an ``error``. Goal (issue 16): the cell holds at most
   ``max_bytes`` plus a constant.
 - ``long``: a stream that ends normally at about 90 % of ``max_bytes`` (content deltas
@@ -37,6 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test-only fakes (tests/faults.py)
 
 PLUGIN = '''
 import json, os, tracemalloc, pytest
@@ -112,7 +113,7 @@ def long_body(w: Any, size: int) -> None:
 
 def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dict:
     """One cell recorded, then replayed from its cassette (``replay_*``)."""
-    from conformance.faults import providers_yaml, run_suite
+    from faults import providers_yaml, run_suite
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_p = Path(tmp)
@@ -155,7 +156,7 @@ def main() -> int:
     ap.add_argument("--cases", nargs="+", default=cases, choices=cases)
     args = ap.parse_args()
     max_bytes = int(args.max_mb * 2**20)
-    from conformance.faults import closed_port, fault_server, stream_server
+    from faults import closed_port, fault_server, stream_server
 
     print(f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
           f"({args.max_mb:g} MiB)")

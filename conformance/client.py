@@ -404,6 +404,7 @@ class _Slot:
         "markup",
         "lost",
         "plain",
+        "grown",
     )
 
     def __init__(self, ordinal: int, provider_index: int | None, event: int):
@@ -423,6 +424,7 @@ class _Slot:
         self.markup = False  # got control markup (Q-ARGS-CONTROL-MARKUP)
         self.lost = False  # set at the end: its arguments cannot be attributed
         self.plain = True  # not cumulative, index not shared: the fast path may append
+        self.grown = False  # a fragment was appended to a non-empty buffer (two or more)
 
     def text(self) -> str:
         if len(self.parts) > 1:
@@ -619,6 +621,7 @@ class ToolCallAccumulator:
                             parts = slot.parts
                             parts.append(a)
                             slot.length += n
+                            slot.grown = True
                             if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
                                 join_tail(parts)
                             continue
@@ -824,7 +827,9 @@ class ToolCallAccumulator:
         self._calls_left -= 1
         return state.open(provider_index, ev)
 
-    @works_around("Q-INDEX-ABSENT", "Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS")
+    @works_around(
+        "Q-INDEX-ABSENT", "Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS", "Q-INDEX-AND-ID-REUSED"
+    )
     def _select(
         self,
         state: _Choice,
@@ -841,6 +846,8 @@ class ToolCallAccumulator:
                 return self._open(state, idx, ev)
             if self._starts_new_call(slot, tid, name, fn):
                 quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
+                if tid and tid == slot.id:
+                    quirk = "Q-INDEX-AND-ID-REUSED"
                 self._note(
                     quirk, ev, f"a new call started on occupied index {idx}; given its own slot"
                 )
@@ -880,6 +887,10 @@ class ToolCallAccumulator:
     ) -> bool:
         if tid and slot.id and tid != slot.id and tid not in slot.ids:
             return name is not None  # a new id without a name is Q-ID-CHANGES-MID-CALL
+        if tid and tid == slot.id and name and slot.name and name != slot.name:
+            # The same id under another complete declared name: a second call
+            # (Q-INDEX-AND-ID-REUSED); without declared tools, a name sent in pieces.
+            return name in self._declared and slot.name in self._declared
         if tid is None and name and slot.name:
             args = fn.get("arguments")
             restarts = isinstance(args, str) and args.lstrip().startswith("{")
@@ -900,7 +911,9 @@ class ToolCallAccumulator:
                 slot.name += name
                 self._note("Q-NAME-FRAGMENTED", ev, "function name arrived in pieces")
 
-    @works_around("Q-ARGS-JSON-OBJECT", "Q-ARGS-CONTROL-MARKUP", "Q-ARGS-CUMULATIVE")
+    @works_around(
+        "Q-ARGS-JSON-OBJECT", "Q-ARGS-CONTROL-MARKUP", "Q-ARGS-CUMULATIVE", "Q-ARGS-DUPLICATED-ON-FLUSH"
+    )
     def _apply_args(self, slot: _Slot, a: Any, ev: int) -> None:
         if a is None:
             return
@@ -928,19 +941,42 @@ class ToolCallAccumulator:
             return
         # Each delta re-sends everything so far. A one-character buffer latches only when it
         # is "{": a fragment starting "{" after "{" can never continue a JSON object.
+        # After two or more plain fragments, a restart is the flush variant of
+        # Q-ARGS-DUPLICATED-ON-FLUSH (the whole arguments re-sent after a prefix that was
+        # itself incomplete), not cumulative streaming, whose second fragment restarts.
         if (
             len(a) > slot.length
             and (slot.length >= 2 or (slot.length == 1 and slot.text() == "{"))
             and a.startswith(slot.text())
         ):
+            flush = slot.grown
             slot.cumulative, slot.plain = True, False
             slot.parts, slot.length = [a], len(a)
-            self._note("Q-ARGS-CUMULATIVE", ev, "arguments re-sent in full on each delta")
+            if flush:
+                self._note(
+                    "Q-ARGS-DUPLICATED-ON-FLUSH",
+                    ev,
+                    "the whole arguments re-sent after an incomplete prefix; kept the re-sent",
+                )
+            else:
+                self._note("Q-ARGS-CUMULATIVE", ev, "arguments re-sent in full on each delta")
             return
+        if slot.length:
+            slot.grown = True
         slot.parts.append(a)
         slot.length += len(a)
         if len(slot.parts) > JOIN_AFTER:
             join_tail(slot.parts)
+
+    @works_around("Q-NAME-NEVER-SENT")
+    def _unnamed(self, call: ToolCall, ev: int) -> None:
+        """A call whose name never arrived: with exactly one declared tool the name can
+        only be that tool's; with several (or none known) the call cannot be run."""
+        if len(self._declared) == 1:
+            (call.name,) = self._declared
+            self._note("Q-NAME-NEVER-SENT", ev, f"no name sent; the one declared tool, {call.name!r}")
+        else:
+            self._note("Q-NAME-NEVER-SENT", ev, "no name sent", recovered=False)
 
     @works_around(
         "Q-ARGS-ABSENT-NO-PARAMS",
@@ -973,6 +1009,9 @@ class ToolCallAccumulator:
             # Unattributable, or cut by an error (catalogue: discard, do not repair).
             call.valid = False
             return call
+        if not slot.name and (slot.id or len(self._all_slots()) == 1) and (
+            "Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes:
+            self._unnamed(call, ev)  # (id-less arguments beside other calls: not a call start)
         if not raw.strip():
             params = self._declared.get(slot.name)
             if params and params.get("required"):

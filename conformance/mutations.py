@@ -470,6 +470,31 @@ def stream_stalls(frames, rng):
     frames.insert(_mid_call_cut(frames, rng), Stall(DEFAULT_STALL_SECONDS))
 
 
+BURST_SILENCE = 1.5  # seconds: a silence the timing findings judge (at least 1 s)
+
+
+def _first_tool_frame(frames: Sequence[Frame | None]) -> int | None:
+    return next((pos for pos, tc in _tool_deltas(frames)), None)
+
+
+@_mutation
+def args_not_progressive(frames, rng):
+    """Q-ARGS-NOT-PROGRESSIVE: a silence, then every fragment at once, then the finish."""
+    first = _first_tool_frame(frames)
+    if first is not None:
+        finish = next(p for p in _finish_positions(frames) if p > first)
+        frames.insert(finish, Stall(BURST_SILENCE))
+        frames.insert(first, Stall(BURST_SILENCE))
+
+
+@_mutation
+def toolcall_held_until_finish(frames, rng):
+    """Q-TOOLCALL-HELD-UNTIL-FINISH: a silence, then the calls and the finish at once."""
+    first = _first_tool_frame(frames)
+    if first is not None:
+        frames.insert(first, Stall(BURST_SILENCE))
+
+
 # --------------------------------------------------------------------------- B. envelope
 
 
@@ -636,6 +661,20 @@ def index_reused_across_calls(frames, rng):
 
 
 @_mutation
+def index_and_id_reused(frames, rng):
+    """Q-INDEX-AND-ID-REUSED: later calls reuse the first call's index and id, own name kept."""
+    calls = _calls(frames)
+    if not calls:
+        return
+    first = calls[0][0][1]
+    for group in calls[1:]:
+        for _, tc in group:
+            tc["index"] = first["index"]
+            if "id" in tc:
+                tc["id"] = first.get("id")
+
+
+@_mutation
 def index_inconsistent_within_call(frames, rng):
     """Q-INDEX-INCONSISTENT-WITHIN-CALL: a call's opener on one index, its arguments on another."""
     calls = _calls(frames)
@@ -729,6 +768,14 @@ def name_empty_opening_delta(frames, rng):
             _with_name(group[1][1], name)
         else:
             _insert_after(frames, pos, {"index": opener["index"], "function": {"name": name}})
+
+
+@_mutation
+def name_never_sent(frames, rng):
+    """Q-NAME-NEVER-SENT: no delta of a call carries ``function.name`` (parser drops it)."""
+    for group in _calls(frames):
+        for _, tc in group:
+            (tc.get("function") or {}).pop("name", None)
 
 
 @_mutation
@@ -1196,6 +1243,8 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-SSE-ERROR-ENVELOPE": sse_error_envelope,
     "Q-SSE-ERROR-IN-CHUNK": sse_error_in_chunk,
     "Q-STREAM-STALLS": stream_stalls,
+    "Q-ARGS-NOT-PROGRESSIVE": args_not_progressive,
+    "Q-TOOLCALL-HELD-UNTIL-FINISH": toolcall_held_until_finish,
     "Q-USAGE-PLACEMENT": usage_placement,
     "Q-AZURE-PROMPT-FILTER-CHUNK": azure_prompt_filter_chunk,
     "Q-AZURE-CHOICE-WITHOUT-DELTA": azure_choice_without_delta,
@@ -1204,6 +1253,8 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-EXTRA-FIELDS": extra_fields,
     "Q-TOOLCALLS-EMPTY-ARRAY": toolcalls_empty_array,
     "Q-TOOLCALLS-NOT-ARRAY": toolcalls_not_array,
+    "Q-INDEX-AND-ID-REUSED": index_and_id_reused,
+    "Q-NAME-NEVER-SENT": name_never_sent,
     "Q-EMPTY-DELTA-CHUNKS": empty_delta_chunks,
     "Q-INDEX-ABSENT": index_absent,
     "Q-INDEX-ABSENT-WHOLE-CALL": index_absent_whole_call,

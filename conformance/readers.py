@@ -18,6 +18,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -189,6 +190,26 @@ def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
     return decoding.decode_or_keep(body, headers)[0]
 
 
+# The suite's transport records when each body line arrived (transport.py, where it is
+# written): "L:T ..." pairs, L lines complete T seconds after the request was sent.
+TIMES_HEADER = "x-conformance-line-times"
+
+
+def line_times(value: str | None) -> list[tuple[int, float]] | None:
+    """The pairs of a TIMES_HEADER value; None when absent or not well formed (then the
+    capture has no timings and timing findings are not applicable)."""
+    if not value:
+        return None
+    out = []
+    try:
+        for pair in value.split():
+            lines, _, secs = pair.partition(":")
+            out.append((int(lines), float(secs)))
+    except ValueError:
+        return None
+    return out or None
+
+
 def exchange_transcript(
     source: str,
     fmt: str,
@@ -211,6 +232,9 @@ def exchange_transcript(
     retried = header(headers, "x-conformance-connection-retry")  # transport.RETRY_HEADER
     if retried:  # recorded by the suite's transport: the request went on a new connection
         meta["connection_retry"] = retried
+    times = line_times(header(headers, TIMES_HEADER))
+    if times is not None:  # when each line arrived (a cassette the suite wrote)
+        meta["line_times"] = times
     return Transcript(
         source,
         fmt,
@@ -594,8 +618,29 @@ def read_har_file(path: Path) -> list[Transcript]:
             "body": _request_body(post.get("text")),
         }
         status = _status_code(resp.get("status"), source, f"{where}: response status")
-        out.append(exchange_transcript(f"{path}#{i}", "har", request, status, headers, body))
+        t = exchange_transcript(f"{path}#{i}", "har", request, status, headers, body)
+        times = _har_event_times(e)
+        if times is not None:
+            t.meta["event_times"] = times
+        out.append(t)
     return out
+
+
+def _har_event_times(entry: dict[str, Any]) -> list[float] | None:
+    """When each SSE message arrived, in seconds from the request: the entry's
+    ``_eventSourceMessages`` (the browsers' HAR extension; each message's ``time`` in
+    seconds since the epoch, like ``_webSocketMessages``) less its ``startedDateTime``.
+    The k-th message is the body's k-th data event. None when the entry has no times."""
+    messages = entry.get("_eventSourceMessages")
+    started = entry.get("startedDateTime")
+    if not isinstance(messages, list) or not messages or not isinstance(started, str):
+        return None
+    try:
+        t0 = datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp()
+        times = [float(m["time"]) - t0 for m in messages]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return times
 
 
 def _har_headers(value: Any, source: str, what: str) -> dict[str, str]:

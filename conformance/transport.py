@@ -34,7 +34,7 @@ import httpcore
 import httpx
 
 from conformance import decoding, secrets
-from conformance.readers import exchange_transcript
+from conformance.readers import TIMES_HEADER, exchange_transcript, line_times
 from conformance.transcript import Transcript
 
 LIMITS_EXTENSION = "conformance.limits"  # per-request Limits, read by LimitedTransport
@@ -49,7 +49,12 @@ RETRY_HEADER = "x-conformance-connection-retry"
 # A limit (max_bytes, total_timeout) ended the body: only its first KEEP_ON_LIMIT bytes
 # are kept. "kept the first K of N bytes received"; recorded, so a replay says it too.
 CUT_HEADER = "x-conformance-body-cut"
-INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, CUT_HEADER)
+# When each body line arrived: "L:T ..." pairs, L the lines complete once T seconds had
+# passed since the request was sent (one pair per read that completed a line, at most
+# TIMED_READS); recorded, so an analysis of the cassette can judge timing.
+TIMED_READS = 4096
+INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, CUT_HEADER,
+                    TIMES_HEADER)
 # What a limit fault keeps of the body: enough events to show the stream's shape; the
 # rest (up to max_bytes of an endless stream) would only be copied by vcrpy, the scrub,
 # the YAML writer and the analysis, several times over, to reach the same error cell.
@@ -231,11 +236,18 @@ class _LimitedStream(httpx.SyncByteStream):
         # its buffer on without a copy; a list of pieces joined at the end held the body
         # twice for a moment, and one byte per chunk would cost some 40 bytes per byte.
         held = io.BytesIO()
+        lines, times = 0, list[str]()  # "lines complete:seconds since the request", per read
         try:
             for piece in self._read():
                 held.write(piece)
+                if (k := piece.count(b"\n")) and len(times) < TIMED_READS:
+                    lines += k
+                    times.append(f"{lines}:{time.monotonic() - self._started:.3f}")
             if self._expired:
                 raise self._total_fault()
+            if times and self.response is not None:  # a new Headers object: see below
+                self.response.headers = httpx.Headers(
+                    list(self.headers_raw) + [(TIMES_HEADER.encode(), " ".join(times).encode())])
         except TransportFault as fault:
             if self.response is None:
                 raise
@@ -243,6 +255,8 @@ class _LimitedStream(httpx.SyncByteStream):
             # ``patch.dict(resp.headers, …)``, which restores the old object's contents
             # afterwards, then records ``resp.headers``: it records this one.
             raw = list(self.headers_raw) + [(FAULT_HEADER.encode(), fault.reason.encode())]
+            if times:
+                raw.append((TIMES_HEADER.encode(), " ".join(times).encode()))
             if fault.quirk:
                 raw.append((QUIRK_HEADER.encode(), fault.quirk.encode()))
             if fault.limit:
@@ -720,4 +734,7 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         retried = (resp_headers or {}).get(RETRY_HEADER)
         if retried:
             t.meta["connection_retry"] = secrets.one_line(retried)
+        times = line_times((resp_headers or {}).get(TIMES_HEADER))
+        if times is not None:  # the live analysis judges what the cassette will keep
+            t.meta["line_times"] = times
         return t

@@ -732,7 +732,7 @@ def test_a_note_on_a_steady_fragment_carries_its_event_number() -> None:
 def test_a_call_that_never_got_a_name_leaves_the_robust_client_nothing() -> None:
     r = analyze_chunks([ROLE, opener(0, ID_W, "", "{}"), END])
     assert impact(r) == {"naive": ("ok", ""), "guarded": ("ok", ""), "robust": (
-        "unrecoverable", "a call without a name or valid arguments")}
+        "unrecoverable", "Q-NAME-NEVER-SENT")}  # no declared tool to take the name from
     assert r.verdict == "fails"
 
 

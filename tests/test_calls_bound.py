@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from faults import providers_yaml, run_suite, stream_server
 from streams import F, analyze_sse, cell_result, found
 
 from conformance.analysis import analyze, analyzer
 from conformance.client import TextCutError, ToolCallAccumulator
-from conformance.faults import providers_yaml, run_suite, stream_server
 from conformance.readers import read_cassette_file
 
 MiB = 2**20

@@ -1,6 +1,6 @@
 """A cell holds at most its ``max_bytes`` plus a constant, whatever the endpoint sends.
 
-- end to end: the real suite records one cell of an endless stream (``conformance.faults``)
+- end to end: the real suite records one cell of an endless stream (``tests/faults.py``)
   with ``limits.max_bytes`` of 4 MiB, under ``tracemalloc`` in the pytest subprocess; the
   peak allocated during the cell (reading, vcrpy, scrub, analysis, cassette write) stays
   under ``max_bytes + 4 MiB``, the cassette keeps a 256 KiB prefix and says so, and the
@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+from faults import fault_server, providers_yaml, run_suite, stream_server
 from streams import cell_result, traced
 from vcr.request import Request
 from vcr.serialize import serialize
@@ -33,7 +34,6 @@ from vcr.serializers import jsonserializer, yamlserializer
 
 from conformance import secrets
 from conformance.cassettes import AtomicPersister
-from conformance.faults import fault_server, providers_yaml, run_suite, stream_server
 from conformance.readers import read_cassette_file
 from conformance.transport import (
     CUT_HEADER,

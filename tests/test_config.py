@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from faults import fault_server, providers_yaml, run_suite
 
-from conformance.faults import fault_server, providers_yaml, run_suite
 from conformance.providers import ConfigError, load_providers
 
 FAKE_KEY = "sk-proj-CANARYcfg0123456789abcdef"

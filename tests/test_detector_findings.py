@@ -173,7 +173,7 @@ TOOL_DELTA_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
         [NO_PARAMS,
          ("R-FIRST-ARGS", "SHOULD", None, 1, P + "/function",
           "the first delta of a call has no arguments key", None),
-         ("R-FIRST-NAME", "MUST", None, 1, P + "/function/name",
+         ("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 1, P + "/function/name",
           "index 0: the call never received a name", None)]),
     "index-less fragment without id or name": (  # not a call start: no type, no id finding
         [ROLE, calls(tc(ABSENT, type="x", args='{"a":1}')), END],
@@ -362,12 +362,12 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
           "index 0: the name arrived after the opening delta (event 3)", None)]),
     "an id but no type and never a name": (  # not held back: only id-less openers are
         [ROLE, calls(tc(0, ID, args="")), FRAG, END],
-        [("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+        [("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 1, NAME_PTR, "index 0: the call never received a name",
           None),
          (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
           _exc('"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"arguments":""}'))]),
     "never a name": ([ROLE, calls(tc(0, ID, "function", args="")), FRAG, END], [
-        ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+        ("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 1, NAME_PTR, "index 0: the call never received a name",
          None)]),
     "first index 2": ([ROLE, calls(tc(2, ID, "function", "f", "")),
                        calls(tc(2, args='{"a":1}')), END], [
@@ -388,7 +388,7 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
         [("R-FIRST-NAME", "MUST", "Q-INDEX-INCONSISTENT-WITHIN-CALL", 2, P,
           "index 1 carries arguments but never an id or a name: one call's deltas split "
           "over two indices", '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
-         ("R-FIRST-NAME", "MUST", None, 3, NAME_PTR, "index 2: the call never received a name",
+         ("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 3, NAME_PTR, "index 2: the call never received a name",
           None)]),
     "the same with an empty id": (
         [ROLE, OPEN, calls(tc(1, "", args='{"a":1}')), END],
@@ -422,7 +422,7 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
           "the first tool call has index 1 and no call has index 0", None),
          (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
           '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}'),
-         ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 1: the call never received a name",
+         ("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 1, NAME_PTR, "index 1: the call never received a name",
           None),
          (*TYPE_MISSING, 1, P + "/type", 'the first delta of a call has no type "function"',
           '{"index":1,"function":{"arguments":"{\\"a\\":1}"}}')]),
@@ -457,7 +457,7 @@ def test_indices_are_per_choice_when_n_is_above_one() -> None:
          _exc('"type":"function","function":{"arguments":"{\\"a\\":1}"}')),
         (*ID_ABSENT, 1, P + "/id", "the first delta of a call has no id",
          _exc('"type":"function","function":{"arguments":"{\\"a\\":1}"}')),
-        ("R-FIRST-NAME", "MUST", None, 1, NAME_PTR, "index 0: the call never received a name",
+        ("R-FIRST-NAME", "MUST", "Q-NAME-NEVER-SENT", 1, NAME_PTR, "index 0: the call never received a name",
          None)]
     second = calls(tc(1, ID2, "function", "g", "{}"), index=1)
     assert got(opener, second, *ends, request={"n": 2}) == [

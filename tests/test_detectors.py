@@ -96,6 +96,28 @@ TOOLCALLS_NOT_ARRAY = """\
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}},"finish_reason":null}]}
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
+NAME_NEVER_SENT = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+INDEX_AND_ID_REUSED = """\
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"Paris\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_Ab3dEf6hIj9kLm2nOp5qRs8t","type":"function","function":{"name":"get_time","arguments":""}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"tz\\":\\"UTC\\"}"}}]},"finish_reason":null}]}
+{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+"""
+TOOLS_WEATHER_TIME = [*S.TOOLS_WEATHER, {"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}}}}]
+TWO_TOOLS = {"model": "m", "stream": True, "tools": TOOLS_WEATHER_TIME}
+# When each line of S.REFERENCE_SINGLE_SSE arrived (tests/test_timing.py): the role at
+# 0.2 s, a silence, the call in one burst; the finish later (not progressive) or with it.
+TIMED_NOT_PROGRESSIVE = {"content-type": "text/event-stream",
+                         "x-conformance-line-times": "2:0.200 8:2.500 14:5.000"}
+TIMED_HELD = {"content-type": "text/event-stream", "x-conformance-line-times": "2:0.200 14:2.500"}
 WHOLE = "Q-ARGS-WHOLE-IN-ONE-DELTA"  # INFO: a stream written with one delta per call
 
 _CASES: dict[str, tuple] = {
@@ -260,6 +282,18 @@ _CASES: dict[str, tuple] = {
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
     "Q-TOOLCALLS-NOT-ARRAY": case(
         TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"),
+    "Q-ARGS-NOT-PROGRESSIVE": case(
+        S.REFERENCE_SINGLE_SSE, ["Q-USAGE-EMPTY-CHOICES"], event=1, pointer=tc(0, "function/arguments"),
+        headers=TIMED_NOT_PROGRESSIVE),
+    "Q-TOOLCALL-HELD-UNTIL-FINISH": case(
+        S.REFERENCE_SINGLE_SSE, ["Q-ARGS-NOT-PROGRESSIVE", "Q-USAGE-EMPTY-CHOICES"], event=1,
+        pointer=tc(0), headers=TIMED_HELD,
+        why="the held call's two fragments arrive in the same burst; OpenAI's usage chunk"),
+    "Q-NAME-NEVER-SENT": case(
+        NAME_NEVER_SENT, event=1, pointer=tc(0, "function/name"), verdict="fails",
+        request=TWO_TOOLS),
+    "Q-INDEX-AND-ID-REUSED": case(
+        INDEX_AND_ID_REUSED, event=3, pointer=tc(0, "index"), request=TWO_TOOLS),
     "Q-STREAM-STALLS": case(
         S.REFERENCE_SINGLE_SSE[:400], event=None, verdict="error",
         transport_error="stalled: no byte for 30 s (limits.idle_timeout)",

@@ -1,6 +1,6 @@
 """Hostile endpoints: every transport fault ends as a one-line reason, never a traceback.
 
-Two levels, both against a real server on 127.0.0.1 (``conformance.faults``):
+Two levels, both against a real server on 127.0.0.1 (``tests/faults.py``):
 - unit: ``transport.exchange`` + ``analysis.analyze`` per fault (fast);
 - end to end: the real pytest suite in a subprocess, several fault providers side by side
   in one providers.yaml, recorded (vcrpy reads the body inside ``send``: the limits must
@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conformance.analysis import CaptureResult, analyze
-from conformance.faults import (
+from faults import (
     UNRESOLVABLE,
     FaultServer,
     closed_port,
@@ -27,6 +25,8 @@ from conformance.faults import (
     providers_yaml,
     run_suite,
 )
+
+from conformance.analysis import CaptureResult, analyze
 from conformance.providers import Provider
 from conformance.scenarios import SCENARIOS, build_request
 from conformance.transcript import Transcript

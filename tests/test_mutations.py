@@ -172,6 +172,8 @@ TOUCHES = {
     "Q-SSE-ERROR-ENVELOPE": {"framing", "count", "envelope", "tool_deltas", "finish", "usage"},
     "Q-SSE-ERROR-IN-CHUNK": {"count", "envelope", "tool_deltas", "finish", "usage"},
     "Q-STREAM-STALLS": {"framing"},
+    "Q-ARGS-NOT-PROGRESSIVE": {"framing"},
+    "Q-TOOLCALL-HELD-UNTIL-FINISH": {"framing"},
     "Q-USAGE-PLACEMENT": {"count"},  # usage moved: same values, one chunk fewer
     "Q-AZURE-PROMPT-FILTER-CHUNK": {"count", "envelope", "role"},
     "Q-AZURE-CHOICE-WITHOUT-DELTA": {"count", "choice_keys"},
@@ -180,6 +182,8 @@ TOUCHES = {
     "Q-EXTRA-FIELDS": {"envelope", "role", "choice_keys"},
     "Q-TOOLCALLS-EMPTY-ARRAY": {"role"},
     "Q-TOOLCALLS-NOT-ARRAY": {"tool_deltas"},
+    "Q-INDEX-AND-ID-REUSED": {"tool_deltas"},
+    "Q-NAME-NEVER-SENT": {"tool_deltas"},
     "Q-EMPTY-DELTA-CHUNKS": {"count"},
     "Q-INDEX-ABSENT": {"tool_deltas"},
     "Q-INDEX-ABSENT-WHOLE-CALL": {"tool_deltas", "count"},

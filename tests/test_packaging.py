@@ -141,3 +141,12 @@ def test_the_release_workflow_builds_checks_and_publishes_on_a_tag() -> None:
     assert publish["permissions"] == {"id-token": "write"}
     assert any(str(s.get("uses", "")).startswith("pypa/gh-action-pypi-publish@")
                for s in publish["steps"])
+
+
+def test_the_test_only_fakes_are_not_part_of_the_package() -> None:
+    """tests/faults.py (the misbehaving server) serves tests and benchmarks only: it is
+    not a module of the package, so no wheel ships it."""
+    import importlib.util
+
+    assert importlib.util.find_spec("conformance.faults") is None
+    assert (ROOT / "tests" / "faults.py").is_file()

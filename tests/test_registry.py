@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import streams as S
 from test_detectors import CASES, run
 
 from conformance import registry, verdict
@@ -279,3 +280,86 @@ def test_every_probe_keeps_the_providers_policy_but_the_field_it_probes(
     tool = name_probe["messages"][-1]
     assert ("name" in tool) is (not policy.tool_message_name)
     assert replace(policy) == policy  # (the policy itself is untouched)
+
+
+# ----------------------------------------------- passing and not-applicable controls
+
+# The input that lacks what an id is judged with (its registry entry's ``judged_with``):
+# on it the id cannot show, whatever the stream does. Derived from the id's failing
+# control (tests/test_detectors.py), so the same bytes that show the id no longer do.
+
+
+def _without(c: Any, what: str) -> Any:
+    """The failing control ``c`` analysed without ``what``."""
+    from conformance.sse import parse_sse_bytes
+    from conformance.transcript import CHUNK
+    if what == "request":
+        return run(c.stream, status=c.status, headers=c.headers,
+                   transport_error=c.transport_error, transport_quirk=c.transport_quirk)
+    if what == "timings":
+        return run(c.stream, request=c.request)  # the same bytes, no arrival times
+    if what in ("framing", "http"):  # the chunks alone, as a JSONL capture holds them
+        text = c.stream if c.status is None else ""
+        if text.lstrip().startswith(("data:", ":", "event:")):
+            chunks = [e.chunk for e in parse_sse_bytes(text.encode()) if e.kind == CHUNK]
+        else:
+            chunks = S.chunks(text) if text.strip() else []
+        return analyze_chunks(chunks, request=c.request)
+    if what == "tool_calls":  # a call-free stream
+        return run(S.REFERENCE_TEXT_SSE, request=c.request)
+    if what == "content":  # structured calls, no content text
+        return run(S.REFERENCE_SINGLE_SSE, request=c.request)
+    assert what == "stream"
+    return analyze_chunks([], request=c.request)  # no chunk at all
+
+
+@pytest.mark.parametrize("qid", sorted(registry.specs()))
+def test_every_id_has_a_not_applicable_control(qid: str) -> None:
+    s = registry.spec(qid)
+    what = s.entry.get("judged_with")
+    if qid not in CASES:
+        assert s.entry.get("no_controls") or what, "a judged_with, or why no controls"
+        return
+    assert what, f"{qid}: say what it is judged with (judged_with in quirks.json)"
+    r = _without(CASES[qid], what)
+    assert qid not in r.quirks, f"{qid} reported on an input without {what}"
+    if what == "timings":
+        assert r.timing[qid] == "not applicable"
+
+
+@pytest.mark.parametrize("qid", sorted(CASES))
+def test_every_analysed_id_has_a_passing_control(qid: str) -> None:
+    """OpenAI's own shapes (one call, two parallel calls, text), with the request that
+    produced them, and timed as a progressive stream: no id fires on them (an id that is
+    OpenAI's own behaviour, without the chunk that shows it)."""
+    request = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True},
+               "tools": S.TOOLS_WEATHER}
+    progressive = {"content-type": "text/event-stream",
+                   "x-conformance-line-times": " ".join(f"{k}:{k / 10:.3f}" for k in range(1, 40))}
+    for stream in (S.REFERENCE_SINGLE_SSE, S.REFERENCE_PARALLEL_SSE, S.REFERENCE_TEXT_SSE):
+        if registry.spec(qid).entry["reference_behaviour"]:  # OpenAI's own: without it
+            stream = "\n\n".join(e for e in stream.split("\n\n") if '"choices":[]' not in e)
+        r = run(stream, request=request, headers=progressive)
+        assert qid not in r.quirks
+
+
+def test_the_strict_check_fails_passes_and_is_not_applicable() -> None:
+    """Q-STRICT-IGNORED is a cell check (the runner's): its three controls."""
+    from conformance.client import ToolCall
+    from conformance.runner import _schema_findings
+    from conformance.scenarios import Scenario
+
+    params = {"type": "object", "properties": {"city": {"type": "string"}},
+              "required": ["city"], "additionalProperties": False}
+    tool = {"type": "function", "function": {"name": "get_weather", "strict": True,
+                                             "parameters": params}}
+    scenario = Scenario("strict", "t", "d", "u", tools=(tool,))
+
+    def call(args: str, name: str = "get_weather", valid: bool = True) -> ToolCall:
+        return ToolCall(0, "call_1", "function", name, args, args, valid=valid)
+
+    (f,) = _schema_findings(scenario, [call('{"city": "Paris", "note": 1}')])
+    assert f["quirk"] == "Q-STRICT-IGNORED"
+    assert _schema_findings(scenario, [call('{"city": "Paris"}')]) == []
+    # not applicable: a call to an undeclared tool, or arguments that are not JSON
+    assert _schema_findings(scenario, [call('{"x": 1}', name="other"), call("{", valid=False)]) == []

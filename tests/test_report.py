@@ -380,7 +380,8 @@ def test_markdown_quirk_rows_and_client_lines(doc: dict[str, Any]) -> None:
     assert "naive accumulation breaks on: Q-EMPTY-STRING-OVERWRITE" in dash
     assert "guarded breaks on: Q-INDEX-ALL-ZERO" in dash
     assert "use a robust accumulator (conformance.client)" in dash
-    assert "even the robust accumulator cannot recover: R-FIRST-NAME" in dash  # uncatalogued
+    # a call that never got a name: catalogued now (it once read as the bare rule)
+    assert "even the robust accumulator cannot recover: Q-NAME-NEVER-SENT" in dash
     assert "- **mistral**: not recorded; record with `nox -s live -- --provider mistral`" in md
     assert "### Reference profiles (end-to-end negative controls)" in md
     # one row per profile: what it injects next to what the analysis reported

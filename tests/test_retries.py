@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import vcr
+from faults import FaultServer, fault_server, providers_yaml, run_suite
 
 from conformance import transport
 from conformance.cassettes import AtomicPersister, vcr_options
-from conformance.faults import FaultServer, fault_server, providers_yaml, run_suite
 from conformance.providers import Provider
 from conformance.runner import CellRunner
 from conformance.scenarios import SCENARIOS

@@ -23,11 +23,11 @@ from urllib.parse import quote
 
 import pytest
 import yaml
+from faults import FaultServer, fault_server, providers_yaml, run_suite
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import secrets
-from conformance.faults import FaultServer, fault_server, providers_yaml, run_suite
 from conformance.providers import ConfigError, Provider, provider_from_entry
 
 CANARY_BEARER = "CANARYbearer7f3a9c01d2"
@@ -383,7 +383,8 @@ def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_exchange_reasons_and_request_record_hold_no_key() -> None:
-    from conformance.faults import closed_port
+    from faults import closed_port
+
     from conformance.transport import exchange, make_client
 
     url = f"http://127.0.0.1:{closed_port()}/v1/chat/completions?key={CANARY_QUERY}"

@@ -154,7 +154,7 @@ def _error_chunk(f, c, r):
     assert f[-2]["choices"] == [] and f[-2]["error"]["code"] == 502 and not finishes(f)
 
 
-@shape("Q-STREAM-STALLS")
+@shape("Q-STREAM-STALLS", "Q-ARGS-NOT-PROGRESSIVE", "Q-TOOLCALL-HELD-UNTIL-FINISH")
 def _stall(f, c, r):
     assert f == r  # a stall is timing only
 
@@ -203,6 +203,19 @@ def _empty_array(f, c, r):
 def _not_array(f, c, r):
     tcs = [ch["delta"]["tool_calls"] for ch in choices(f) if "tool_calls" in ch["delta"]]
     assert tcs and all(isinstance(t, dict) for t in tcs)
+
+
+@shape("Q-INDEX-AND-ID-REUSED")
+def _index_and_id_reused(f, c, r):
+    openers = [tc for tc in deltas(f) if "id" in tc]
+    assert len(openers) >= 2 and len({(tc["index"], tc["id"]) for tc in openers}) == 1
+    assert len({tc["function"]["name"] for tc in openers}) == len(openers)
+
+
+@shape("Q-NAME-NEVER-SENT")
+def _name_never_sent(f, c, r):
+    tcs = deltas(f)
+    assert tcs and not any("name" in (tc.get("function") or {}) for tc in tcs)
 
 
 @shape("Q-EMPTY-DELTA-CHUNKS")

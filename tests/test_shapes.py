@@ -155,3 +155,148 @@ def test_tool_calls_as_an_array_are_not_flagged() -> None:
             d["tool_calls"] = [d["tool_calls"]]
     r = analyze_chunks(calls, request=REQUEST)
     assert "Q-TOOLCALLS-NOT-ARRAY" not in r.quirks and r.verdict == "conforms"
+
+
+def _call_stream(*tool_deltas: dict[str, Any], role: Any = "assistant") -> list[dict[str, Any]]:
+    return (
+        [chunk({"role": role, "content": None})]
+        + [chunk({"tool_calls": [tc]}) for tc in tool_deltas]
+        + [chunk({}, "tool_calls")]
+    )
+
+
+def _opener(name: str | None, call_id: str = "call_Ab3dEf6hIj9kLm2nOp5qRs8t") -> dict[str, Any]:
+    fn: dict[str, Any] = {"arguments": ""} if name is None else {"name": name, "arguments": ""}
+    return {"index": 0, "id": call_id, "type": "function", "function": fn}
+
+
+def _frag(arguments: str) -> dict[str, Any]:
+    return {"index": 0, "function": {"arguments": arguments}}
+
+
+TIME_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
+    },
+}
+TWO_TOOLS = dict(REQUEST, tools=[*TOOLS, TIME_TOOL])
+
+
+# -- delta.role: "" (read as absent, like null; a schema-validating client rejects it)
+
+
+def test_an_empty_role_is_flagged_and_the_call_is_read() -> None:
+    """Once graded conforms: the schema's role enum refuses "" as it refuses null."""
+    r = analyze_chunks(_call_stream(_opener("get_weather"), _frag('{"city":"Paris"}'), role=""))
+    assert "Q-ENVELOPE-FIELDS-MISSING" in r.quirks and r.verdict == "quirk"
+    assert r.impact["robust"].status == "ok" and r.tool_calls["robust"][0]["name"] == "get_weather"
+
+
+def test_the_assistant_role_and_an_absent_one_are_not_flagged() -> None:
+    stream = _call_stream(_opener("get_weather"), _frag('{"city":"Paris"}'))
+    assert analyze_chunks(stream).verdict == "conforms"
+    del stream[0]["choices"][0]["delta"]["role"]  # not applicable: no role sent at all
+    assert "Q-ENVELOPE-FIELDS-MISSING" not in analyze_chunks(stream).quirks
+
+
+# -- a call whose function.name never arrives
+
+
+def _nameless() -> list[dict[str, Any]]:
+    return _call_stream(_opener(None), _frag('{"city":"Paris"}'))
+
+
+def test_a_name_that_never_arrives_is_named_and_not_guessed_among_several_tools() -> None:
+    """Once a rule finding with no quirk id."""
+    r = analyze_chunks(_nameless(), request=TWO_TOOLS)
+    assert "Q-NAME-NEVER-SENT" in r.quirks and r.verdict == "fails"
+    assert r.impact["robust"].status == "unrecoverable"
+    assert "Q-NAME-NEVER-SENT" in r.impact["robust"].detail
+
+
+def test_a_name_that_never_arrives_is_the_one_declared_tool() -> None:
+    r = analyze_chunks(_nameless(), request=REQUEST)
+    assert "Q-NAME-NEVER-SENT" in r.quirks and r.verdict == "quirk"
+    assert r.impact["robust"].status == "ok"
+    turn = accumulate(_nameless(), tools=TOOLS)
+    assert turn.calls[0].name == "get_weather" and turn.recoverable
+
+
+def test_a_late_name_is_not_a_name_never_sent() -> None:
+    late = _call_stream(_opener(None), {"index": 0, "function": {"name": "get_weather"}},
+                        _frag('{"city":"Paris"}'))
+    r = analyze_chunks(late, request=TWO_TOOLS)
+    assert "Q-NAME-NEVER-SENT" not in r.quirks and r.impact["robust"].status == "ok"
+
+
+# -- the same index and the same id reused for a second call under another name
+
+
+def _reused_index_and_id() -> list[dict[str, Any]]:
+    return _call_stream(
+        _opener("get_weather"), _frag('{"city":"Paris"}'), _opener("get_time"), _frag('{"tz":"UTC"}')
+    )
+
+
+def test_a_second_call_on_the_same_index_and_id_is_split_by_the_declared_names() -> None:
+    """Once one merged call `{…}{…}` (robust unrecoverable) named Q-NAME-FRAGMENTED."""
+    r = analyze_chunks(_reused_index_and_id(), request=TWO_TOOLS)
+    assert "Q-INDEX-AND-ID-REUSED" in r.quirks and "Q-NAME-FRAGMENTED" not in r.quirks
+    assert [(c["name"], c["arguments"]) for c in r.tool_calls["robust"]] == [
+        ("get_weather", '{"city":"Paris"}'),
+        ("get_time", '{"tz":"UTC"}'),
+    ]
+    assert r.impact["robust"].status == "ok" and r.impact["naive"].status != "ok"
+    turn = accumulate(_reused_index_and_id(), tools=TWO_TOOLS["tools"])
+    assert [c.name for c in turn.calls] == ["get_weather", "get_time"]
+
+
+def test_a_name_sent_in_pieces_is_not_a_second_call() -> None:
+    pieces = _call_stream(
+        _opener("get_"), {"index": 0, "function": {"name": "weather"}}, _frag('{"city":"Paris"}')
+    )
+    r = analyze_chunks(pieces, request=TWO_TOOLS)
+    assert "Q-INDEX-AND-ID-REUSED" not in r.quirks and "Q-NAME-FRAGMENTED" in r.quirks
+    assert [c["name"] for c in r.tool_calls["robust"]] == ["get_weather"]
+
+
+def test_without_the_declared_tools_a_reused_id_is_not_judged() -> None:
+    """Not applicable: without the request's tools a second name cannot be told from a
+    name sent in pieces (a JSONL capture carries no request)."""
+    r = analyze_chunks(_reused_index_and_id())
+    assert "Q-INDEX-AND-ID-REUSED" not in r.quirks
+
+
+# -- the whole arguments re-sent after a prefix that was itself incomplete
+
+
+def _flush_after_prefix() -> list[dict[str, Any]]:
+    return _call_stream(
+        _opener("get_weather"), _frag('{"city": '), _frag('"Par'), _frag('{"city": "Paris"}')
+    )
+
+
+def test_a_flush_after_an_incomplete_prefix_keeps_the_resent_object() -> None:
+    """Once named Q-ARGS-CUMULATIVE (every delta re-sent), which the stream does not do."""
+    r = analyze_chunks(_flush_after_prefix(), request=REQUEST)
+    assert "Q-ARGS-DUPLICATED-ON-FLUSH" in r.quirks and "Q-ARGS-CUMULATIVE" not in r.quirks
+    assert r.tool_calls["robust"][0]["arguments"] == '{"city": "Paris"}'
+    assert r.impact["robust"].status == "ok" and r.impact["naive"].status != "ok"
+
+
+def test_cumulative_streaming_is_not_a_flush() -> None:
+    cumulative = _call_stream(
+        _opener("get_weather"), _frag('{"city": '), _frag('{"city": "Par'),
+        _frag('{"city": "Paris"}'),
+    )
+    r = analyze_chunks(cumulative, request=REQUEST)
+    assert "Q-ARGS-CUMULATIVE" in r.quirks and "Q-ARGS-DUPLICATED-ON-FLUSH" not in r.quirks
+    assert r.tool_calls["robust"][0]["arguments"] == '{"city": "Paris"}'
+
+
+def test_plain_fragments_are_no_flush() -> None:
+    plain = _call_stream(_opener("get_weather"), _frag('{"city": '), _frag('"Paris"}'))
+    r = analyze_chunks(plain, request=REQUEST)
+    assert r.verdict == "conforms"

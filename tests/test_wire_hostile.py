@@ -29,10 +29,10 @@ from typing import Any
 
 import httpx
 import pytest
+from faults import HIDDEN, fault_server, providers_yaml, run_suite, stream_server
 from test_secrets import _forms
 
 from conformance import decoding, secrets
-from conformance.faults import HIDDEN, fault_server, providers_yaml, run_suite, stream_server
 from conformance.providers import ConfigError, load_providers
 from conformance.readers import read_path
 from conformance.transport import Limits, exchange, make_client

@@ -31,12 +31,13 @@ from conformance.analysis.detectors import (
     framing,
     request,
     roundtrip,
+    timing,
     tool_deltas,
 )
 from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
-from conformance.client import JOIN_AFTER, Turn, join_tail
+from conformance.client import JOIN_AFTER, Turn, _declared_tools, join_tail
 from conformance.enums import ImpactStatus, Strategy
 from conformance.rules import RULES, quirk_level
 from conformance.sse import CUT_FAULT
@@ -62,7 +63,7 @@ from conformance.transcript import (
 # and tool-delta detectors (on it they find what they found on the template: nothing) and
 # runs only the fragment detectors, fragment(a, index_state, arguments, n). A detector
 # that must see every fragment is declared on that hook as well.
-_MODULES = (content, envelope, finish, framing, request, roundtrip, tool_deltas)  # declared
+_MODULES = (content, envelope, finish, framing, request, roundtrip, timing, tool_deltas)
 COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
 NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
 CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
@@ -97,6 +98,9 @@ class Analyzer:
         body = (transcript.request or {}).get("body")
         self.req: dict[str, Any] | None = body if isinstance(body, dict) else None
         self.tools = (self.req or {}).get("tools")
+        # The request's declared tool names (empty without a request): what tells a second
+        # call under the same index and id from a name sent in pieces.
+        self.declared_names: frozenset[str] = frozenset(_declared_tools(self.tools))
         n = (self.req or {}).get("n")
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
@@ -139,6 +143,9 @@ class Analyzer:
         self.parser_evidence: str | None = None  # set by `named` ("" when there is none)
         self._finds = 0  # findings recorded so far, repeats included
         self._template: _Template | None = None  # for the steady path (see feed_chunk)
+        # When each event arrived, where the capture recorded it (detectors/timing.py).
+        self.clock = timing.Clock.of(transcript)
+        self.timing = timing.Timing() if self.clock is not None else None
 
     # ------------------------------------------------------------------ findings
     def find(
@@ -179,6 +186,8 @@ class Analyzer:
     # ------------------------------------------------------------------ events
     def feed(self, ev: Event) -> None:
         self.events += 1
+        if self.clock is not None:
+            self.timing.tick(self.clock.at(ev))  # type: ignore[union-attr]
         if not self.events & COMPACT_EVERY:  # a long stream: the strategies' pieces joined
             self.naive.compact()
             self.guarded.compact()
@@ -241,6 +250,8 @@ class Analyzer:
         self.robust.feed(chunk, n)
         for detector in FRAGMENT_DETECTORS:
             detector(self, st, args, n)
+        if self.timing is not None:
+            timing.track_call(self, st, True)
         self.chunk_ordinal += 1
         return True
 
@@ -270,6 +281,9 @@ class Analyzer:
         ptr = f"/choices/{pos}"
         for detector in CHOICE_DETECTORS:
             detector(self, choice, ptr, n)
+        tm = self.timing
+        if tm is not None and tm.finish is None and choice.get("finish_reason") not in (None, ""):
+            tm.finish = tm.now
         delta = choice.get("delta")
         tcs = delta.get("tool_calls") if isinstance(delta, dict) else None
         if isinstance(tcs, list):
@@ -290,6 +304,13 @@ class Analyzer:
     ) -> None:
         for detector in TOOL_DELTA_DETECTORS:
             detector(self, tc, key, ptr, n, siblings)
+        idx = tc.get("index")
+        if self.timing is not None and type(idx) is int:
+            st = self.indexes.get((key, idx))
+            if st is not None:
+                fn = tc.get("function")
+                args = fn.get("arguments") if isinstance(fn, dict) else None
+                timing.track_call(self, st, isinstance(args, str) and args != "")
 
     # ------------------------------------------------------------------ end
     def finish(self) -> CaptureResult:
@@ -344,6 +365,8 @@ class Analyzer:
             turn,
             meta,
             self.events,
+            timing.status(self),
+            self.timing is not None,
         )
 
     def _impact(

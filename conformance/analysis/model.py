@@ -58,6 +58,11 @@ class CaptureResult:
     turn: Turn | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     events: int = 0
+    # pass | fail | not applicable per timing id (detectors/timing.py); in the JSON only
+    # when the capture recorded arrival times (``timed``): without them every one is
+    # not applicable, and the output of an untimed capture stays as it was.
+    timing: dict[str, str] = field(default_factory=dict)
+    timed: bool = False
 
     @property
     def quirks(self) -> list[str]:
@@ -83,4 +88,6 @@ class CaptureResult:
             d["error"] = self.error
         if self.meta:
             d["meta"] = self.meta
+        if self.timed:
+            d["timing"] = self.timing
         return d

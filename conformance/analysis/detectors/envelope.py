@@ -158,7 +158,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
 )
 def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-AZURE-CHOICE-WITHOUT-DELTA, Q-ENVELOPE-FIELDS-MISSING (choice index, finish key,
-    role null), Q-CHUNK-ID-UNSTABLE (a choice index outside the request's n), Q-EXTRA-FIELDS,
+    role null or ""), Q-CHUNK-ID-UNSTABLE (a choice index outside the request's n), Q-EXTRA-FIELDS,
     Q-TOOLCALLS-EMPTY-ARRAY, Q-EMPTY-DELTA-CHUNKS."""
     delta = choice.get("delta")
     if "delta" not in choice or not isinstance(delta, dict):
@@ -173,6 +173,8 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     missing = [k for k in ("index", "finish_reason") if k not in choice]
     if "role" in delta and delta["role"] is None:
         missing.append("delta.role (null)")
+    elif delta.get("role") == "":  # the schema's enum refuses it as it refuses null
+        missing.append('delta.role ("")')
     if missing:
         a.find(
             "Q-ENVELOPE-FIELDS-MISSING",

@@ -37,6 +37,11 @@ class _IndexState:
         "split_suspect",
         "deferred",
         "ptr",
+        "t_first",
+        "t_burst",
+        "t_gap",
+        "t_last",
+        "t_frags",
     )
 
     def __init__(self, event: int, ptr: str):
@@ -52,6 +57,12 @@ class _IndexState:
         # Findings about the opening delta, held back while the index may turn out to be
         # the argument half of a call split over two indices (judged at the end).
         self.deferred: list[tuple[str, str, dict[str, Any]]] = []
+        # When its deltas arrived (detectors/timing.py; None without timings).
+        self.t_first: float | None = None
+        self.t_burst: float | None = None  # the start of the burst its first delta is in
+        self.t_gap: float | None = None  # the silence before that burst
+        self.t_last: float | None = None  # its last argument fragment
+        self.t_frags = 0
 
 
 @detector("tool_delta")
@@ -173,6 +184,7 @@ def check_index_absent(
         "Q-ID-CHANGES-MID-CALL",
         "Q-INDEX-ALL-ZERO",
         "Q-INDEX-REUSED-ACROSS-CALLS",
+        "Q-INDEX-AND-ID-REUSED",
     ),
 )
 def check_continuation_id(
@@ -187,8 +199,10 @@ def check_continuation_id(
     n: int,
 ) -> bool:
     """R-CONT-ID-ABSENT (Q-EMPTY-STRING-OVERWRITE, Q-ID-REPEATED, Q-ID-CHANGES-MID-CALL),
-    R-INDEX-DISTINCT (Q-INDEX-ALL-ZERO, Q-INDEX-REUSED-ACROSS-CALLS). True when the delta
-    opens a new call on a reused index (the index's state starts again)."""
+    R-INDEX-DISTINCT (Q-INDEX-ALL-ZERO, Q-INDEX-REUSED-ACROSS-CALLS; Q-INDEX-AND-ID-REUSED:
+    the same id under another complete declared name, judged only when the request declares
+    its tools). True when the delta opens a new call on a reused index (the index's state
+    starts again)."""
     if "id" not in tc or tid is None:
         return False
     if tid == "":
@@ -202,6 +216,19 @@ def check_continuation_id(
         )
     elif not st.id:
         st.id = tid  # the id arrived late; Q-ID-ABSENT was reported on the opener
+    elif tid == st.id and _second_declared_name(a, st, name):
+        a.find(
+            "R-INDEX-DISTINCT",
+            f"a second call ({name!r} after {st.name!r}) reuses index {idx} and id {tid!r}",
+            quirk="Q-INDEX-AND-ID-REUSED",
+            event=n,
+            pointer=ptr + "/index",
+            excerpt=tc,
+        )
+        new = a.indexes[(key, idx)] = _IndexState(n, ptr)
+        new.id, new.name = tid, name
+        new.opener_name = "value"
+        return True
     elif tid == st.id:
         a.find(
             "R-CONT-ID-ABSENT",
@@ -235,6 +262,16 @@ def check_continuation_id(
             excerpt=tc,
         )
     return False
+
+
+def _second_declared_name(a: Analyzer, st: _IndexState, name: Any) -> bool:
+    """The delta names a declared tool other than the call's own (itself a complete
+    declared name): a second call, not the call's name sent in pieces. Needs the request's
+    tools: without them the two cannot be told apart."""
+    if not (_nonempty(name) and st.name and name != st.name):
+        return False
+    declared = a.declared_names
+    return name in declared and st.name in declared
 
 
 @detector("part", reports=("Q-TYPE-MISSING",))
@@ -425,11 +462,12 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
         "Q-NAME-AFTER-ARGUMENTS",
         "Q-ID-ABSENT",
         "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+        "Q-NAME-NEVER-SENT",
     ),
 )
 def detect_names_at_end(a: Analyzer) -> None:
     """Q-NAME-EMPTY-OPENING-DELTA, Q-NAME-AFTER-ARGUMENTS, Q-ID-ABSENT,
-    Q-INDEX-INCONSISTENT-WITHIN-CALL; R-FIRST-NAME, R-FIRST-ID."""
+    Q-INDEX-INCONSISTENT-WITHIN-CALL, Q-NAME-NEVER-SENT; R-FIRST-NAME, R-FIRST-ID."""
     for (_, idx), st in a.indexes.items():
         if st.deferred and st.name:  # not a split after all: the opener findings stand
             for rule, message, kw in st.deferred:
@@ -476,6 +514,7 @@ def detect_names_at_end(a: Analyzer) -> None:
             a.find(
                 "R-FIRST-NAME",
                 f"index {idx}: the call never received a name",
+                quirk="Q-NAME-NEVER-SENT",
                 event=st.first_event,
                 pointer=st.ptr + "/function/name",
             )
