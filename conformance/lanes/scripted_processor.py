@@ -122,6 +122,7 @@ class Script:
     """One request's forced tokens: the script's ids, then end-of-sequence."""
 
     def __init__(self, params: Any, prompt_ids: Any, path: str, eos: int):
+        self.off_script = False
         xa = _args(params)
         text = xa["script"]
         if "tool_marker" in xa and prompt_ids is not None:
@@ -134,6 +135,17 @@ class Script:
     def next_token(self, produced: int) -> int:
         return self.ids[produced] if produced < len(self.ids) else self.eos
 
+    def steer(self, row: Any, produced: int) -> None:
+        """Force this step's token into *row* (a logits row), unless off the script."""
+        if self.off_script:
+            return
+        token = self.next_token(produced)
+        if not _force(row, token, self.eos):
+            self.off_script = True
+            log.warning("scripted processor: the request's grammar forbids token %d at "
+                        "output position %d (the script disagrees with vLLM's constraint); "
+                        "ending there if allowed, else following the grammar", token, produced)
+
 
 def _eos(path: str) -> int:
     tok = _tokenizer(path)
@@ -142,14 +154,22 @@ def _eos(path: str) -> int:
     return int(tok.eos_token_id)
 
 
-def _force(row: Any, token: int) -> None:
-    if not bool(row[token].isfinite()):
-        # The grammar of a structured output (tool_choice required or named) forbids
-        # the scripted token: the script disagrees with vLLM's own constraint.
-        log.warning("scripted processor: token %d is masked by the request's grammar; "
-                    "forcing it anyway", token)
-    row.fill_(float("-inf"))
-    row[token] = 0.0
+def _force(row: Any, token: int, eos: int) -> bool:
+    """Make *token* the only choice; False when the request's grammar forbids it.
+
+    A structured output (vLLM's own tool grammar for ``tool_choice`` required or named,
+    ``parallel_tool_calls: false``) may mask the scripted token: the script and vLLM's
+    constraint disagree. The processor then does what a model under that grammar ends up
+    doing: it stops (EOS) where the grammar allows stopping, else it takes the grammar's
+    best allowed token, and the request leaves its script (the server log says so)."""
+    if bool(row[token].isfinite()):
+        row.fill_(float("-inf"))
+        row[token] = 0.0
+        return True
+    if bool(row[eos].isfinite()):
+        row.fill_(float("-inf"))
+        row[eos] = 0.0
+    return False
 
 
 class V1(_V1Base):  # type: ignore[misc, valid-type]
@@ -188,7 +208,7 @@ class V1(_V1Base):  # type: ignore[misc, valid-type]
     def apply(self, logits: Any) -> Any:
         for index, (script, output_ids) in self.rows.items():
             if index < logits.shape[0]:
-                _force(logits[index], script.next_token(len(output_ids)))
+                script.steer(logits[index], len(output_ids))
         return logits
 
 
@@ -235,7 +255,7 @@ class V2(_V2Base):  # type: ignore[misc, valid-type]
                 prompt = _host(self.req_states.all_token_ids)[slot, :prompt_len].tolist()
                 script = Script(params, prompt, self.path, self.eos)
                 self.slots[slot] = (params, script)
-            _force(logits[row], script.next_token(total - prompt_len + local[row]))
+            script.steer(logits[row], total - prompt_len + local[row])
         return logits
 
 

@@ -6,12 +6,13 @@ The request is the scenario's, unchanged: the script only replaces the model.
 
 Two cases follow vLLM's own behaviour rather than the family's markup:
 
-* ``tool_choice: "required"`` and a named ``tool_choice``: for parsers that let vLLM
-  constrain these by a JSON schema (``Family.json_required_named``) the model must emit what
-  that grammar allows: a JSON array of ``{"name", "parameters"}`` (required) or the
-  arguments object (named). Other parsers read their own markup there too.
+* ``tool_choice: "required"`` and a named ``tool_choice``: vLLM 0.32 constrains these with a
+  grammar in the family's own call format (a structural tag), so the script is the family's
+  markup there too, written to agree with that grammar.
 * ``parallel-disabled``: the model emits both calls (a model does not see
-  ``parallel_tool_calls``); whether the server keeps one is what the cell shows.
+  ``parallel_tool_calls``); vLLM's grammar then allows only the end after the first call, and
+  the scripted processor ends there as a model under that grammar would (the cell shows
+  what reaches the client).
 
 Reasoning families think first (``<think>…</think>``), except where the cut of
 ``max_tokens`` must land in the arguments and where a grammar constrains the output.
@@ -154,10 +155,6 @@ def _think(family: Family, thought: str) -> str:
 
 def render(family: Family, turn: Turn) -> str:
     """One turn as the family's model writes it."""
-    if turn.constrained and family.json_required_named:
-        if turn.constrained == "named":
-            return _j(turn.calls[0][1])
-        return _j([{"name": n, "parameters": a} for n, a in turn.calls])
     thought = _THOUGHT if turn.calls else _ANSWERING
     out = _think(family, thought) if family.reasoning_parser and turn.think else ""
     if turn.text:

@@ -123,13 +123,13 @@ def _variant_text(parser: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_markdown(doc: dict[str, Any], level: int = 2) -> list[str]:
-    """The section's Markdown lines (empty when the document has none)."""
+def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
+    """The section's Markdown lines, headed at *sub* (empty when the document has none)."""
     sec = doc.get(KEY)
     if not sec or not sec.get("parsers"):
         return []
-    h = "#" * level
-    lines = [f"{h} {sec['title']}", "",
+    h = sub
+    lines = ["", f"{h} {sec['title']}", "",
              "Each column is a real vLLM server with one `--tool-call-parser`, serving a tiny "
              "random-weight model whose output is scripted: the text a model of that family "
              "emits for the scenario, token by token (the request is the scenario's, "
