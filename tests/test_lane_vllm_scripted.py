@@ -86,7 +86,7 @@ def test_variant_columns_have_their_own_cassette_directories():
     keys = {p.cassette_key for p in scripted_providers()}
     assert len(keys) == len(FAMILIES) * 4
     assert column_name("hermes", 4, 8) == "vllm[hermes]/steps4-load8"
-    assert scripted_provider(FAMILIES["hermes"], 4, 8).cassette_key == "vllm-hermes-steps4-load8"
+    assert scripted_provider(FAMILIES["hermes"], 4, 8).cassette_key == "vllm-hermes/steps4-load8"
 
 
 class FakeTokenizer:

@@ -10,8 +10,8 @@ never a model's behaviour, and the report shows them in a section of their own
 
 Variants of a column stream the same scripts with several tokens per engine step
 (``--stream-interval``) and under load (other requests in flight): ``vllm[hermes]/steps4``,
-``vllm[hermes]/load8``, ``vllm[hermes]/steps4-load8``. Cassettes: ``cassettes/vllm-<parser>``
-(and ``…-steps4``, ``…-load8``, ``…-steps4-load8``).
+``vllm[hermes]/load8``, ``vllm[hermes]/steps4-load8``. Cassettes: ``cassettes/vllm-<parser>/``
+and its subdirectories ``steps4/``, ``load8/``, ``steps4-load8/``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ class ScriptedProvider(Provider):
     @property
     def cassette_key(self) -> str:
         suffix = variant_suffix(self.steps, self.load)
-        return f"vllm-{self.parser}" + (f"-{suffix}" if suffix else "")
+        # variants nest under the column's directory: tools that replay every cassette
+        # directory (the client matrix) see one column per parser, not four
+        return f"vllm-{self.parser}" + (f"/{suffix}" if suffix else "")
 
     def scenario_body(self, scenario: str) -> dict[str, Any]:
         return {"vllm_xargs": dict(self.scripts[scenario])} if scenario in self.scripts else {}

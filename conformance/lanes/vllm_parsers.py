@@ -178,6 +178,26 @@ def background_load(base_url: str, family: Family, streams: int,
             t.join(timeout=130)
 
 
+def write_metadata(cassette_root: Path, family: Family, steps: int, load: int) -> Path:
+    """``scripts.json`` beside a column's cassettes: what the model was made to emit (each
+    request's body holds its own script too), with the chat template and the server's flags."""
+    from conformance.lanes.vllm_columns import scripted_provider
+
+    p = scripted_provider(family, steps, load)
+    out = cassette_root / p.cassette_key / "scripts.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"column": p.name, "vllm_version": vllm.VLLM_VERSION, "parser": family.parser,
+           "family": family.name, "reasoning_parser": family.reasoning_parser,
+           "stream_interval": steps, "requests_in_flight": load,
+           "processor": PROCESSOR, "model": "1-layer Llama, random weights (--load-format "
+           "dummy); byte-level BPE tokenizer (scripted_model.py) with the family's markup tokens",
+           "markup_tokens": list(family.tokens), "eos": family.eos,
+           "chat_template": family.chat_template(), "scripts": p.scripts}
+    from conformance.secrets import write_atomic
+    write_atomic(out, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     cmd: list[str] = []
@@ -196,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--prepare-only", action="store_true",
                     help="only install the venv and build the models")
     ap.add_argument("--startup-timeout", type=float, default=600.0)
+    ap.add_argument("--cassette-dir", type=Path,
+                    default=Path(os.environ.get("CONFORMANCE_CASSETTE_DIR") or "cassettes"),
+                    help="where each column's scripts.json goes (beside its cassettes)")
     opts = ap.parse_args(args)
     families = [FAMILIES[p] for p in (opts.parser or list(FAMILIES))]
     steps_list, loads = opts.steps or [1], opts.load or [1]
@@ -224,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    + (f", background requests {stats['sent']} "
                                       f"({stats['failed']} failed)" if load > 1 else ""))
                         worst = max(worst, rc)
+                        write_metadata(opts.cassette_dir, fam, steps, load)
     except LaneError as exc:
         common.log(f"error: {exc}")
         return 2
