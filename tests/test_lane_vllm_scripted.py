@@ -38,8 +38,8 @@ def test_round_trip_scripts_carry_the_second_turn_and_the_family_marker():
 def test_a_bracketed_column_name_selects_that_column_not_a_glob_class():
     cols = {p.name: p for p in scripted_providers()}
     assert [p.name for p in select(cols, ["vllm[hermes]"])] == ["vllm[hermes]"]
-    assert [p.name for p in select(cols, ["vllm[glm45]/steps4-load8"])] == \
-        ["vllm[glm45]/steps4-load8"]
+    assert [p.name for p in select(cols, ["vllm[glm45]@steps4-load8"])] == \
+        ["vllm[glm45]@steps4-load8"]
 
 
 def test_every_family_has_a_script_for_every_scenario():
@@ -85,7 +85,7 @@ def test_a_token_the_grammar_forbids_ends_the_output_or_leaves_the_script(fake_t
 def test_variant_columns_have_their_own_cassette_directories():
     keys = {p.cassette_key for p in scripted_providers()}
     assert len(keys) == len(FAMILIES) * 4
-    assert column_name("hermes", 4, 8) == "vllm[hermes]/steps4-load8"
+    assert column_name("hermes", 4, 8) == "vllm[hermes]@steps4-load8"
     assert scripted_provider(FAMILIES["hermes"], 4, 8).cassette_key == "vllm-hermes/steps4-load8"
 
 
@@ -181,13 +181,13 @@ def test_the_section_is_separate_from_the_provider_columns_and_validates(tmp_pat
 
     cols = [p for p in scripted_providers() if p.parser == "hermes"]
     cells = [_cell("vllm[hermes]", s) for s in SCENARIOS]
-    cells += [_cell("vllm[hermes]/load8", "single", ["Q-INDEX-ALL-ZERO"])]
+    cells += [_cell("vllm[hermes]@load8", "single", ["Q-INDEX-ALL-ZERO"])]
     doc = build_matrix(cells, [], scripted=cols, cassette_root=tmp_path, field_evidence={})
     validate_matrix(doc)
     assert not [c for c in doc["columns"] if c["id"].startswith("vllm[")]
     sec = doc[parsers.KEY]
     assert [p["parser"] for p in sec["parsers"]] == ["hermes"]
-    load8 = next(v for v in sec["parsers"][0]["variants"] if v["column"] == "vllm[hermes]/load8")
+    load8 = next(v for v in sec["parsers"][0]["variants"] if v["column"] == "vllm[hermes]@load8")
     assert load8["scenarios"]["single"]["differences"] == ["+Q-INDEX-ALL-ZERO"]
     md = render_markdown(doc)
     assert parsers.TITLE in md and "steps 1 × load 8: single: +Q-INDEX-ALL-ZERO" in md

@@ -9,8 +9,8 @@ never a model's behaviour, and the report shows them in a section of their own
 (conformance.report.parsers), never beside the end-to-end ``vllm`` column.
 
 Variants of a column stream the same scripts with several tokens per engine step
-(``--stream-interval``) and under load (other requests in flight): ``vllm[hermes]/steps4``,
-``vllm[hermes]/load8``, ``vllm[hermes]/steps4-load8``. Cassettes: ``cassettes/vllm-<parser>/``
+(``--stream-interval``) and under load (other requests in flight): ``vllm[hermes]@steps4``,
+``vllm[hermes]@load8``, ``vllm[hermes]@steps4-load8``. Cassettes: ``cassettes/vllm-<parser>/``
 and its subdirectories ``steps4/``, ``load8/``, ``steps4-load8/``.
 """
 
@@ -38,7 +38,7 @@ def variant_suffix(steps: int, load: int) -> str:
 
 def column_name(parser: str, steps: int = 1, load: int = 1) -> str:
     suffix = variant_suffix(steps, load)
-    return f"vllm[{parser}]" + (f"/{suffix}" if suffix else "")
+    return f"vllm[{parser}]" + (f"@{suffix}" if suffix else "")  # no "/": names are file names
 
 
 # Quirks each parser's server shows on these scripts (recorded, then declared here with why:

@@ -10,7 +10,7 @@ For each parser (``--parser``, default: every family of
 2. starts ``vllm.entrypoints.openai.api_server`` on 127.0.0.1 with ``--tool-call-parser``,
    the family's reasoning parser and chat template, and the scripted logits processor;
 3. for each load (``--load``: requests in flight), runs CMD with ``VLLM_SCRIPTED_BASE_URL``,
-   ``VLLM_SCRIPTED_COLUMN`` (``vllm[hermes]/steps4`` …) and ``VLLM_SERVER_VERSION`` set; at a
+   ``VLLM_SCRIPTED_COLUMN`` (``vllm[hermes]@steps4`` …) and ``VLLM_SERVER_VERSION`` set; at a
    load of N, N-1 scripted streams run beside it the whole time (bounded in count and time);
    ``{column}`` in CMD is replaced by the column's name;
 4. stops the server (its process group) on every exit path.
