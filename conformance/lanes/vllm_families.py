@@ -48,9 +48,11 @@ class Family:
     parts: dict[str, str]
     tool_marker: str
     reasoning_parser: str | None = None
-    # vLLM constrains `required` / named tool_choice with a JSON schema (the output is then
-    # JSON, not the family's markup) unless the parser routes them through its own format.
-    json_required_named: bool = True
+    # What vLLM's grammar for `required` / named tool_choice makes the model write: the
+    # family's own markup (a structural tag, vLLM 0.32's default), or "json_array" (a bare
+    # JSON array of {"name", "arguments"}: the Mistral parser's grammar for a tokenizer that
+    # is not mistral_common's).
+    constrained_format: str = "native"
     label: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -103,7 +105,7 @@ FAMILIES: dict[str, Family] = {f.parser: f for f in [
             "USER_OPEN": "[INST]", "USER_CLOSE": "[/INST]", "ASSIST_CLOSE": "</s>",
             "CALL": "[TOOL_CALLS]{{ tc.function.name }}[ARGS]{{ args }}",
             "TOOL_RESULT": "[TOOL_RESULTS]{{ m.content }}[/TOOL_RESULTS]"},
-           "[TOOL_RESULTS]", json_required_named=False),
+           "[TOOL_RESULTS]", constrained_format="json_array"),
     Family("Llama 3.1 / 3.2 (JSON tool calls)", "llama3_json", _LLAMA3_TOKENS,
            "<|begin_of_text|>", "<|eot_id|>",
            dict(_LLAMA3, CALL='{"name": "{{ tc.function.name }}", "parameters": {{ args }}}',
@@ -159,7 +161,7 @@ FAMILIES: dict[str, Family] = {f.parser: f for f in [
                     "{%- endfor %}\n</tool_call>",
             "TOOL_RESULT": "<|observation|>\n<tool_response>\n{{ m.content }}\n"
                            "</tool_response>"},
-           "<|observation|>", reasoning_parser="glm45", json_required_named=False),
+           "<|observation|>", reasoning_parser="glm45"),
 ]}
 
 

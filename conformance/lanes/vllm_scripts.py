@@ -8,7 +8,9 @@ Two cases follow vLLM's own behaviour rather than the family's markup:
 
 * ``tool_choice: "required"`` and a named ``tool_choice``: vLLM 0.32 constrains these with a
   grammar in the family's own call format (a structural tag), so the script is the family's
-  markup there too, written to agree with that grammar.
+  markup there too, written to agree with that grammar; the Mistral parser with a tokenizer
+  that is not mistral_common's constrains them to a bare JSON array of ``{"name",
+  "arguments"}`` instead (``Family.constrained_format``), and the script is that array.
 * ``parallel-disabled``: the model emits both calls (a model does not see
   ``parallel_tool_calls``); vLLM's grammar then allows only the end after the first call, and
   the scripted processor ends there as a model under that grammar would (the cell shows
@@ -155,6 +157,8 @@ def _think(family: Family, thought: str) -> str:
 
 def render(family: Family, turn: Turn) -> str:
     """One turn as the family's model writes it."""
+    if turn.constrained and family.constrained_format == "json_array":
+        return _j([{"name": n, "arguments": a} for n, a in turn.calls])
     thought = _THOUGHT if turn.calls else _ANSWERING
     out = _think(family, thought) if family.reasoning_parser and turn.think else ""
     if turn.text:
