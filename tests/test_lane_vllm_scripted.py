@@ -174,6 +174,9 @@ def test_steps_and_load_compare_calls_and_quirks():
                                     calls=(("get_weather", '{"city": "Par'),)))
     assert d["status"] == "differs"
     assert d["differences"] == ["+Q-ARGS-TRUNCATED", "assembled arguments differ"]
+    # a whole argument in one delta comes with bigger steps: an INFO note, not a difference
+    n = parsers.compare(base, _cell("b", "single", ["Q-ID-FORMAT", "Q-ARGS-WHOLE-IN-ONE-DELTA"]))
+    assert n["status"] == "same" and n["info"] == ["+Q-ARGS-WHOLE-IN-ONE-DELTA"]
 
 
 def test_the_section_is_separate_from_the_provider_columns_and_validates(tmp_path):
@@ -206,3 +209,20 @@ def test_every_family_template_renders_a_round_trip():
         text = env.from_string(fam.chat_template()).render(
             messages=msgs, tools=[SCENARIOS["single"].tools[0]], add_generation_prompt=True)
         assert fam.tool_marker in text and "Paris" in text, fam.parser
+
+
+def test_declared_quirks_come_from_a_recording_and_keep_unrecorded_scenarios(tmp_path):
+    from conformance.lanes.vllm_columns import declare
+
+    res = tmp_path / "r" / "results"
+    res.mkdir(parents=True)
+    for row, quirks in (("single", ["Q-FINISH-SAME-CHUNK-AS-CALL", "Q-EXTRA-FIELDS"]),
+                        ("parallel", [])):
+        (res / f"x__{row}.json").write_text(json.dumps(
+            {"column": "vllm[hermes]", "row": row, "quirks": quirks}))
+    old = {"vllm[hermes]": {"Q-FINISH-SAME-CHUNK-AS-CALL": {"reason": "r",
+                                                            "scenarios": ["parallel", "usage"]}}}
+    doc = declare([tmp_path / "r"], old)
+    # INFO quirks are not declared; parallel was re-recorded without it, usage was not re-run
+    assert doc["vllm[hermes]"]["Q-FINISH-SAME-CHUNK-AS-CALL"]["scenarios"] == ["single", "usage"]
+    assert "Q-EXTRA-FIELDS" not in doc["vllm[hermes]"]

@@ -16,8 +16,12 @@ and its subdirectories ``steps4/``, ``load8/``, ``steps4-load8/``.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from conformance.lanes.vllm_families import FAMILIES, Family
@@ -41,9 +45,57 @@ def column_name(parser: str, steps: int = 1, load: int = 1) -> str:
     return f"vllm[{parser}]" + (f"@{suffix}" if suffix else "")  # no "/": names are file names
 
 
-# Quirks each parser's server shows on these scripts (recorded, then declared here with why:
-# a change of vLLM that removes or adds one fails the replayed cell).
-EXPECTED: dict[str, dict[str, dict[str, Any]]] = {}
+EXPECTED_FILE = Path(__file__).with_name("vllm_parsers_expected.json")
+"""The quirks (SHOULD and MUST) each column shows on its scripts, per scenario, with why: a
+vLLM whose parser changes fails the replayed or re-recorded cell. Written from a recording
+by ``python -m conformance.lanes.vllm_columns declare REPORT_DIR…`` (then read and
+committed): the reasons come from :data:`REASONS`."""
+
+REASONS = {
+    "Q-ARGS-ON-OPENING-DELTA": "the parser sends the first argument fragment on the call's "
+                               "opening delta, with its id and name",
+    "Q-FINISH-SAME-CHUNK-AS-CALL": "the serving layer sends the parser's last argument "
+                                   "fragment and finish_reason in one chunk",
+    "Q-REASONING-SAME-DELTA": "reasoning and a tool-call fragment arrive in one delta",
+    "Q-REQUIRED-NOT-ENFORCED": "tool_choice required ends without a call on the wire",
+    "Q-TOOLCALLS-MISSING-IN-STREAM": "the stream carries no tool call where the model "
+                                     "wrote one",
+    "Q-ARGS-INVALID-JSON": "the assembled arguments are not JSON",
+}
+
+
+def load_expected() -> dict[str, dict[str, dict[str, Any]]]:
+    if not EXPECTED_FILE.is_file():
+        return {}
+    data: dict[str, dict[str, dict[str, Any]]] = json.loads(EXPECTED_FILE.read_text("utf-8"))
+    return data
+
+
+def declare(report_dirs: Iterable[Path], old: dict[str, dict[str, dict[str, Any]]] | None = None
+            ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Expected quirks per column from the cells of recorded runs (their ``results/``); the
+    scenarios a run did not record keep what *old* declared for them."""
+    from conformance.rules import LEVEL_RANK, SHOULD, quirk_catalogue, quirk_level
+
+    seen: dict[str, dict[str, set[str]]] = {}
+    ran: dict[str, set[str]] = {}
+    for d in report_dirs:
+        for f in Path(d).rglob("results/*.json"):
+            cell = json.loads(f.read_text("utf-8"))
+            ran.setdefault(cell["column"], set()).add(cell["row"])
+            for q in cell.get("quirks") or []:
+                if LEVEL_RANK[quirk_level(q)] >= LEVEL_RANK[SHOULD]:
+                    seen.setdefault(cell["column"], {}).setdefault(q, set()).add(cell["row"])
+    for col, qs in (old or {}).items():
+        for q, e in qs.items():
+            kept = set(e.get("scenarios") or []) - ran.get(col, set())
+            if kept:
+                seen.setdefault(col, {}).setdefault(q, set()).update(kept)
+    cat = quirk_catalogue()
+    return {col: {q: {"reason": REASONS.get(q, cat.get(q, {}).get("title", q))
+                      + " (recorded on the scripted lane, docs/lanes/vllm-parsers.md)",
+                      "scenarios": sorted(rows)} for q, rows in sorted(qs.items())}
+            for col, qs in sorted(seen.items())}
 
 
 @dataclass
@@ -84,7 +136,7 @@ def scripted_provider(family: Family, steps: int = 1, load: int = 1,
 
     base = base_url or os.environ.get(BASE_URL_ENV) or "http://127.0.0.1:8000/v1"
     name = column_name(family.parser, steps, load)
-    expected = {q: dict(e) for q, e in EXPECTED.get(family.parser, {}).items()}
+    expected = {q: dict(e) for q, e in load_expected().get(name, {}).items()}
     return ScriptedProvider(
         name=name, base_url=base, model=MODEL, kind=KIND,
         label=f"vLLM {VLLM_VERSION} --tool-call-parser {family.parser} (scripted model output)",
@@ -109,6 +161,22 @@ def scripted_providers(base_url: str | None = None) -> list[ScriptedProvider]:
     """Every parser column and its steps × load variants."""
     return [scripted_provider(f, s, n, base_url) for f in FAMILIES.values()
             for s in STEPS for n in LOADS]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m conformance.lanes.vllm_columns declare REPORT_DIR…``: write the file."""
+    if argv[:1] != ["declare"] or len(argv) < 2:
+        print("usage: python -m conformance.lanes.vllm_columns declare REPORT_DIR…",
+              file=sys.stderr)
+        return 2
+    doc = declare((Path(a) for a in argv[1:]), load_expected())
+    EXPECTED_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", "utf-8")
+    print(f"wrote {EXPECTED_FILE} ({len(doc)} columns)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
 
 
 __all__ = ["BASE_URL_ENV", "KIND", "LOADS", "STEPS", "ScriptedProvider", "column_name",
