@@ -213,6 +213,9 @@ def vllm_parsers(session: nox.Session) -> None:
             lane += [x for v in default for x in (flag, v)]
     cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
     reports = _scratch(session, "reports")
+    # the lane's --scenario selects what pytest records too
+    extra += [x for i, a in enumerate(lane) if a == "--scenario" for x in ("--scenario",
+                                                                            lane[i + 1])]
     session.run(_bin(session, "python"), "-m", "conformance.lanes.vllm_parsers", *lane, "--",
                 _bin(session, "python"), "-m", "pytest", "conformance/suite", *ROOT_ARGS, "-q",
                 "--scripted-parsers", "--provider", "{column}", "--record-mode=all",

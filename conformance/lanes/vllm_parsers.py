@@ -178,6 +178,19 @@ def background_load(base_url: str, family: Family, streams: int,
             t.join(timeout=130)
 
 
+def forget(cassette_root: Path, family: Family, steps: int, load: int,
+           scenarios: Sequence[str] | None) -> None:
+    """Remove a column's cassettes of *scenarios* (all when None) before they are recorded
+    again: vcrpy appends a new recording to an existing cassette, and a replay reads the
+    first."""
+    from conformance.lanes.vllm_columns import scripted_provider
+    from conformance.scenarios import SCENARIOS
+
+    key = scripted_provider(family, steps, load).cassette_key
+    for s in scenarios or list(SCENARIOS):
+        (cassette_root / key / f"{s}.yaml").unlink(missing_ok=True)
+
+
 def write_metadata(cassette_root: Path, family: Family, steps: int, load: int) -> Path:
     """``scripts.json`` beside a column's cassettes: what the model was made to emit (each
     request's body holds its own script too), with the chat template and the server's flags."""
@@ -213,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="tokens per streamed delta, --stream-interval (repeatable; default 1)")
     ap.add_argument("--load", action="append", type=int,
                     help="requests in flight while CMD runs (repeatable; default 1)")
+    ap.add_argument("--scenario", action="append",
+                    help="the scenarios CMD records (repeatable; default: all): their old "
+                         "cassettes are removed first, since a recording appends to a cassette")
     ap.add_argument("--prepare-only", action="store_true",
                     help="only install the venv and build the models")
     ap.add_argument("--startup-timeout", type=float, default=600.0)
@@ -238,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         col = column_name(fam.parser, steps, load)
                         env = {BASE_URL_ENV: base, "VLLM_SCRIPTED_COLUMN": col,
                                "VLLM_SERVER_VERSION": vllm.server_version(base)}
+                        forget(opts.cassette_dir, fam, steps, load, opts.scenario)
                         started = time.monotonic()
                         with background_load(base, fam, load - 1) as stats:
                             rc = common.run_with_server([c.replace("{column}", col)
