@@ -53,6 +53,9 @@ class Family:
     # JSON array of {"name", "arguments"}: the Mistral parser's grammar for a tokenizer that
     # is not mistral_common's).
     constrained_format: str = "native"
+    # Whether the family's model writes text before its calls in one message (the Llama 3
+    # JSON and pythonic formats are the whole message: their parsers read a call only there).
+    text_before_calls: bool = True
     label: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -110,12 +113,12 @@ FAMILIES: dict[str, Family] = {f.parser: f for f in [
            "<|begin_of_text|>", "<|eot_id|>",
            dict(_LLAMA3, CALL='{"name": "{{ tc.function.name }}", "parameters": {{ args }}}',
                 CALL_SEP="; "),
-           "<|start_header_id|>ipython"),
+           "<|start_header_id|>ipython", text_before_calls=False),
     Family("Llama 3.2 / pythonic tool calls", "pythonic", _LLAMA3_TOKENS, "<|begin_of_text|>",
            "<|eot_id|>", dict(_LLAMA3, CALLS_OPEN="[", CALLS_CLOSE="]", CALL_SEP=", ",
                               CALL="{{ tc.function.name }}(" + _KV + "{% if not loop.first %}"
                               ", {% endif %}{{ k }}={{ v | tojson }}{%- endfor -%})"),
-           "<|start_header_id|>ipython"),
+           "<|start_header_id|>ipython", text_before_calls=False),
     Family("Qwen3-Coder (XML parameters)", "qwen3_coder", _CHATML_TOKENS, "<|endoftext|>",
            "<|im_end|>", dict(_CHATML, CALL="<tool_call>\n<function={{ tc.function.name }}>\n"
                               + _KV + "<parameter={{ k }}>\n{{ v }}\n</parameter>\n"

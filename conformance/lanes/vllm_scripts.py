@@ -17,7 +17,9 @@ Two cases follow vLLM's own behaviour rather than the family's markup:
   what reaches the client).
 
 Reasoning families think first (``<think>…</think>``), except where the cut of
-``max_tokens`` must land in the arguments and where a grammar constrains the output.
+``max_tokens`` must land in the arguments and where a grammar constrains the output (an R1
+model closes an empty think block there). Families whose call is the whole message (Llama 3
+JSON, pythonic) write no text before their calls.
 """
 
 from __future__ import annotations
@@ -160,13 +162,16 @@ def render(family: Family, turn: Turn) -> str:
     if turn.constrained and family.constrained_format == "json_array":
         return _j([{"name": n, "arguments": a} for n, a in turn.calls])
     thought = _THOUGHT if turn.calls else _ANSWERING
-    out = _think(family, thought) if family.reasoning_parser and turn.think else ""
-    if turn.text:
-        out += turn.text
+    out = ""
+    if family.reasoning_parser and turn.think:
+        out = _think(family, thought)
+    elif family.reasoning_parser == "deepseek_r1":
+        out = _think(family, "")  # R1 always closes its think block, empty or not
+    text = turn.text if not turn.calls or family.text_before_calls else ""
+    if text:
+        out += text
     if turn.calls:
-        sep = "\n" if turn.text and family.parser not in ("mistral", "kimi_k2") else ""
-        if turn.text and family.parser == "llama3_json":
-            sep = "\n"
+        sep = "\n" if text and family.parser not in ("mistral", "kimi_k2") else ""
         out += sep + _calls(family, turn.calls)
     return out
 
