@@ -153,15 +153,18 @@ FAMILIES: dict[str, Family] = {f.parser: f for f in [
             "TOOL_RESULT": "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>{{ m.content }}"
                            "<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"},
            "<｜tool▁output▁begin｜>", reasoning_parser="deepseek_r1"),
-    Family("GLM-4.5 / 4.6 (arg_key / arg_value)", "glm45",
+    # vLLM 0.32 serves glm45 with GLM-4.7's parser and, with strict tool calling on by
+    # default, constrains calls to 4.7's compact form (no newline after the name or between
+    # tags): a 4.5 model's newlines are masked, so the script is written in the compact form.
+    Family("GLM-4.5 … 4.7 (arg_key / arg_value, compact)", "glm45",
            ("[gMASK]", "<sop>", "<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>",
             "<|observation|>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
             "<arg_value>", "</arg_value>", "<tool_response>", "</tool_response>", "<think>",
             "</think>"), "[gMASK]", "<|endoftext|>",
            {"SYS_OPEN": "<|system|>\n", "USER_OPEN": "<|user|>\n", "ASSIST_OPEN": "<|assistant|>",
-            "CALL": "\n<tool_call>{{ tc.function.name }}\n" + _KV
-                    + "<arg_key>{{ k }}</arg_key>\n<arg_value>{{ v }}</arg_value>\n"
-                    "{%- endfor %}\n</tool_call>",
+            "CALL": "<tool_call>{{ tc.function.name }}" + _KV
+                    + "<arg_key>{{ k }}</arg_key><arg_value>{{ v }}</arg_value>"
+                    "{%- endfor %}</tool_call>",
             "TOOL_RESULT": "<|observation|>\n<tool_response>\n{{ m.content }}\n"
                            "</tool_response>"},
            "<|observation|>", reasoning_parser="glm45"),

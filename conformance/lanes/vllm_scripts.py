@@ -136,9 +136,9 @@ def _calls(family: Family, calls: tuple[Call, ...]) -> str:
         return "<｜tool▁calls▁begin｜>" + "\n".join(
             f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{_j(a)}\n```"
             "<｜tool▁call▁end｜>" for n, a in calls) + "<｜tool▁calls▁end｜>"
-    if p == "glm45":
-        return "\n".join(f"<tool_call>{n}\n" + "".join(
-            f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in a.items())
+    if p == "glm45":  # GLM-4.7's compact form: the grammar vLLM 0.32 applies to glm45
+        return "".join(f"<tool_call>{n}" + "".join(
+            f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
             + "</tool_call>" for n, a in calls)
     raise KeyError(f"no renderer for the {p} family")
 
