@@ -167,6 +167,8 @@ def render(family: Family, turn: Turn) -> str:
         out = _think(family, thought)
     elif family.reasoning_parser == "deepseek_r1":
         out = _think(family, "")  # R1 always closes its think block, empty or not
+        if turn.constrained:  # vLLM's R1 grammar puts the calls right after </think>
+            out = out.rstrip("\n")
     text = turn.text if not turn.calls or family.text_before_calls else ""
     if text:
         out += text
