@@ -216,13 +216,16 @@ def test_declared_quirks_come_from_a_recording_and_keep_unrecorded_scenarios(tmp
 
     res = tmp_path / "r" / "results"
     res.mkdir(parents=True)
-    for row, quirks in (("single", ["Q-FINISH-SAME-CHUNK-AS-CALL", "Q-EXTRA-FIELDS"]),
+    for row, quirks in (("single", ["Q-ARGS-LOST-MULTITOKEN-DELTA", "Q-EXTRA-FIELDS",
+                                    "Q-FINISH-SAME-CHUNK-AS-CALL"]),
                         ("parallel", [])):
         (res / f"x__{row}.json").write_text(json.dumps(
             {"column": "vllm[hermes]", "row": row, "quirks": quirks}))
-    old = {"vllm[hermes]": {"Q-FINISH-SAME-CHUNK-AS-CALL": {"reason": "r",
-                                                            "scenarios": ["parallel", "usage"]}}}
+    old = {"vllm[hermes]": {"Q-ARGS-LOST-MULTITOKEN-DELTA": {"reason": "r",
+                                                             "scenarios": ["parallel", "usage"]}}}
     doc = declare([tmp_path / "r"], old)
-    # INFO quirks are not declared; parallel was re-recorded without it, usage was not re-run
-    assert doc["vllm[hermes]"]["Q-FINISH-SAME-CHUNK-AS-CALL"]["scenarios"] == ["single", "usage"]
-    assert "Q-EXTRA-FIELDS" not in doc["vllm[hermes]"]
+    # INFO quirks are not declared, nor delta-shape ones (tolerated); parallel was re-recorded
+    # without Q-ARGS-LOST-MULTITOKEN-DELTA, usage was not re-run
+    assert doc["vllm[hermes]"]["Q-ARGS-LOST-MULTITOKEN-DELTA"]["scenarios"] == ["single", "usage"]
+    assert set(doc["vllm[hermes]"]) == {"Q-ARGS-LOST-MULTITOKEN-DELTA"}
+    assert "Q-FINISH-SAME-CHUNK-AS-CALL" in scripted_provider(FAMILIES["hermes"]).tolerated
