@@ -31,13 +31,21 @@ def _calls(cell: Cell | None) -> list[tuple[str, str]]:
 
 
 def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
-    """One variant cell against the baseline cell of the same scenario."""
+    """One variant cell against the baseline cell of the same scenario: ``differs`` when the
+    assembled calls, the finish reason or a quirk beyond the delta shape differ; quirks of
+    the delta shape alone (INFO notes, ``vllm_columns.SHAPE_QUIRKS``), which come and go
+    with the delta sizes, are listed under ``info`` and make no difference."""
+    from conformance.lanes.vllm_columns import SHAPE_QUIRKS
+    from conformance.rules import INFO, quirk_level
+
     if not base or not other or "not recorded" in (base["verdict"], other["verdict"]):
         return {"status": "not recorded"}
-    diffs = []
+    diffs, info = [], []
     qa, qb = set(base.get("quirks") or []), set(other.get("quirks") or [])
-    if qa != qb:
-        diffs += [f"+{q}" for q in sorted(qb - qa)] + [f"-{q}" for q in sorted(qa - qb)]
+    for sign, qs in (("+", sorted(qb - qa)), ("-", sorted(qa - qb))):
+        for q in qs:
+            shape = quirk_level(q) == INFO or q in SHAPE_QUIRKS
+            (info if shape else diffs).append(sign + q)
     ca, cb = _calls(base), _calls(other)
     if ca != cb:
         diffs.append(f"calls differ: {len(ca)} -> {len(cb)}" if len(ca) != len(cb)
@@ -45,7 +53,7 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
     if base.get("finish_reason") != other.get("finish_reason"):
         diffs.append(f"finish_reason {base.get('finish_reason')} -> "
                      f"{other.get('finish_reason')}")
-    return {"status": "differs" if diffs else "same", "differences": diffs,
+    return {"status": "differs" if diffs else "same", "differences": diffs, "info": info,
             "verdict": other["verdict"], "cassette": other.get("cassette")}
 
 
@@ -116,9 +124,15 @@ def _variant_text(parser: dict[str, Any]) -> list[str]:
         rows = v["scenarios"]
         unrecorded = sum(1 for r in rows.values() if r["status"] == "not recorded")
         diff = {s: r for s, r in rows.items() if r["status"] == "differs"}
+        info = sorted({q for r in rows.values() for q in r.get("info") or []})
         what = ("not recorded" if unrecorded == len(rows) else
-                "same calls and quirks in every scenario" if not diff else
+                "same calls, finish reasons and judged quirks in every recorded scenario"
+                if not diff else
                 "; ".join(f"{s}: {', '.join(r['differences'])}" for s, r in diff.items()))
+        if unrecorded and unrecorded < len(rows):
+            what += f" ({unrecorded} not recorded)"
+        if info:
+            what += f" (delta shape changed: {', '.join(info)})"
         out.append(f"steps {v['steps']} × load {v['load']}: {what}")
     return out
 
@@ -153,6 +167,59 @@ def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
         for t in _variant_text(p):
             lines.append(f"  - {t}")
     return lines + [""]
+
+
+def _judged(cell: Cell) -> list[str]:
+    from conformance.rules import INFO, quirk_level
+    return [q for q in cell.get("quirks") or [] if quirk_level(q) != INFO]
+
+
+def choice_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per parser, what a person choosing a ``--tool-call-parser`` needs: how many
+    scenarios conform, the judged quirks, which client strategies survive every scenario,
+    and whether the output holds at several tokens per step and under load."""
+    from conformance.report.common import impact_summary
+
+    out = []
+    for p in (doc.get(KEY) or {}).get("parsers") or []:
+        cells = [c for c in p["cells"] if c["verdict"] != "not recorded"]
+        quirks = sorted({q for c in cells for q in _judged(c)})
+        failing = [c["row"] for c in cells if c["verdict"] in ("fails", "error")]
+        survive = []
+        for strategy in ("naive", "guarded", "robust"):
+            ok, judged, _ = impact_summary(cells, strategy)
+            survive.append(f"{strategy} {ok}/{judged}")
+        variants = []
+        for v in p["variants"]:
+            rows = v["scenarios"].values()
+            if all(r["status"] == "not recorded" for r in rows):
+                continue
+            n = sum(1 for r in rows if r["status"] == "differs")
+            variants.append(f"steps {v['steps']} × load {v['load']}: "
+                            + ("same" if not n else f"{n} differ"))
+        out.append({"parser": p["parser"], "family": p["provenance"]["family"],
+                    "reasoning_parser": p["provenance"].get("reasoning_parser"),
+                    "conforms": sum(1 for c in cells if c["verdict"] == "conforms"),
+                    "recorded": len(cells), "quirks": quirks, "failing": failing,
+                    "clients": survive, "variants": variants})
+    return out
+
+
+def render_choice_table(doc: dict[str, Any]) -> str:
+    """A Markdown table for choosing a ``--tool-call-parser`` (docs, the README)."""
+    rows = choice_rows(doc)
+    if not rows:
+        return ""
+    lines = ["| `--tool-call-parser` | family | reasoning parser | conforms | fails or errors "
+             "| quirks (SHOULD/MUST) | clients that assemble every call | steps × load |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| `{r['parser']}` | {r['family']} | {r['reasoning_parser'] or '–'} | "
+            f"{r['conforms']}/{r['recorded']} | {', '.join(r['failing']) or '–'} | "
+            f"{', '.join(r['quirks']) or '–'} | {', '.join(r['clients'])} | "
+            f"{'; '.join(r['variants']) or 'not recorded'} |")
+    return "\n".join(lines) + "\n"
 
 
 def render_html(doc: dict[str, Any]) -> str:
@@ -193,5 +260,5 @@ def quirks_in(doc: dict[str, Any]) -> set[str]:
     return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []}
 
 
-__all__ = ["KEY", "TITLE", "compare", "quirks_in", "render_html", "render_markdown",
-           "scripted_section"]
+__all__ = ["KEY", "TITLE", "choice_rows", "compare", "quirks_in", "render_choice_table",
+           "render_html", "render_markdown", "scripted_section"]
