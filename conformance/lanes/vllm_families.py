@@ -51,7 +51,8 @@ class Family:
     # What vLLM's grammar for `required` / named tool_choice makes the model write: the
     # family's own markup (a structural tag, vLLM 0.32's default), or "json_array" (a bare
     # JSON array of {"name", "arguments"}: the Mistral parser's grammar for a tokenizer that
-    # is not mistral_common's).
+    # is not mistral_common's), or "json_schema" (vLLM's generic tool schema: an array of
+    # {"name", "parameters"} for required, the arguments object for named; pythonic).
     constrained_format: str = "native"
     # Whether the family's model writes text before its calls in one message (the Llama 3
     # JSON and pythonic formats are the whole message: their parsers read a call only there).
@@ -118,7 +119,8 @@ FAMILIES: dict[str, Family] = {f.parser: f for f in [
            "<|eot_id|>", dict(_LLAMA3, CALLS_OPEN="[", CALLS_CLOSE="]", CALL_SEP=", ",
                               CALL="{{ tc.function.name }}(" + _KV + "{% if not loop.first %}"
                               ", {% endif %}{{ k }}={{ v | tojson }}{%- endfor -%})"),
-           "<|start_header_id|>ipython", text_before_calls=False),
+           "<|start_header_id|>ipython", text_before_calls=False,
+           constrained_format="json_schema"),
     Family("Qwen3-Coder (XML parameters)", "qwen3_coder", _CHATML_TOKENS, "<|endoftext|>",
            "<|im_end|>", dict(_CHATML, CALL="<tool_call>\n<function={{ tc.function.name }}>\n"
                               + _KV + "<parameter={{ k }}>\n{{ v }}\n</parameter>\n"

@@ -161,6 +161,10 @@ def render(family: Family, turn: Turn) -> str:
     """One turn as the family's model writes it."""
     if turn.constrained and family.constrained_format == "json_array":
         return _j([{"name": n, "arguments": a} for n, a in turn.calls])
+    if turn.constrained and family.constrained_format == "json_schema":  # vLLM's own schema
+        if turn.constrained == "named":
+            return _j(turn.calls[0][1])
+        return _j([{"name": n, "parameters": a} for n, a in turn.calls])
     thought = _THOUGHT if turn.calls else _ANSWERING
     out = ""
     if family.reasoning_parser and turn.think:
