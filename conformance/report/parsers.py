@@ -262,3 +262,26 @@ def quirks_in(doc: dict[str, Any]) -> set[str]:
 
 __all__ = ["KEY", "TITLE", "choice_rows", "compare", "quirks_in", "render_choice_table",
            "render_html", "render_markdown", "scripted_section"]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m conformance.report.parsers MATRIX.json``: print the parser-choice table."""
+    import json
+    import sys
+
+    if len(argv) != 1:
+        print("usage: python -m conformance.report.parsers MATRIX.json", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(argv[0]).read_text("utf-8"))
+    table = render_choice_table(doc)
+    if not table:
+        print(f"{argv[0]}: no scripted-parsers section (render it with --scripted-parsers)",
+              file=sys.stderr)
+        return 2
+    sys.stdout.write(table)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+    _sys.exit(main(_sys.argv[1:]))
