@@ -1,4 +1,4 @@
-"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, litellm,
+"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, vllm-parsers, litellm,
 llama-cpp-python, profiles, bench, bench-suite, mutation, clean, clients.
 
 Replay is the default everywhere and never touches the network; `live` records.
@@ -202,6 +202,33 @@ def vllm(session: nox.Session) -> None:
     _install(session)
     _lane(session, "vllm", "vllm")
     session.notify("matrix", posargs=[])
+
+
+@nox.session(name="vllm-parsers", python=False)
+def vllm_parsers(session: nox.Session) -> None:
+    """vLLM's tool parsers on a scripted model (docs/lanes/vllm-parsers.md): one server per
+    parser and step size, every scenario, alone and under load; records cassettes/vllm-<parser>*.
+    `nox -s vllm-parsers -- --parser hermes --steps 1 --load 1 [-- PYTEST ARGS]` narrows it
+    (default: every parser, --steps 1 4, --load 1 8)."""
+    _install(session)
+    args = list(session.posargs)
+    lane, extra = (args[:args.index("--")], args[args.index("--") + 1:]) if "--" in args \
+        else (args, [])
+    for flag, default in (("--steps", ["1", "4"]), ("--load", ["1", "8"])):
+        if flag not in lane:
+            lane += [x for v in default for x in (flag, v)]
+    cassettes = os.environ.get("CONFORMANCE_CASSETTE_DIR", "cassettes")
+    reports = _scratch(session, "reports")
+    # the lane's --scenario selects what pytest records too
+    extra += [x for i, a in enumerate(lane) if a == "--scenario" for x in ("--scenario",
+                                                                            lane[i + 1])]
+    session.run(_bin(session, "python"), "-m", "conformance.lanes.vllm_parsers", *lane, "--",
+                _bin(session, "python"), "-m", "pytest", "conformance/suite", *ROOT_ARGS, "-q",
+                "--scripted-parsers", "--provider", "{column}", "--record-mode=all",
+                f"--cassette-dir={cassettes}", f"--report-dir={reports}/{{column}}", *extra,
+                external=True)
+    if cassettes == "cassettes":
+        session.notify("matrix", posargs=[])
 
 
 PEER_BENCHES = ("bench_peers.py", "bench_memory.py", "bench_startup.py")

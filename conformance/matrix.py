@@ -20,6 +20,7 @@ from conformance.secrets import write_atomic
 from conformance.textsafe import for_file
 
 FORMAT = "conformance-quirks-matrix/1"
+_SCRIPTED = "scripted_parsers"  # conformance.report.parsers.KEY
 PROVENANCE_FILE = "provenance.json"
 
 
@@ -147,6 +148,7 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
                  scenarios: list[Scenario] | None = None, mode: str = "replay",
                  cassette_root: Path = Path("cassettes"), profiles: list[Provider] = (),  # type: ignore[assignment]
                  gateways: list[Provider] = (),  # type: ignore[assignment]
+                 scripted: list[Provider] = (),  # type: ignore[assignment]
                  title: str = "Streaming tool-call conformance",
                  field_evidence: dict[str, Any] | None = None) -> dict[str, Any]:
     """The matrix document. ``field_evidence``: a field-evidence document (default: the
@@ -189,6 +191,11 @@ def build_matrix(cells: list[dict[str, Any]], providers: list[Provider], *,
         "sections": {"providers": [p.name for p in providers],
                      "reference_profiles": [p.name for p in profiles], "captures": []},
     }), evidence)
+    if scripted:  # vLLM's tool parsers on a scripted model: a section of their own
+        from conformance.report.parsers import scripted_section
+        doc.update(scripted_section(scripted, by_key, scen, cassette_root))
+        doc["quirks"] = dict(sorted({**quirk_entries(doc[_SCRIPTED]["cells"]),
+                                     **doc["quirks"]}.items()))
     if gateways:
         doc.update(_gateways(gateways, by_key, profiles, cassette_root))
         through = [c for c in by_key.values() if c["column"].startswith("gateway:")]

@@ -112,6 +112,11 @@ class Provider:
         return urlunsplit(parts._replace(
             netloc=_host(parts), path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
+    def scenario_body(self, scenario: str) -> dict[str, Any]:
+        """Fields this provider adds to one scenario's request body (a scripted column's
+        script, conformance.lanes.vllm_columns); none for an endpoint of providers.yaml."""
+        return {}
+
     def supports(self, capability: str) -> bool:
         return self.capabilities.get(capability, True) is True
 
@@ -513,7 +518,8 @@ def select(providers: dict[str, Provider], names: list[str] | None) -> list[Prov
         return list(providers.values())
     chosen: set[str] = set()
     for n in names:
-        hits = fnmatch.filter(providers, n)
+        # an exact name first: `vllm[hermes]` is a column, not a glob character class
+        hits = [n] if n in providers else fnmatch.filter(providers, n)
         if not hits:
             valid = ", ".join(providers)
             if len(valid) > 300:

@@ -93,6 +93,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--no-matrix", action="store_true", help="do not render the matrix")
     g.addoption("--reference-profiles", action="store_true",
                 help="also run every reference profile (end-to-end negative controls)")
+    g.addoption("--scripted-parsers", action="store_true",
+                help="also run vLLM's tool parsers driven by a scripted model (their own "
+                     "section; conformance.lanes.vllm_columns)")
     g.addoption("--profile-server", default=os.environ.get(
         "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
         help="base URL of `toolcall-conformance serve` for --reference-profiles")
@@ -150,6 +153,11 @@ class SuiteConfig:
             for gw in [p for p in self.providers.values() if p.gateway]:
                 for p in gateway_providers(gw, profiles):
                     out[p.name] = p
+        if self.config.getoption("--scripted-parsers") or \
+                self.config.getoption("--reference-profiles"):  # the suite's own columns
+            from conformance.lanes.vllm_columns import scripted_providers
+            for p in scripted_providers():
+                out[p.name] = p
         return out
 
     def selected(self) -> list[Provider]:
@@ -223,7 +231,7 @@ def _given(config: pytest.Config, flag: str) -> bool:
 
 _OWN_FLAGS = ("--providers", "--provider", "--scenario", "--base-url", "--model",
               "--api-key-env", "--expect-quirk", "--reference-profiles", "--fail-on",
-              "--max-tokens")
+              "--max-tokens", "--scripted-parsers")
 
 
 def _suite_dir() -> Path | None:
@@ -677,7 +685,8 @@ def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
                        scenarios=cfg.scenarios(), mode="replay" if cfg.replay else "live",
                        cassette_root=cfg.cassette_dir,
                        profiles=[p for p in providers if p.kind == "reference-profile"],
-                       gateways=[p for p in providers if p.kind == "gateway-profile"])
+                       gateways=[p for p in providers if p.kind == "gateway-profile"],
+                       scripted=[p for p in providers if p.kind == "scripted"])
     write_reports(doc, cfg.report_dir)
     return doc
 

@@ -181,6 +181,7 @@ def build_request(scenario: Scenario, provider: Any, *, stream: bool = True) -> 
             body["max_tokens"] = max(1, round(el["default_max_tokens"] * scenario.token_scale))
     body.update(copy.deepcopy(provider.extra_body))
     body.update(copy.deepcopy(el.get("extra_body") or {}))
+    body.update(copy.deepcopy(provider.scenario_body(scenario.id)))  # a scripted column's script
     if el.get("tool_choice") == "named" and "tool_choice" not in scenario.params:
         # a server that streams calls only for a named tool_choice: name the scenario's tool
         name = (scenario.expect.names or [t["function"]["name"] for t in scenario.tools])[0]

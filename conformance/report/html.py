@@ -706,6 +706,8 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     referenced |= {q for x in field_entries for q in x.get("quirks") or []}
     from conformance.report import gateway
     referenced |= gateway.quirks_in(doc)
+    from conformance.report import parsers as scripted
+    referenced |= scripted.quirks_in(doc)
     quirks = sort_quirks(doc, referenced & set(doc.get("quirks") or {}))
     body, toc = [_legend()], []
     for name, title in SECTIONS:
@@ -728,6 +730,10 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
         toc.append(f'<a href="#gateway-{e(name)}">Gateway: {e(name)}</a>')
     if doc.get(gateway.KEY):
         body.append(gateway.render_html(doc))
+    from conformance.report import parsers
+    if doc.get(parsers.KEY):
+        toc.append(f'<a href="#scripted-parsers">{e(parsers.TITLE)}</a>')
+        body.append(parsers.render_html(doc))
     if all_ids:
         toc.append('<a href="#provenance">Provenance</a>')
         body.append(

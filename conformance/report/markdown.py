@@ -405,6 +405,8 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
         lines += _profiles(doc, profiles, notes)
     from conformance.report import gateway
     lines += gateway.render_markdown(doc, sub)
+    from conformance.report import parsers
+    lines += parsers.render_markdown(doc, sub)
     captures = section(doc, "captures")
     if captures:
         lines += ["", f"{sub} Captures", "", *_captures(doc, captures, notes), ""]

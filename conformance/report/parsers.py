@@ -1,0 +1,287 @@
+"""The section "vLLM tool parsers, scripted model output".
+
+Each of vLLM's tool parsers (conformance.lanes.vllm_columns) served a tiny random-weight
+model whose output was scripted: the cells judge what the parser and vLLM's serving layer
+made of exactly the text a model of that family emits. They are their own kind of evidence,
+never merged with an end-to-end column (whose cells also show what a model did).
+
+The section (``doc["scripted_parsers"]``) holds, per parser: its provenance (vLLM version,
+parser, reasoning parser, chat template, scripted model output), its cells (full cell
+objects, as in ``doc["cells"]``), and the steps × load comparison: for each variant (several
+tokens per engine step, other requests in flight) and scenario, whether the calls the robust
+client assembled (name and arguments, in order) and the quirk set equal those of the
+one-token, one-request column, and what differs.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+KEY = "scripted_parsers"
+TITLE = "vLLM tool parsers, scripted model output"
+Cell = dict[str, Any]
+
+
+def _calls(cell: Cell | None) -> list[tuple[str, str]]:
+    calls = ((cell or {}).get("tool_calls") or {}).get("robust") or []
+    return [(c.get("name") or "", c.get("arguments") or "") for c in calls]
+
+
+def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
+    """One variant cell against the baseline cell of the same scenario: ``differs`` when the
+    assembled calls, the finish reason or a quirk beyond the delta shape differ; quirks of
+    the delta shape alone (INFO notes, ``vllm_columns.SHAPE_QUIRKS``), which come and go
+    with the delta sizes, are listed under ``info`` and make no difference."""
+    from conformance.lanes.vllm_columns import SHAPE_QUIRKS
+    from conformance.rules import INFO, quirk_level
+
+    if not base or not other or "not recorded" in (base["verdict"], other["verdict"]):
+        return {"status": "not recorded"}
+    diffs, info = [], []
+    qa, qb = set(base.get("quirks") or []), set(other.get("quirks") or [])
+    for sign, qs in (("+", sorted(qb - qa)), ("-", sorted(qa - qb))):
+        for q in qs:
+            shape = quirk_level(q) == INFO or q in SHAPE_QUIRKS
+            (info if shape else diffs).append(sign + q)
+    ca, cb = _calls(base), _calls(other)
+    if ca != cb:
+        diffs.append(f"calls differ: {len(ca)} -> {len(cb)}" if len(ca) != len(cb)
+                     else "assembled arguments differ")
+    if base.get("finish_reason") != other.get("finish_reason"):
+        diffs.append(f"finish_reason {base.get('finish_reason')} -> "
+                     f"{other.get('finish_reason')}")
+    return {"status": "differs" if diffs else "same", "differences": diffs, "info": info,
+            "verdict": other["verdict"], "cassette": other.get("cassette")}
+
+
+def _not_recorded(column: str, scenario: str, command: str) -> Cell:
+    return {"column": column, "row": scenario, "verdict": "not recorded",
+            "reason": f"no cassette; record with: {command}", "quirks": [], "expected": [],
+            "findings": [], "evidence": [], "impact": {}, "tool_calls": {},
+            "finish_reason": None, "cassette": None, "interaction": None, "trials": {},
+            "retries": []}
+
+
+def scripted_section(providers: Iterable[Any], by_key: Mapping[tuple[str, str], Cell],
+                     scenarios: Iterable[Any], cassette_root: Path) -> dict[str, Any]:
+    """``{KEY: {...}}`` for the matrix document (conformance.matrix.build_matrix)."""
+    from conformance.matrix import load_provenance
+
+    scen = [s.id for s in scenarios]
+    by_parser: dict[str, list[Any]] = {}
+    for p in providers:
+        by_parser.setdefault(p.parser, []).append(p)
+    parsers, cells = [], []
+    for parser, cols in by_parser.items():
+        base = next((c for c in cols if c.steps == 1 and c.load == 1), cols[0])
+        col_cells = {}
+        for c in cols:
+            col_cells[c.name] = {s: by_key.get((c.name, s)) or _not_recorded(
+                c.name, s, c.record_command) for s in scen}
+        prov = load_provenance(cassette_root / base.cassette_key)
+        base_cells = [col_cells[base.name][s] for s in scen]
+        cells += base_cells
+        variants = []
+        for c in cols:
+            if c is base:
+                continue
+            variants.append({"column": c.name, "steps": c.steps, "load": c.load,
+                             "scenarios": {s: compare(col_cells[base.name][s],
+                                                      col_cells[c.name][s]) for s in scen}})
+        server = prov.get("server") or {}
+        parsers.append({
+            "parser": parser, "column": base.name, "label": base.label,
+            "provenance": dict(base.provenance(),
+                               vllm_version=server.get("version") or base.server_version,
+                               recorded_at=max((v.get("recorded_at") or "" for v in
+                                                (prov.get("scenarios") or {}).values()),
+                                               default="") or None,
+                               cassette_dir=str(cassette_root / base.cassette_key)),
+            "expected_quirks": {q: e["reason"] for q, e in base.expected_quirks.items()},
+            "cells": base_cells, "variants": variants,
+        })
+    return {KEY: {"title": TITLE, "scenarios": scen, "parsers": parsers, "cells": cells}}
+
+
+# ----------------------------------------------------------------------------- rendering
+
+_SYMBOL = {"conforms": "✓", "quirk": "◐", "fails": "✗", "error": "!", "inconclusive": "?",
+           "unsupported": "–", "not recorded": "·"}
+
+
+def _cell_text(cell: Cell) -> str:
+    sym = _SYMBOL.get(cell["verdict"], "?")
+    quirks = ", ".join(cell.get("quirks") or [])
+    return f"{sym} {quirks}".strip()
+
+
+def _variant_text(parser: dict[str, Any]) -> list[str]:
+    out = []
+    for v in parser["variants"]:
+        rows = v["scenarios"]
+        unrecorded = sum(1 for r in rows.values() if r["status"] == "not recorded")
+        diff = {s: r for s, r in rows.items() if r["status"] == "differs"}
+        info = sorted({q for r in rows.values() for q in r.get("info") or []})
+        what = ("not recorded" if unrecorded == len(rows) else
+                "same calls, finish reasons and judged quirks in every recorded scenario"
+                if not diff else
+                "; ".join(f"{s}: {', '.join(r['differences'])}" for s, r in diff.items()))
+        if unrecorded and unrecorded < len(rows):
+            what += f" ({unrecorded} not recorded)"
+        if info:
+            what += f" (delta shape changed: {', '.join(info)})"
+        out.append(f"steps {v['steps']} × load {v['load']}: {what}")
+    return out
+
+
+def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
+    """The section's Markdown lines, headed at *sub* (empty when the document has none)."""
+    sec = doc.get(KEY)
+    if not sec or not sec.get("parsers"):
+        return []
+    h = sub
+    lines = ["", f"{h} {sec['title']}", "",
+             "Each column is a real vLLM server with one `--tool-call-parser`, serving a tiny "
+             "random-weight model whose output is scripted: the text a model of that family "
+             "emits for the scenario, token by token (the request is the scenario's, "
+             "unchanged). A cell shows what the parser and vLLM's serving layer did with that "
+             "text, not what a model does; it is never merged with the end-to-end vLLM "
+             "column.", ""]
+    parsers = sec["parsers"]
+    lines.append("| scenario | " + " | ".join(f"`{p['parser']}`" for p in parsers) + " |")
+    lines.append("|---|" + "---|" * len(parsers))
+    for i, s in enumerate(sec["scenarios"]):
+        lines.append(f"| {s} | " + " | ".join(_cell_text(p["cells"][i]) for p in parsers)
+                     + " |")
+    lines += ["", f"{h}# Provenance and steps × load", ""]
+    for p in parsers:
+        pv = p["provenance"]
+        lines.append(f"- **`{p['column']}`** ({pv['family']}): vLLM {pv.get('vllm_version')}, "
+                     f"`--tool-call-parser {p['parser']}`, reasoning parser "
+                     f"`{pv.get('reasoning_parser') or 'none'}`, chat template: "
+                     f"{pv['chat_template']}; model output: {pv['model_output']}; recorded "
+                     f"{pv.get('recorded_at') or 'never'}.")
+        for t in _variant_text(p):
+            lines.append(f"  - {t}")
+    return lines + [""]
+
+
+def _judged(cell: Cell) -> list[str]:
+    from conformance.rules import INFO, quirk_level
+    return [q for q in cell.get("quirks") or [] if quirk_level(q) != INFO]
+
+
+def choice_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per parser, what a person choosing a ``--tool-call-parser`` needs: how many
+    scenarios conform, the judged quirks, which client strategies survive every scenario,
+    and whether the output holds at several tokens per step and under load."""
+    from conformance.report.common import impact_summary
+
+    out = []
+    for p in (doc.get(KEY) or {}).get("parsers") or []:
+        cells = [c for c in p["cells"] if c["verdict"] != "not recorded"]
+        quirks = sorted({q for c in cells for q in _judged(c)})
+        failing = [c["row"] for c in cells if c["verdict"] in ("fails", "error")]
+        survive = []
+        for strategy in ("naive", "guarded", "robust"):
+            ok, judged, _ = impact_summary(cells, strategy)
+            survive.append(f"{strategy} {ok}/{judged}")
+        variants = []
+        for v in p["variants"]:
+            rows = v["scenarios"].values()
+            if all(r["status"] == "not recorded" for r in rows):
+                continue
+            n = sum(1 for r in rows if r["status"] == "differs")
+            variants.append(f"steps {v['steps']} × load {v['load']}: "
+                            + ("same" if not n else f"{n} differ"))
+        out.append({"parser": p["parser"], "family": p["provenance"]["family"],
+                    "reasoning_parser": p["provenance"].get("reasoning_parser"),
+                    "conforms": sum(1 for c in cells if c["verdict"] == "conforms"),
+                    "recorded": len(cells), "quirks": quirks, "failing": failing,
+                    "clients": survive, "variants": variants})
+    return out
+
+
+def render_choice_table(doc: dict[str, Any]) -> str:
+    """A Markdown table for choosing a ``--tool-call-parser`` (docs, the README)."""
+    rows = choice_rows(doc)
+    if not rows:
+        return ""
+    lines = ["| `--tool-call-parser` | family | reasoning parser | conforms | fails or errors "
+             "| quirks (SHOULD/MUST) | clients that assemble every call | steps × load |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| `{r['parser']}` | {r['family']} | {r['reasoning_parser'] or '–'} | "
+            f"{r['conforms']}/{r['recorded']} | {', '.join(r['failing']) or '–'} | "
+            f"{', '.join(r['quirks']) or '–'} | {', '.join(r['clients'])} | "
+            f"{'; '.join(r['variants']) or 'not recorded'} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    sec = doc.get(KEY)
+    if not sec or not sec.get("parsers"):
+        return ""
+    e = html.escape
+    parsers = sec["parsers"]
+    head = "".join(f"<th>{e(p['parser'])}</th>" for p in parsers)
+    rows = []
+    for i, s in enumerate(sec["scenarios"]):
+        tds = []
+        for p in parsers:
+            c = p["cells"][i]
+            title = e(c.get("reason") or "")
+            tds.append(f'<td class="v-{e(c["verdict"].replace(" ", "-"))}" title="{title}">'
+                       f"{e(_cell_text(c))}</td>")
+        rows.append(f"<tr><th>{e(s)}</th>{''.join(tds)}</tr>")
+    prov = []
+    for p in parsers:
+        pv = p["provenance"]
+        variants = "".join(f"<li>{e(t)}</li>" for t in _variant_text(p))
+        prov.append(f"<li><b>{e(p['column'])}</b> ({e(pv['family'])}): vLLM "
+                    f"{e(str(pv.get('vllm_version')))}, reasoning parser "
+                    f"{e(pv.get('reasoning_parser') or 'none')}, chat template: "
+                    f"{e(pv['chat_template'])}; model output: {e(pv['model_output'])}"
+                    f"<ul>{variants}</ul></li>")
+    return (f'<section id="scripted-parsers"><h2>{e(sec["title"])}</h2>'
+            "<p>Each column is a real vLLM server with one tool parser, serving a tiny "
+            "random-weight model whose output is scripted (the text a model of that family "
+            "emits); the cells show what the parser and the serving layer did with it.</p>"
+            f"<table><tr><th>scenario</th>{head}</tr>{''.join(rows)}</table>"
+            f"<ul>{''.join(prov)}</ul></section>")
+
+
+def quirks_in(doc: dict[str, Any]) -> set[str]:
+    sec = doc.get(KEY) or {}
+    return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []}
+
+
+__all__ = ["KEY", "TITLE", "choice_rows", "compare", "quirks_in", "render_choice_table",
+           "render_html", "render_markdown", "scripted_section"]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m conformance.report.parsers MATRIX.json``: print the parser-choice table."""
+    import json
+    import sys
+
+    if len(argv) != 1:
+        print("usage: python -m conformance.report.parsers MATRIX.json", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(argv[0]).read_text("utf-8"))
+    table = render_choice_table(doc)
+    if not table:
+        print(f"{argv[0]}: no scripted-parsers section (render it with --scripted-parsers)",
+              file=sys.stderr)
+        return 2
+    sys.stdout.write(table)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+    _sys.exit(main(_sys.argv[1:]))
