@@ -621,7 +621,8 @@ class ToolCallAccumulator:
                             parts = slot.parts
                             parts.append(a)
                             slot.length += n
-                            slot.grown = True
+                            if held:  # appended to a non-empty buffer (as _append says)
+                                slot.grown = True
                             if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
                                 join_tail(parts)
                             continue

@@ -766,7 +766,7 @@ def test_index_absent_known_id_and_names() -> None:
     ]
     assert [(w.quirk, w.event) for w in turn.workarounds] == [
         ("Q-INDEX-ABSENT", 0), ("Q-INDEX-ABSENT", 1), ("Q-INDEX-ABSENT", 2),
-        ("Q-ARGS-ABSENT-NO-PARAMS", 5)]
+        ("Q-ARGS-ABSENT-NO-PARAMS", 5), ("Q-NAME-NEVER-SENT", 6)]  # call_c: no name, ever
     # a name for the nameless call in progress
     turn = run([chunk({"function": {"arguments": ""}}), chunk({"function": {"name": "f"}}),
                 chunk({"function": {"arguments": "{}"}}), FIN])
@@ -1141,11 +1141,11 @@ def test_what_is_not_a_chunk_is_ignored_but_counted() -> None:
              '"function": {"name": "g", "arguments": "{}"}}]}}]}')
     acc.feed({"choices": "x"})
     acc.feed({"choices": ["x", None, {"index": 0, "delta": "x"}]})
-    acc.feed({"choices": [{"index": 0, "delta": {"tool_calls": {"index": 0}}}]})
     acc.feed({"choices": [{"index": 0, "delta": {"tool_calls": ["x", None, 3]}}]})
     acc.feed(chunk(frag(None, "")), event=40)
     acc.feed(chunk(frag(None, "")))
     turn = acc.result()
+    # (tool_calls as one object is a chunk: Q-TOOLCALLS-NOT-ARRAY, read as the call it holds)
     assert [(c.id, c.name, c.arguments) for c in turn.calls] == [
         ("call_a", "f", "{}"), ("call_b", "g", "{}")]
     # events count every chunk fed, whatever it was; event= names it
