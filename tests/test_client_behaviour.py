@@ -1465,7 +1465,8 @@ def test_an_index_less_id_after_a_named_call_opens_one_at_its_event() -> None:
     # sorted by event, then quirk
     assert notes(turn) == [("Q-INDEX-ABSENT", 0, ABSENT, True),
                            ("Q-ARGS-ABSENT-NO-PARAMS", 1, "no arguments streamed; sent as {}", True),
-                           ("Q-INDEX-ABSENT", 1, ABSENT, True)]
+                           ("Q-INDEX-ABSENT", 1, ABSENT, True),
+                           ("Q-NAME-NEVER-SENT", 1, "no name sent", False)]  # call_b: none
 
 
 # ------------------------------------------------------------------ max_text: a bounded text
