@@ -42,6 +42,29 @@ def _cap(value: Any, field: int, budget: _Budget) -> Any:
     return value
 
 
+def quoted(value: object, field: int = FIELD_KEPT) -> str:
+    """``repr(value)`` for a finding's message, of at most ``field`` characters of a
+    string (a name or an id as long as the body is not copied whole into the message)."""
+    if isinstance(value, str) and len(value) > field:
+        return repr(value[:field]) + MARK.format(len(value) - field)
+    return repr(value)
+
+
+def cap_text(text: str, field: int = FIELD_KEPT) -> str:
+    """One string held beyond a result (a finding's message quoting a name or an id as
+    long as the body), cut so that it and its marker fit in ``field`` characters:
+    ``cap_strings`` later leaves it as it is, and the marker counts what the wire had."""
+    if len(text) <= field:
+        return text
+    from conformance import secrets
+
+    text = secrets.redact(text)
+    if len(text) <= field:
+        return text
+    keep = field - len(MARK.format(len(text)))
+    return text[:keep] + MARK.format(len(text) - keep)
+
+
 def _cut(text: str, field: int, budget: _Budget) -> str:
     keep = min(field, max(SMALL, budget.left))
     if len(text) <= keep:

@@ -43,16 +43,20 @@ _SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"), KEY_SHAPES)]
 _SCHEME = re.compile(r"(?i)\b(bearer|basic|token)([ \t]+)([A-Za-z0-9._~+/=-]{8,})")
 
 
-_HINTS = ("earer", "EARER", "asic", "ASIC", "oken ", "OKEN ", "oken\t", "OKEN\t")
+_HINT_STEP = 1 << 16  # a long text is lowered this many characters at a time
 
 
 def _scheme_hint(text: str) -> bool:
-    """A cheap test before ``_SCHEME`` (slow on a body): a short text is lowered and
-    searched; a long one for the usual cases (Bearer, bearer, BEARER, …)."""
-    if len(text) <= 4096:
-        low = text.lower()
-        return "bearer" in low or "basic" in low or "token" in low
-    return any(h in text for h in _HINTS)
+    """A cheap test before ``_SCHEME`` (slow on a body): the text case-folded (a piece at a
+    time when long, the pieces overlapping by a word) holds a scheme's name, in any case
+    (``BeArEr`` too); "token" counts only followed by a space or a tab, as in the
+    pattern, since bodies are full of ``prompt_tokens``."""
+    step = _HINT_STEP
+    for i in range(0, len(text), step):
+        low = text[i:i + step + 6].casefold()  # as _SCHEME's (?i): "baſic" too
+        if "bearer" in low or "basic" in low or "token " in low or "token\t" in low:
+            return True
+    return False
 
 
 def _scheme(m: re.Match[str]) -> str:
@@ -328,10 +332,15 @@ def _whole_needed(data: bytes) -> bool:
         return True
     if b"data:" not in data:
         return False
+    view = memoryview(data)
+
+    def value(m: re.Match[bytes]) -> str:  # decoded once: no copy of a line as long as a body
+        start = m.start() + 5 + (data[m.start() + 5:m.start() + 6] == b" ")
+        return str(view[start:m.end()], "utf-8", "surrogateescape")
+
     return _split_found_in(_payloads(
-        ((m.start(), m.end(), str(m.group(), "utf-8", "surrogateescape"))
-         for m in _DATA_LINE_B.finditer(data)),
-        lambda end, start: _BLANK_B.search(data, end, start) is not None))
+        ((m.start(), m.end(), value(m)) for m in _DATA_LINE_B.finditer(data)),
+        lambda end, start: _BLANK_B.search(data, end, start) is not None, _joined))
 
 
 def redact_body(text: str) -> str:
@@ -398,20 +407,26 @@ def _event_fragments(payload: str) -> tuple[Any, list[tuple[tuple[Any, ...], str
     return obj, fragments
 
 
-def _payloads(matches: Iterable[tuple[int, int, str]], gap: Callable[[int, int], bool]
-              ) -> Iterator[str]:
+def _joined(values: list[str]) -> str:
+    """``_payload`` of lines given without their ``data:`` and its space (one value is
+    itself, not a copy)."""
+    return "\n".join(values)
+
+
+def _payloads(matches: Iterable[tuple[int, int, str]], gap: Callable[[int, int], bool],
+              payload: Callable[[list[str]], str] = _payload) -> Iterator[str]:
     """The data of each event from its ``data:`` lines (start, end, text), in order:
     consecutive lines with no blank line between them (``gap``) make one event."""
     lines: list[str] = []
     end = -1
     for start, stop, text in matches:
         if lines and gap(end, start):
-            yield _payload(lines)
+            yield payload(lines)
             lines = []
         lines.append(text)
         end = stop
     if lines:
-        yield _payload(lines)
+        yield payload(lines)
 
 
 class _SplitSearch:

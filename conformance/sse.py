@@ -41,7 +41,8 @@ class LineSplitter:
                 self._rest.append(text)  # joined once, when its line ends
             return []
         if self._rest:
-            text = "".join(self._rest) + text
+            self._rest.append(text)
+            text = "".join(self._rest)  # one copy of a long line, not a join and a concat
             self._rest = []
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -158,6 +159,7 @@ class SSEParser:
                 i += 1
                 self._line_no += 2
                 data = line[6:]
+                lines[i - 2] = line = ""  # a line as long as a body: not held beside its data
                 if data == "[DONE]":
                     out.append(Event(self._n, DONE, self._line_no - 1, data, None, "message"))
                 else:

@@ -594,3 +594,56 @@ def test_every_split_occurrence_is_marked_and_nothing_past_it(secret: str, piece
         assert secrets.redact_split(text) == "".join(_ev(p) + "\n\n" for p in redacted)
     finally:
         secrets.forget(secret)
+
+
+# ------------------------------------------------------------------ names and ids as long as a body
+
+def _long_names_body() -> bytes:
+    """An 8 MiB tool name and a 4 MiB id in one event: a 12 MiB body that ends normally."""
+    env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+
+    def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return b"data: " + json.dumps({**env, "choices": [
+            {"index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n\n"
+
+    return (ev({"role": "assistant", "content": None})
+            + ev({"tool_calls": [{"index": 0, "id": "c" * (4 * MiB), "type": "function",
+                                  "function": {"name": "n" * (8 * MiB), "arguments": ""}}]})
+            + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
+            + ev({}, "tool_calls") + b"data: [DONE]\n\n")
+
+
+def test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings(
+        tmp_path: Path) -> None:
+    body = _long_names_body()
+    (tmp_path / "cellmem.py").write_text(PLUGIN)
+    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json"),
+           "CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
+    with stream_server(lambda w: w.write(body)) as base_url:
+        (tmp_path / "providers.yaml").write_text(providers_yaml({"names": {
+            "base_url": base_url, "model": "reference", "retries": {"max": 0},
+            "api_key_env": "CELLMEM_KEY", "limits": {"max_bytes": 16 * MiB}}}))
+        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
+                        env=env)
+    assert "Traceback" not in rec.stdout + rec.stderr, rec.stdout[-3000:]
+    live = json.loads((tmp_path / "peak.json").read_text())
+    live_cell = cell_result(tmp_path / "reports")
+    (t,) = read_cassette_file(tmp_path / "cassettes" / "names" / "single.yaml")
+    assert t.raw == body  # whole in the cassette
+    # The call (the exchange and the analysis): measured the body + 36.8 MiB: the body,
+    # the event's payload text and its parse in the split-key search, then in the
+    # analysis and again in the evidence's pass, the name and id the calls keep. Before,
+    # the body + 64.6 MiB: the line joined and concatenated (one copy more), the
+    # payload's line, its data and its payload copied again by the split-key search,
+    # and two findings quoting the id and the name whole (12 MiB of messages held).
+    assert live["call"] <= len(body) + 40 * MiB, live["call"] / MiB
+    rep = run_suite(tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
+                    env=env)
+    replay = json.loads((tmp_path / "peak.json").read_text())
+    # measured the body + 36.9 MiB (its load: the body + 24 MiB); before, the body + 64.7 MiB
+    assert replay["peak"] <= len(body) + 40 * MiB, replay["peak"] / MiB
+    replayed = cell_result(tmp_path / "reports")
+    for key in ("verdict", "reason", "quirks", "findings", "tool_calls"):
+        assert replayed[key] == live_cell[key], key
+    assert "more characters not shown" in json.dumps(live_cell["findings"])
+    assert rep.returncode == rec.returncode

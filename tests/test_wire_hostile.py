@@ -301,6 +301,22 @@ def test_prose_after_token_is_not_taken_for_a_key() -> None:
     assert secrets.redact("X-Custom: token 9a8b7c6d5e4f3a2b") == "X-Custom: token <redacted>"
 
 
+SCHEMES = ["BeArEr abcdefghijkl", "bEARER\tabcdefghijkl", "bAsIc QWxhZGRpbjpvcGVu",
+           "ToKeN 9a8b7c6d5e4f3a2b", "baſic QWxhZGRpbjpvcGVu"]  # the last: a long s
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("before", [10, 5000, 65536 - 3, 65536 + 100, 300_000])
+def test_a_scheme_in_mixed_case_is_redacted_in_a_text_of_any_length(scheme: str,
+                                                                      before: int) -> None:
+    name = scheme.split()[0]
+    text = "x " * (before // 2) + scheme + " y" * 50  # past 4 KiB: the hint was 8 spellings
+    out = secrets.redact(text)
+    assert out == "x " * (before // 2) + name + scheme[len(name)] + "<redacted>" + " y" * 50
+    body = b'data: {"content": "' + text.encode() + b'"}\n\n'
+    assert scheme.split()[1].encode() not in secrets.redact_bytes(body)
+
+
 def _leaks(root: Path, texts: dict[str, str]) -> list[str]:
     forms = _forms(KEY)
     found = []

@@ -37,6 +37,7 @@ from conformance.analysis.detectors import (
 from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
+from conformance.bounded import cap_text
 from conformance.client import JOIN_AFTER, Turn, _declared_tools, join_tail
 from conformance.enums import ImpactStatus, Strategy
 from conformance.rules import RULES, quirk_level
@@ -164,6 +165,7 @@ class Analyzer:
         lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
         if "\n" in message or "\r" in message:
             message = _one_line(message)  # the CLI summary and the cell reason are lines
+        message = cap_text(message)  # a name or an id quoted whole would be held whole
         key = (rule, quirk)
         f = self.findings.get(key)
         if f is None:

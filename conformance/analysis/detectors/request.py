@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from conformance.bounded import quoted
 from conformance.registry import detector
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def detect_request_semantics(a: Analyzer) -> None:
     if unknown:
         a.find(
             "R-TOOL-DECLARED",
-            f"the model called {unknown[0]!r}, which the request does not declare",
+            f"the model called {quoted(unknown[0])}, which the request does not declare",
         )
     if a.req.get("parallel_tool_calls") is False and len(calls) > 1:
         a.find(
@@ -47,4 +48,5 @@ def detect_request_semantics(a: Analyzer) -> None:
         want = (choice.get("function") or {}).get("name")
         wrong = [c.name for c in calls if c.name != want]
         if want and wrong:
-            a.find("R-TOOL-CHOICE", f"named tool_choice {want!r} but called {wrong[0]!r}")
+            a.find("R-TOOL-CHOICE",
+                   f"named tool_choice {quoted(want)} but called {quoted(wrong[0])}")

@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from conformance.analysis.common import _excerpt, _nonempty, json_type
+from conformance.bounded import quoted
 from conformance.client import _complete_json
 from conformance.registry import detector
 
@@ -118,7 +119,7 @@ def check_id_format(a: Analyzer, tid: Any, ptr: str, n: int) -> None:
     if _nonempty(tid) and not OPENAI_ID.fullmatch(tid):
         a.find(
             "Q-ID-FORMAT",
-            f"tool-call id {tid!r} ({len(tid)} characters) is not OpenAI's shape: call_ "
+            f"tool-call id {quoted(tid)} ({len(tid)} characters) is not OpenAI's shape: call_ "
             "then 24 letters or digits",
             event=n,
             pointer=ptr + "/id",
@@ -242,7 +243,7 @@ def check_continuation_id(
         quirk = "Q-INDEX-ALL-ZERO" if idx == 0 else "Q-INDEX-REUSED-ACROSS-CALLS"
         a.find(
             "R-INDEX-DISTINCT",
-            f"a new call (id {tid!r}) reuses index {idx}",
+            f"a new call (id {quoted(tid)}) reuses index {idx}",
             quirk=quirk,
             event=n,
             pointer=ptr + "/index",
@@ -255,7 +256,7 @@ def check_continuation_id(
     else:
         a.find(
             "R-CONT-ID-ABSENT",
-            f"the id changed to {tid!r} within the call",
+            f"the id changed to {quoted(tid)} within the call",
             quirk="Q-ID-CHANGES-MID-CALL",
             event=n,
             pointer=ptr + "/id",
@@ -335,7 +336,7 @@ def check_continuation_name(
     else:
         a.find(
             "R-CONT-NAME-ABSENT",
-            f"the name continued with {name!r}",
+            f"the name continued with {quoted(name)}",
             quirk="Q-NAME-FRAGMENTED",
             event=n,
             pointer=ptr + "/function/name",
@@ -401,7 +402,7 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             n,
             ptr + "/id",
             _excerpt(tc),
-            "no id" if "id" not in tc or tid is None else f"id {tid!r}",
+            "no id" if "id" not in tc or tid is None else f"id {quoted(tid)}",
         )
         st.split_suspect = (
             not _nonempty(name)
