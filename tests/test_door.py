@@ -152,7 +152,7 @@ def test_two_models_into_one_directory_keep_both_results(kind: str, server: str,
 
 
 def test_every_request_carries_max_tokens() -> None:
-    provider = SimpleNamespace(model="m", extra_body={},
+    provider = SimpleNamespace(model="m", extra_body={}, scenario_body=lambda _: {},
                                elicitation={"default_max_tokens": DEFAULT_MAX_TOKENS})
     for s in SCENARIOS.values():
         body = build_request(s, provider)
@@ -163,10 +163,10 @@ def test_every_request_carries_max_tokens() -> None:
         4 * DEFAULT_MAX_TOKENS
     # A provider's own elicitation.max_tokens wins; without a default none is invented
     # (a cassette recorded before the default existed is judged as it was sent).
-    own = SimpleNamespace(model="m", extra_body={},
+    own = SimpleNamespace(model="m", extra_body={}, scenario_body=lambda _: {},
                           elicitation={"max_tokens": 99, "default_max_tokens": 500})
     assert build_request(SCENARIOS["single"], own)["max_tokens"] == 99
-    bare = SimpleNamespace(model="m", extra_body={}, elicitation={})
+    bare = SimpleNamespace(model="m", extra_body={}, scenario_body=lambda _: {}, elicitation={})
     assert "max_tokens" not in build_request(SCENARIOS["single"], bare)
 
 

@@ -89,7 +89,12 @@ def _rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_every_reference_profile_went_through_the_gateway(replayed: dict[str, Any]) -> None:
     rows = _rows(replayed)
     assert set(rows) == set(PROFILES)
-    assert all(r["through"] is not None and r["upstream"] is not None for r in rows.values())
+    # A profile added after the gateway was last recorded (`nox -s litellm`) shows no cell
+    # through it, never a guess; every recorded one went through.
+    recorded = {p.name for p in GATEWAY.iterdir() if p.is_dir()}
+    assert recorded and recorded <= set(PROFILES)
+    assert all((r["through"] is not None) == (name in recorded) and r["upstream"] is not None
+               for name, r in rows.items())
     prov = replayed["gateways"]["litellm"]["provenance"]
     assert prov["software"] == "LiteLLM proxy"
     assert prov["version"].startswith("1.109.3 (upstream: conformance serve")
