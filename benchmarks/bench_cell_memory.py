@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the test-only fakes (tests/faults.py)
 
-PLUGIN = '''
+PLUGIN = """
 import json, os, tracemalloc, pytest
 
 def _hwm():
@@ -83,19 +83,24 @@ def pytest_runtest_protocol(item, nextitem):
     peak = max(_peaks + [tracemalloc.get_traced_memory()[1]]) - base if TRACE else None
     with open(os.environ["CELLMEM_OUT"], "w") as f:
         json.dump({"rss_mb": _hwm(), "traced_mb": peak and peak / 2**20, **_phases}, f)
-'''
+"""
 
 
-def _chunk(content: str | None = None, tool: dict | None = None, finish: str | None = None
-           ) -> bytes:
+def _chunk(
+    content: str | None = None, tool: dict | None = None, finish: str | None = None
+) -> bytes:
     delta: dict = {}
     if content is not None:
         delta["content"] = content
     if tool is not None:
         delta["tool_calls"] = [tool]
-    chunk = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
-             "model": "bench", "choices": [{"index": 0, "delta": delta,
-                                            "finish_reason": finish}]}
+    chunk = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
@@ -106,8 +111,12 @@ def long_body(w: Any, size: int) -> None:
     while sent + len(piece) < size:
         w.write(piece)
         sent += len(piece)
-    call = {"index": 0, "id": "call_bench", "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    call = {
+        "index": 0,
+        "id": "call_bench",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
     w.write(_chunk(tool=call) + _chunk(finish="tool_calls") + b"data: [DONE]\n\n")
 
 
@@ -118,27 +127,59 @@ def record(base_url: str, max_bytes: int, trace: bool, key: bool = False) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         tmp_p = Path(tmp)
         (tmp_p / "cellmem.py").write_text(PLUGIN)
-        (tmp_p / "providers.yaml").write_text(providers_yaml({"p": {
-            "base_url": base_url, "model": "reference", "retries": {"max": 0},
-            "limits": {"max_bytes": max_bytes},
-            **({"api_key_env": "BENCH_KEY"} if key else {})}}))
+        (tmp_p / "providers.yaml").write_text(
+            providers_yaml(
+                {
+                    "p": {
+                        "base_url": base_url,
+                        "model": "reference",
+                        "retries": {"max": 0},
+                        "limits": {"max_bytes": max_bytes},
+                        **({"api_key_env": "BENCH_KEY"} if key else {}),
+                    }
+                }
+            )
+        )
         out = tmp_p / "out.json"
-        env = {"PYTHONPATH": tmp, "CELLMEM_OUT": str(out), "CELLMEM_TRACE": "01"[trace],
-               "BENCH_KEY": "sk-bench0123456789abcdefghij"}
+        env = {
+            "PYTHONPATH": tmp,
+            "CELLMEM_OUT": str(out),
+            "CELLMEM_TRACE": "01"[trace],
+            "BENCH_KEY": "sk-bench0123456789abcdefghij",
+        }
         t0 = time.perf_counter()
-        r = run_suite(tmp_p, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
-                      env=env, timeout=900)
+        r = run_suite(
+            tmp_p,
+            "--record-mode=all",
+            "-p",
+            "cellmem",
+            "--scenario",
+            "single",
+            env=env,
+            timeout=900,
+        )
         seconds = time.perf_counter() - t0
         if not out.exists():
             raise SystemExit(f"the cell did not run: {r.stdout[-2000:]}{r.stderr[-2000:]}")
         res = json.loads(out.read_text())
         cassette = next((tmp_p / "cassettes").rglob("*.yaml"), None)
-        res.update(seconds=seconds, cassette_mb=cassette.stat().st_size / 2**20
-                   if cassette else 0.0, outcome=r.stdout.strip().splitlines()[-1])
+        res.update(
+            seconds=seconds,
+            cassette_mb=cassette.stat().st_size / 2**20 if cassette else 0.0,
+            outcome=r.stdout.strip().splitlines()[-1],
+        )
         if cassette:
             out.unlink()
-            run_suite(tmp_p, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
-                      env=env, timeout=900)
+            run_suite(
+                tmp_p,
+                "--record-mode=none",
+                "-p",
+                "cellmem",
+                "--scenario",
+                "single",
+                env=env,
+                timeout=900,
+            )
             if out.exists():
                 res.update({f"replay_{k}": v for k, v in json.loads(out.read_text()).items()})
         return res
@@ -158,29 +199,39 @@ def main() -> int:
     max_bytes = int(args.max_mb * 2**20)
     from faults import closed_port, fault_server, stream_server
 
-    print(f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
-          f"({args.max_mb:g} MiB)")
-    print("traced: MiB above the cell's start; write: the teardown (the cassette written); "
-          "load: a replay's setup (the cassette read)")
-    print(f"{'case':>8} {'peak RSS MB':>12} {'traced MiB':>11} {'traced/max':>10} "
-          f"{'write MiB':>9} {'cassette MiB':>12} {'s':>6} {'replay RSS MB':>13} "
-          f"{'replay traced':>13} {'load MiB':>8}  outcome")
+    print(
+        f"load: {os.getloadavg()[0]:.2f} (1 min); limits.max_bytes = {max_bytes} "
+        f"({args.max_mb:g} MiB)"
+    )
+    print(
+        "traced: MiB above the cell's start; write: the teardown (the cassette written); "
+        "load: a replay's setup (the cassette read)"
+    )
+    print(
+        f"{'case':>8} {'peak RSS MB':>12} {'traced MiB':>11} {'traced/max':>10} "
+        f"{'write MiB':>9} {'cassette MiB':>12} {'s':>6} {'replay RSS MB':>13} "
+        f"{'replay traced':>13} {'load MiB':>8}  outcome"
+    )
     size = int(max_bytes * 0.9)
-    with fault_server(max_wait=900) as fs, \
-            stream_server(lambda w: long_body(w, size)) as long_url:
+    with fault_server(max_wait=900) as fs, stream_server(lambda w: long_body(w, size)) as long_url:
         for case in args.cases:
-            url = {"endless": fs.base_url("endless"), "long": long_url,
-                   "long-key": long_url,
-                   "refused": f"http://127.0.0.1:{closed_port()}/v1"}[case]
+            url = {
+                "endless": fs.base_url("endless"),
+                "long": long_url,
+                "long-key": long_url,
+                "refused": f"http://127.0.0.1:{closed_port()}/v1",
+            }[case]
             key = case == "long-key"
             rss = record(url, max_bytes, trace=False, key=key)
             traced = record(url, max_bytes, trace=True, key=key)
-            print(f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
-                  f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
-                  f"{_mb(traced, 'teardown_mb'):>9} "
-                  f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f} "
-                  f"{_mb(rss, 'replay_rss_mb'):>13} {_mb(traced, 'replay_traced_mb'):>13} "
-                  f"{_mb(traced, 'replay_setup_mb'):>8}  {rss['outcome']}")
+            print(
+                f"{case:>8} {rss['rss_mb']:>12.1f} {traced['traced_mb']:>11.1f} "
+                f"{traced['traced_mb'] * 2**20 / max_bytes:>10.2f} "
+                f"{_mb(traced, 'teardown_mb'):>9} "
+                f"{rss['cassette_mb']:>12.2f} {rss['seconds']:>6.1f} "
+                f"{_mb(rss, 'replay_rss_mb'):>13} {_mb(traced, 'replay_traced_mb'):>13} "
+                f"{_mb(traced, 'replay_setup_mb'):>8}  {rss['outcome']}"
+            )
     return 0
 
 

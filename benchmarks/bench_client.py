@@ -18,8 +18,10 @@ from conformance.mutations import CallSpec, reference_stream
 
 def stream(n_calls: int = 4, arg_len: int = 20_000) -> list[dict[str, Any]]:
     rng = random.Random(7)
-    calls = [CallSpec(f"call_{i:024d}", f"tool_{i}",
-                      '{"text": "' + "x" * arg_len + f'", "n": {i}}}') for i in range(n_calls)]
+    calls = [
+        CallSpec(f"call_{i:024d}", f"tool_{i}", '{"text": "' + "x" * arg_len + f'", "n": {i}}}')
+        for i in range(n_calls)
+    ]
     frames = reference_stream(calls, rng=rng, model="m", include_usage=True, interleave=True)
     return [f for f in frames if isinstance(f, dict)]
 
@@ -97,11 +99,15 @@ def main() -> None:
     print(f"stream: {n} chunks, 4 interleaved calls")
     print(f"  bare dict, one inline loop  : {t_loop * 1e3:7.1f} ms  ({n / t_loop:,.0f} chunks/s)")
     print(f"  bare dict, feed() per chunk : {t_bare * 1e3:7.1f} ms  ({n / t_bare:,.0f} chunks/s)")
-    print(f"  robust, feed() per chunk    : {t_robust * 1e3:7.1f} ms  ({n / t_robust:,.0f} "
-          f"chunks/s) = {t_robust / t_bare:.2f}x the incremental bare dict, "
-          f"{t_robust / t_loop:.2f}x the inline loop")
-    print(f"  robust / incremental bare dict over 31 interleaved pairs: median "
-          f"{ratios[15]:.2f}x (quartiles {ratios[7]:.2f}x-{ratios[23]:.2f}x; goal <= 2x)")
+    print(
+        f"  robust, feed() per chunk    : {t_robust * 1e3:7.1f} ms  ({n / t_robust:,.0f} "
+        f"chunks/s) = {t_robust / t_bare:.2f}x the incremental bare dict, "
+        f"{t_robust / t_loop:.2f}x the inline loop"
+    )
+    print(
+        f"  robust / incremental bare dict over 31 interleaved pairs: median "
+        f"{ratios[15]:.2f}x (quartiles {ratios[7]:.2f}x-{ratios[23]:.2f}x; goal <= 2x)"
+    )
     try:
         from openai.lib.streaming.chat._completions import ChatCompletionStreamState
         from openai.types.chat import ChatCompletionChunk
@@ -117,8 +123,10 @@ def main() -> None:
         return state.current_completion_snapshot
 
     t_sdk = best(sdk, sdk_chunks, repeat=3)
-    print(f"  openai ChatCompletionStreamState: {t_sdk * 1e3:7.1f} ms  ({n / t_sdk:,.0f} chunks/s)"
-          f"  = {t_sdk / t_robust:.1f}x slower than robust")
+    print(
+        f"  openai ChatCompletionStreamState: {t_sdk * 1e3:7.1f} ms  ({n / t_sdk:,.0f} chunks/s)"
+        f"  = {t_sdk / t_robust:.1f}x slower than robust"
+    )
 
 
 if __name__ == "__main__":

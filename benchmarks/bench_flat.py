@@ -39,13 +39,17 @@ BLOCK_EVENTS = 512
 
 
 def _event(delta: str, finish: str = "null") -> str:
-    return (f'data: {ENVELOPE}"choices":[{{"index":0,"delta":{delta},"logprobs":null,'
-            f'"finish_reason":{finish}}}]}}\n\n')
+    return (
+        f'data: {ENVELOPE}"choices":[{{"index":0,"delta":{delta},"logprobs":null,'
+        f'"finish_reason":{finish}}}]}}\n\n'
+    )
 
 
 def _opener(k: int) -> str:
-    return (f'{{"tool_calls":[{{"index":{k},"id":"call_{k:024d}","type":"function",'
-            f'"function":{{"name":"f{k}","arguments":""}}}}]}}')
+    return (
+        f'{{"tool_calls":[{{"index":{k},"id":"call_{k:024d}","type":"function",'
+        f'"function":{{"name":"f{k}","arguments":""}}}}]}}'
+    )
 
 
 def _fragment(k: int, text: str) -> str:
@@ -88,21 +92,31 @@ def measure(kind: str, events: int) -> dict[str, float]:
     from conformance.sse import iter_sse
     from conformance.transcript import Transcript
 
-    request = {"body": {"stream": True, "tools": [
-        {"type": "function", "function": {"name": f"f{k}"}} for k in range(4)]}}
-    t = Transcript("<bench>", "sse", True, lambda: iter_sse(stream(kind, events)),
-                   request=request)
+    request = {
+        "body": {
+            "stream": True,
+            "tools": [{"type": "function", "function": {"name": f"f{k}"}} for k in range(4)],
+        }
+    }
+    t = Transcript("<bench>", "sse", True, lambda: iter_sse(stream(kind, events)), request=request)
     started = time.process_time()  # CPU time: the machine may be shared
     r = analyze(t)
     took = time.process_time() - started
     assert r.turn is not None and r.turn.calls, (kind, events, r.verdict, r.error)
-    return {"events": events, "seconds": took,
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "events": events,
+        "seconds": took,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def _child(kind: str, events: int) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, __file__, "--child", kind, str(events)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(events)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -123,10 +137,15 @@ def main() -> None:
             m = _child(kind, n)
             us = m["seconds"] / n * 1e6
             per_event.append(us)
-            print(f"{'':>{len(kind) + 1}} {n:>9} {m['seconds']:>9.2f} {us:>9.1f} "
-                  f"{m['rss_mb']:>12.0f}", flush=True)
-        print(f"{'':>{len(kind) + 1}} time per event, {sizes[-1]} vs {sizes[0]} events: "
-              f"x{per_event[-1] / per_event[0]:.2f}")
+            print(
+                f"{'':>{len(kind) + 1}} {n:>9} {m['seconds']:>9.2f} {us:>9.1f} "
+                f"{m['rss_mb']:>12.0f}",
+                flush=True,
+            )
+        print(
+            f"{'':>{len(kind) + 1}} time per event, {sizes[-1]} vs {sizes[0]} events: "
+            f"x{per_event[-1] / per_event[0]:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -111,8 +111,13 @@ def run_child(path: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
-    ap.add_argument("--fixed-args", type=float, default=0.0, metavar="MB",
-                    help="the arguments' total size, whatever the number of events")
+    ap.add_argument(
+        "--fixed-args",
+        type=float,
+        default=0.0,
+        metavar="MB",
+        help="the arguments' total size, whatever the number of events",
+    )
     ap.add_argument("--child")
     args = ap.parse_args()
     if args.child:

@@ -30,12 +30,15 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-replay-"))
     profiles = [p for p in PROFILES if not PROFILES[p].fault][:N_PROVIDERS]
     with running_server() as url:
-        (tmp / "providers.yaml").write_text(providers_yaml(url, profiles, concurrency=4,
-                                                           expect_profiles=True))
+        (tmp / "providers.yaml").write_text(
+            providers_yaml(url, profiles, concurrency=4, expect_profiles=True)
+        )
         rec, r = run_pytest(tmp, "-n", "2", mode="all")
     cells = len(profiles) * len(SCENARIOS)
-    print(f"recorded {len(profiles)} providers x {len(SCENARIOS)} scenarios = {cells} cells "
-          f"in {rec:.1f} s")
+    print(
+        f"recorded {len(profiles)} providers x {len(SCENARIOS)} scenarios = {cells} cells "
+        f"in {rec:.1f} s"
+    )
     # End to end, as a user runs it.
     wall, r = run_pytest(tmp, mode="none")
     print(f"replay through pytest (serial): {wall:.2f} s  [{r.stdout.strip().splitlines()[-1]}]")
@@ -65,8 +68,10 @@ def main() -> None:
     t_render = time.perf_counter() - t0
     print("breakdown:")
     print(f"  pytest start-up + collection : {startup:.2f} s")
-    print(f"  YAML loading ({len(files)} cassettes)  : {t_yaml_c:.2f} s with the C loader "
-          f"(pure-Python loader: ~{t_yaml_py:.2f} s)")
+    print(
+        f"  YAML loading ({len(files)} cassettes)  : {t_yaml_c:.2f} s with the C loader "
+        f"(pure-Python loader: ~{t_yaml_py:.2f} s)"
+    )
     print(f"  analysis ({n} exchanges)     : {t_analysis:.2f} s")
     print(f"  rendering JSON/MD/HTML       : {t_render:.2f} s")
     print(f"goal < 10 s: {'met' if min(wall, wall_n) < 10 else 'MISSED'}")

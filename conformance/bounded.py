@@ -35,8 +35,10 @@ def _cap(value: Any, field: int, budget: _Budget) -> Any:
     if isinstance(value, str):
         return _cut(value, field, budget)
     if isinstance(value, dict):
-        return {(_cut(k, field, budget) if isinstance(k, str) else k): _cap(v, field, budget)
-                for k, v in value.items()}
+        return {
+            (_cut(k, field, budget) if isinstance(k, str) else k): _cap(v, field, budget)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_cap(v, field, budget) for v in value]
     return value

@@ -64,8 +64,11 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
             del headers[h]
         else:
             values = headers[h]
-            headers[h] = [secrets.redact(v) for v in values] if isinstance(values, list) \
+            headers[h] = (
+                [secrets.redact(v) for v in values]
+                if isinstance(values, list)
                 else secrets.redact(str(values))
+            )
     status = response.get("status")
     if isinstance(status, dict) and isinstance(status.get("message"), str):
         status["message"] = secrets.redact(status["message"])
@@ -107,8 +110,11 @@ class AtomicPersister(FilesystemPersister):
         aside: dict[str, bytes] = {}
         responses = [_set_aside(r, aside) for r in cassette_dict["responses"]]
         copy = {**cassette_dict, "responses": responses}
-        secrets.write_atomic_text(Path(cassette_path), lambda sink: serialize(
-            copy, _YamlInto(sink)), lambda f: _BodyLines(f, aside))
+        secrets.write_atomic_text(
+            Path(cassette_path),
+            lambda sink: serialize(copy, _YamlInto(sink)),
+            lambda f: _BodyLines(f, aside),
+        )
 
     @classmethod
     def load_cassette(cls, cassette_path: Any, serializer: Any) -> Any:
@@ -121,15 +127,17 @@ class AtomicPersister(FilesystemPersister):
         if not path.is_file():
             raise CassetteNotFoundError()
         try:
-            data = readers.load_yaml(path, lambda text: readers.safe_yaml(
-                text.decode("utf-8"), str(path)))
+            data = readers.load_yaml(
+                path, lambda text: readers.safe_yaml(text.decode("utf-8"), str(path))
+            )
         except UnicodeDecodeError as err:  # what vcrpy says of a file that is not UTF-8
             raise CassetteDecodeError("Can't read Cassette, Encoding is broken") from err
         except InputError as err:
             raise CassetteRefused(f"cassette {err}") from None
         if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
-            raise CassetteRefused(f"cassette {path}: a YAML file without an `interactions` "
-                                  "list (not a cassette)")
+            raise CassetteRefused(
+                f"cassette {path}: a YAML file without an `interactions` list (not a cassette)"
+            )
         return deserialize(None, _Loaded(data))  # vcrpy's checks and conversion
 
 
@@ -154,8 +162,10 @@ DUMPER = getattr(yaml, "CDumper", yaml.Dumper)  # what vcrpy's YAML serializer d
 def is_yaml(serializer: Any) -> bool:
     """Ours, or vcrpy's YAML serializer (by its module name: nothing of vcrpy is imported,
     so a vcrpy without that module changes nothing here)."""
-    return serializer is SafeYaml or getattr(serializer, "__name__", None) == \
-        "vcr.serializers.yamlserializer"
+    return (
+        serializer is SafeYaml
+        or getattr(serializer, "__name__", None) == "vcr.serializers.yamlserializer"
+    )
 
 
 BIG = 1 << 20  # a response body longer than this is written in slices
@@ -202,7 +212,7 @@ class _BodyLines(secrets.RedactingLines):
                 if body is None:
                     continue
                 self._written.add(m.group(2))
-                super()._emit(text[pos:m.start()])
+                super()._emit(text[pos : m.start()])
                 self._f.write(m.group(1).encode() + b"string: ")
                 if _utf8(body):
                     _write_text(self._f, body)
@@ -224,7 +234,7 @@ def _utf8(body: bytes) -> bool:
     view = memoryview(body)
     try:
         for i in range(0, len(body), PIECE):
-            decoder.decode(view[i:i + PIECE])
+            decoder.decode(view[i : i + PIECE])
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
@@ -250,8 +260,13 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _escape(text: str) -> bytes:
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") \
-        .replace("\r", "\\r").replace("\t", "\\t")
+    text = (
+        text.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
     if _CONTROLS.search(text):
         text = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     # \x85, \u2028, \u2029, \ufeff, \ufffe, astral characters: Python's escapes of them
@@ -269,7 +284,7 @@ def _write_binary(f: Any, body: bytes, indent: str) -> None:
     step = PIECE // _B64_LINE * _B64_LINE or _B64_LINE
     view = memoryview(body)
     for i in range(0, len(body), step):
-        lines = base64.encodebytes(view[i:i + step]).decode("ascii")
+        lines = base64.encodebytes(view[i : i + step]).decode("ascii")
         lines = indent + lines[:-1].replace("\n", "\n" + indent) + "\n"
         f.write(secrets.redact(lines).encode("ascii"))
 
@@ -294,5 +309,13 @@ class _Loaded:
         return self._data
 
 
-__all__ = ["AtomicPersister", "CassetteNotFoundError", "CassetteRefused", "SafeYaml",
-           "is_yaml", "scrub_request", "scrub_response", "vcr_options"]
+__all__ = [
+    "AtomicPersister",
+    "CassetteNotFoundError",
+    "CassetteRefused",
+    "SafeYaml",
+    "is_yaml",
+    "scrub_request",
+    "scrub_response",
+    "vcr_options",
+]

@@ -28,8 +28,9 @@ SYMBOL = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!"}
 STDIN = "<stdin>"
 
 
-def _analyze_path(p: str, *, json_out: bool = False, keep: str | None = None
-                  ) -> tuple[str, list[str], list[Any], str | None, int]:
+def _analyze_path(
+    p: str, *, json_out: bool = False, keep: str | None = None
+) -> tuple[str, list[str], list[Any], str | None, int]:
     """One PATH: its captures rendered as ``analyze`` prints them (JSON items or the
     summary), the results when a report needs them (``keep="transcript"``: with their
     transcripts; ``"result"``: without, as a worker of ``-j`` returns them, a transcript
@@ -108,14 +109,17 @@ def _print_summary(r: Any) -> None:
 
 
 # What the `client impact` line's three readings are (printed once per analyze run).
-IMPACT_LEGEND = ("client impact: how three ways of accumulating the deltas fare: naive "
-                 "copies every field present (choices[0], index as the key), guarded copies "
-                 "only non-empty values, robust is conformance.client (what the calls are)")
+IMPACT_LEGEND = (
+    "client impact: how three ways of accumulating the deltas fare: naive "
+    "copies every field present (choices[0], index as the key), guarded copies "
+    "only non-empty values, robust is conformance.client (what the calls are)"
+)
 
 
 def _by_level(findings: list[Any]) -> list[Any]:
     """MUST first, then SHOULD, then INFO (stable within a level: event order)."""
     from conformance.enums import Level
+
     return sorted(findings, key=lambda f: -Level(f.level).rank)
 
 
@@ -124,12 +128,14 @@ def _gate(worst: int, fail_on: str | None) -> bool:
     if fail_on is None:
         return False
     from conformance.enums import Level
+
     return worst >= Level(fail_on.upper()).rank
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     if args.report:
         from conformance.providers import output_dir_problem
+
         problem = output_dir_problem("--report", args.report)
         if problem:  # before any input is read: one line, a configuration error
             print(terminal(f"conformance analyze: {problem}"), file=sys.stderr)
@@ -140,8 +146,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     # In this process: one file, -j 1, standard input (the workers cannot read it), or a
     # report over an input that can be read only once (its evidence needs the transcript).
-    here = args.jobs <= 1 or len(args.paths) <= 1 or "-" in args.paths or bool(
-        args.report and any(not Path(p).is_file() for p in args.paths))
+    here = (
+        args.jobs <= 1
+        or len(args.paths) <= 1
+        or "-" in args.paths
+        or bool(args.report and any(not Path(p).is_file() for p in args.paths))
+    )
     keep = None if not args.report else "transcript" if here else "result"
     work = partial(_analyze_path, json_out=args.json, keep=keep)
     results: list[Any] = []
@@ -152,8 +162,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         out.write('{\n "captures": [')
     first = True
     jobs = 1 if here else args.jobs
-    for p, texts, kept, error, rank in ordered_map(work, args.paths, jobs,
-                                                   total=len(args.paths)):
+    for p, texts, kept, error, rank in ordered_map(work, args.paths, jobs, total=len(args.paths)):
         for text in texts:  # streamed: printed as each file's results arrive, in order
             out.write((("\n" if first else ",\n") + text) if args.json else text)
             first = False
@@ -225,8 +234,13 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default when it has a meaningful one (not None/False/[])."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default is None or action.default is False or action.default == [] or \
-                action.default is argparse.SUPPRESS or "%(default)" in (action.help or ""):
+        if (
+            action.default is None
+            or action.default is False
+            or action.default == []
+            or action.default is argparse.SUPPRESS
+            or "%(default)" in (action.help or "")
+        ):
             return action.help or ""
         return super()._get_help_string(action) or ""
 
@@ -236,57 +250,90 @@ def main(argv: list[str] | None = None) -> int:
         prog="toolcall-conformance",
         description=("Conformance suite for OpenAI-compatible streaming tool calls."),
     )
-    parser.add_argument("--version", action="version", version=f"toolcall-conformance {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"toolcall-conformance {__version__}"
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
 
-    a = sub.add_parser("analyze", help="analyse captured streams (JSONL, SSE, cassette, HAR)",
-                       formatter_class=_Help)
+    a = sub.add_parser(
+        "analyze",
+        help="analyse captured streams (JSONL, SSE, cassette, HAR)",
+        formatter_class=_Help,
+    )
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("--report", metavar="DIR", help="also write JSON/Markdown/HTML reports")
-    a.add_argument("-j", "--jobs", type=jobs_arg, default=default_jobs(), metavar="N",
-                   help="processes analysing files at once (0: every core); the output is "
-                        "that of -j 1, in input order")
-    a.add_argument("--fail-on", choices=("must", "should", "info"), default=None,
-                   help="exit 1 when a finding at or above this level was seen (default: "
-                        "exit 0 whatever the verdicts; 2 for an unreadable input wins)")
+    a.add_argument(
+        "-j",
+        "--jobs",
+        type=jobs_arg,
+        default=default_jobs(),
+        metavar="N",
+        help="processes analysing files at once (0: every core); the output is "
+        "that of -j 1, in input order",
+    )
+    a.add_argument(
+        "--fail-on",
+        choices=("must", "should", "info"),
+        default=None,
+        help="exit 1 when a finding at or above this level was seen (default: "
+        "exit 0 whatever the verdicts; 2 for an unreadable input wins)",
+    )
     a.add_argument("paths", nargs="+", metavar="PATH", help="a capture file; - reads stdin")
     a.set_defaults(func=cmd_analyze)
 
     r = sub.add_parser(
-        "report", help="render a matrix again, or diff two matrices",
+        "report",
+        help="render a matrix again, or diff two matrices",
         description="Without --diff: render OUT/quirks-matrix.json (written by `run`) to "
-                    "quirks-matrix.md and quirks-matrix.html beside it. With --diff: what "
-                    "changed from OLD to NEW, cell by cell.",
+        "quirks-matrix.md and quirks-matrix.html beside it. With --diff: what "
+        "changed from OLD to NEW, cell by cell.",
         epilog="exit status: 0 rendered, or no regression; 1 --diff found a regression (a "
-               "cell that got worse); 2 an input is missing or not a matrix (one line). In "
-               "a CI summary step, `|| [ $? -eq 1 ]` keeps a regression from failing it: "
-               "the run step decides.",
-        formatter_class=_Help)
-    r.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"),
-                   help="compare two quirks-matrix.json files (OLD: a baseline, NEW: a run)")
-    r.add_argument("--markdown", action="store_true",
-                   help="print the diff as Markdown (for $GITHUB_STEP_SUMMARY)")
-    r.add_argument("--out", default="conformance-reports", metavar="DIR",
-                   help="the directory holding quirks-matrix.json (run's --report-dir)")
+        "cell that got worse); 2 an input is missing or not a matrix (one line). In "
+        "a CI summary step, `|| [ $? -eq 1 ]` keeps a regression from failing it: "
+        "the run step decides.",
+        formatter_class=_Help,
+    )
+    r.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="compare two quirks-matrix.json files (OLD: a baseline, NEW: a run)",
+    )
+    r.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the diff as Markdown (for $GITHUB_STEP_SUMMARY)",
+    )
+    r.add_argument(
+        "--out",
+        default="conformance-reports",
+        metavar="DIR",
+        help="the directory holding quirks-matrix.json (run's --report-dir)",
+    )
     r.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("serve", help="run the reference-profile server on 127.0.0.1",
-                       formatter_class=_Help)
+    s = sub.add_parser(
+        "serve", help="run the reference-profile server on 127.0.0.1", formatter_class=_Help
+    )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
     s.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     s.add_argument("--latency", default="0", help="seconds of delay per stream")
     s.set_defaults(func=cmd_serve)
 
     from conformance.run import add_run_parser
+
     add_run_parser(sub, _Help).set_defaults(func=cmd_run)
 
     from conformance.textsafe import install_log_escaping
+
     install_log_escaping()
     args, extra = parser.parse_known_args(argv)
     if extra:
         if args.cmd == "run":  # a usage error of `run` is a configuration error: 4
-            print(f"toolcall-conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
-                  file=sys.stderr)
+            print(
+                f"toolcall-conformance run: unrecognized arguments: {' '.join(extra)} (see --help)",
+                file=sys.stderr,
+            )
             return 4
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:

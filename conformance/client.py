@@ -913,7 +913,10 @@ class ToolCallAccumulator:
                 self._note("Q-NAME-FRAGMENTED", ev, "function name arrived in pieces")
 
     @works_around(
-        "Q-ARGS-JSON-OBJECT", "Q-ARGS-CONTROL-MARKUP", "Q-ARGS-CUMULATIVE", "Q-ARGS-DUPLICATED-ON-FLUSH"
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-CONTROL-MARKUP",
+        "Q-ARGS-CUMULATIVE",
+        "Q-ARGS-DUPLICATED-ON-FLUSH",
     )
     def _apply_args(self, slot: _Slot, a: Any, ev: int) -> None:
         if a is None:
@@ -975,7 +978,9 @@ class ToolCallAccumulator:
         only be that tool's; with several (or none known) the call cannot be run."""
         if len(self._declared) == 1:
             (call.name,) = self._declared
-            self._note("Q-NAME-NEVER-SENT", ev, f"no name sent; the one declared tool, {call.name!r}")
+            self._note(
+                "Q-NAME-NEVER-SENT", ev, f"no name sent; the one declared tool, {call.name!r}"
+            )
         else:
             self._note("Q-NAME-NEVER-SENT", ev, "no name sent", recovered=False)
 
@@ -1010,8 +1015,11 @@ class ToolCallAccumulator:
             # Unattributable, or cut by an error (catalogue: discard, do not repair).
             call.valid = False
             return call
-        if not slot.name and (slot.id or len(self._all_slots()) == 1) and (
-            "Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes:
+        if (
+            not slot.name
+            and (slot.id or len(self._all_slots()) == 1)
+            and ("Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes
+        ):
             self._unnamed(call, ev)  # (id-less arguments beside other calls: not a call start)
         if not raw.strip():
             params = self._declared.get(slot.name)
@@ -1136,9 +1144,11 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
     ``max_text``."""
     p = policy or RoundTripPolicy()
     if turn.calls_cut is not None:
-        raise TextCutError(f"the turn had more calls than the {len(turn.calls):,} kept (one "
-                           f"at event {turn.calls_cut} was refused): sent back, it would not "
-                           "be what was received")
+        raise TextCutError(
+            f"the turn had more calls than the {len(turn.calls):,} kept (one "
+            f"at event {turn.calls_cut} was refused): sent back, it would not "
+            "be what was received"
+        )
     if turn.content_dropped:
         raise TextCutError(_cut("content", turn.content, turn.content_dropped))
     if p.echo_reasoning and turn.reasoning_dropped:
@@ -1164,8 +1174,10 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
 
 def _cut(what: str, kept: str | None, dropped: int) -> str:
     n = len(kept or "")
-    return (f"the turn's {what} was cut (the first {n:,} of {n + dropped:,} characters "
-            "kept): sent back, it would not be what was received")
+    return (
+        f"the turn's {what} was cut (the first {n:,} of {n + dropped:,} characters "
+        "kept): sent back, it would not be what was received"
+    )
 
 
 def tool_result_messages(

@@ -100,8 +100,11 @@ def _zstd() -> Any:
 
 def supported() -> tuple[str, ...]:
     """The codings this installation undoes."""
-    return ("gzip", "x-gzip", "deflate") + (("br",) if _brotli() else ()) \
+    return (
+        ("gzip", "x-gzip", "deflate")
+        + (("br",) if _brotli() else ())
         + (("zstd",) if _zstd() else ())
+    )
 
 
 class _Layer:
@@ -244,10 +247,14 @@ def _layer(coding: str) -> _Layer:
         return _Brotli(coding, brotli)
     if coding == "zstd" and (zstd := _zstd()) is not None:
         return _Zstd(coding, zstd)
-    hint = {"br": " (install brotli>=1.2 to decode it)",
-            "zstd": " (install backports.zstd to decode it)"}.get(coding, "")
-    raise DecodeError(f"the body is {coding}-encoded, which the suite cannot decode{hint}: "
-                      "not kept (a key inside it could not be redacted)")
+    hint = {
+        "br": " (install brotli>=1.2 to decode it)",
+        "zstd": " (install backports.zstd to decode it)",
+    }.get(coding, "")
+    raise DecodeError(
+        f"the body is {coding}-encoded, which the suite cannot decode{hint}: "
+        "not kept (a key inside it could not be redacted)"
+    )
 
 
 class Decoder:
@@ -258,8 +265,9 @@ class Decoder:
 
     def __init__(self, declared: list[str], max_bytes: int):
         if len(declared) > MAX_LAYERS:
-            raise DecodeError(f"{len(declared)} content codings on one body: at most "
-                              f"{MAX_LAYERS} are undone")
+            raise DecodeError(
+                f"{len(declared)} content codings on one body: at most {MAX_LAYERS} are undone"
+            )
         self.max_bytes = max_bytes
         self.undone: list[str] = list(reversed(declared))
         self._layers = [_layer(c) for c in self.undone]  # the last applied first
@@ -269,8 +277,9 @@ class Decoder:
 
     def check(self, size: int) -> None:
         if size > self.max_bytes:
-            raise DecodeError(f"stream exceeded {self.max_bytes} bytes (limits.max_bytes)",
-                              limit=True, size=size)
+            raise DecodeError(
+                f"stream exceeded {self.max_bytes} bytes (limits.max_bytes)", limit=True, size=size
+            )
 
     def announce(self, coding: str) -> _Layer:
         """A layer the bytes announce (magic bytes): one more layer, within MAX_LAYERS."""
@@ -331,14 +340,14 @@ class _Sniff:
         else:
             self._head += data
             if len(self._head) < len(ZSTD_MAGIC) and (
-                    GZIP_MAGIC.startswith(self._head[:2]) or ZSTD_MAGIC.startswith(self._head)):
+                GZIP_MAGIC.startswith(self._head[:2]) or ZSTD_MAGIC.startswith(self._head)
+            ):
                 return  # too few bytes to tell yet
             yield from self._decide()
 
     def _decide(self) -> Iterator[bytes]:
         head, self._head = self._head, b""
-        coding = "gzip" if head[:2] == GZIP_MAGIC else \
-            "zstd" if head[:4] == ZSTD_MAGIC else None
+        coding = "gzip" if head[:2] == GZIP_MAGIC else "zstd" if head[:4] == ZSTD_MAGIC else None
         if coding is None:
             self._plain = True
             if head:
@@ -364,22 +373,24 @@ class _Sniff:
             yield from self._next.end()
 
 
-def decode(body: bytes, declared: list[str] | str | None = None,
-           max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, list[str]]:
+def decode(
+    body: bytes, declared: list[str] | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[bytes, list[str]]:
     """A whole body decoded (the codings declared, then every announced layer) and what
     was undone; ``DecodeError`` past ``max_bytes`` or for a coding it cannot undo. A
     body with nothing to undo is returned as it is, without a copy."""
     declared = codings(declared) if not isinstance(declared, list) else declared
     if not declared and body[:2] != GZIP_MAGIC and body[:4] != ZSTD_MAGIC:
         if len(body) > max_bytes:
-            raise DecodeError(f"stream exceeded {max_bytes} bytes (limits.max_bytes)",
-                              limit=True, size=len(body))
+            raise DecodeError(
+                f"stream exceeded {max_bytes} bytes (limits.max_bytes)", limit=True, size=len(body)
+            )
         return body, []
     dec = Decoder(declared, max_bytes)
     out = io.BytesIO()
     view = memoryview(body)
     for i in range(0, len(body), 1 << 20):
-        for piece in dec.feed(bytes(view[i:i + (1 << 20)])):
+        for piece in dec.feed(bytes(view[i : i + (1 << 20)])):
             out.write(piece)
     for piece in dec.end():
         out.write(piece)
@@ -394,9 +405,10 @@ def prefix(body: bytes | memoryview, size: int = KEEP) -> bytes:
     within them (a cut inside an event would read as the server's malformed event);
     a body with no event end in them (JSON, one huge event) is cut at ``size``."""
     out = bytes(body[:size])
-    end = max(out.rfind(sep) + len(sep) if sep in out else 0
-              for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"))
-    return out[:end or size]
+    end = max(
+        out.rfind(sep) + len(sep) if sep in out else 0 for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")
+    )
+    return out[: end or size]
 
 
 def kept(body: bytes, headers: Any = None, size: int = KEEP) -> bytes:
@@ -408,15 +420,16 @@ def kept(body: bytes, headers: Any = None, size: int = KEEP) -> bytes:
         dec = Decoder(header_codings(headers), size)
         view = memoryview(body)
         for i in range(0, len(body), PIECE):
-            for piece in dec.feed(bytes(view[i:i + PIECE])):
+            for piece in dec.feed(bytes(view[i : i + PIECE])):
                 out.write(piece)
     except DecodeError:
         pass
     return prefix(out.getbuffer(), size)
 
 
-def decode_or_keep(body: bytes, headers: Any = None,
-                   max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, str | None]:
+def decode_or_keep(
+    body: bytes, headers: Any = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[bytes, str | None]:
     """``decode`` by the headers' codings, for a reader: the decoded body and None; past
     ``max_bytes``, what ``kept`` keeps and the one-line reason (the cell's error). A
     body that does not decode as its header claims is read as it is (a recorder that

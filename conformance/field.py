@@ -31,8 +31,10 @@ FORMAT = "conformance-field-evidence/1"
 DATA_DIR = Path(__file__).parent / "data"
 EVIDENCE_FILE = DATA_DIR / "field-evidence.json"
 SOURCES_FILE = DATA_DIR / "field-sources.yaml"
-NOTE = ("Seen in public recordings, not recorded by this suite: facts derived from captures "
-        "of other projects' recorded traffic (the captures are not in this repository).")
+NOTE = (
+    "Seen in public recordings, not recorded by this suite: facts derived from captures "
+    "of other projects' recorded traffic (the captures are not in this repository)."
+)
 CAPTURE_SUFFIXES = (".jsonl", ".sse", ".yaml", ".yml", ".har", ".json", ".txt")
 
 
@@ -83,8 +85,9 @@ def _entry(result: Any, name: str, route: str, source: str, column: str | None) 
         "finish_reason": result.finish_reason,
         "events": result.events,
         "calls": len(result.tool_calls.get("robust") or []),
-        "impact": {k: {f: v for f, v in i.items() if f != "detail" or v}
-                   for k, i in d["impact"].items()},
+        "impact": {
+            k: {f: v for f, v in i.items() if f != "detail" or v} for k, i in d["impact"].items()
+        },
     }
 
 
@@ -93,8 +96,11 @@ def capture_files(directory: Path) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         raise FieldError(f"{directory}: not a directory of captures")
-    return sorted(p for p in directory.iterdir()
-                  if p.is_file() and p.suffix in CAPTURE_SUFFIXES and p.name.upper() != "SOURCES.MD")
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and p.suffix in CAPTURE_SUFFIXES and p.name.upper() != "SOURCES.MD"
+    )
 
 
 def _place(name: str, sources: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -127,8 +133,9 @@ def path_record(path: Path, sources: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def capture_record(name: str, data: bytes, sources: dict[str, Any],
-                   label: str | None = None) -> dict[str, Any]:
+def capture_record(
+    name: str, data: bytes, sources: dict[str, Any], label: str | None = None
+) -> dict[str, Any]:
     """The pure function: one capture's bytes (a file called ``name``) -> its record, the
     same as ``path_record`` of that file. ``label`` is how an unreadable capture is named
     in the document (default ``name``): pass the path or URL the local run would show.
@@ -144,13 +151,16 @@ def capture_record(name: str, data: bytes, sources: dict[str, Any],
     return record
 
 
-def merge(records: Iterable[dict[str, Any]], sources: dict[str, Any],
-          where: str = "captures") -> dict[str, Any]:
+def merge(
+    records: Iterable[dict[str, Any]], sources: dict[str, Any], where: str = "captures"
+) -> dict[str, Any]:
     """Records (in any order, from any number of workers) -> the field-evidence document
     (deterministic: sorted, no timestamps). ``where`` names the input in the error raised
     when no capture could be read."""
-    routes = {rid: {"label": r["label"], "column": r.get("column")}
-              for rid, r in sources["routes"].items()}
+    routes = {
+        rid: {"label": r["label"], "column": r.get("column")}
+        for rid, r in sources["routes"].items()
+    }
     entries: list[dict[str, Any]] = []
     errors: list[tuple[str, str]] = []
     for rec in records:
@@ -160,8 +170,9 @@ def merge(records: Iterable[dict[str, Any]], sources: dict[str, Any],
             errors.append((rec["file"], rec["error"]))
     errors.sort()
     if not entries:
-        raise FieldError(f"{where}: no capture could be read"
-                         + (f" ({errors[0][1]})" if errors else ""))
+        raise FieldError(
+            f"{where}: no capture could be read" + (f" ({errors[0][1]})" if errors else "")
+        )
     used = {e["route"] for e in entries}
     return {
         "format": FORMAT,
@@ -217,22 +228,33 @@ def routes_without_column(doc: dict[str, Any], columns: list[str]) -> list[dict[
         if e.get("column") in columns:
             continue
         route = (doc.get("routes") or {}).get(e["route"]) or {"label": e["route"]}
-        rows.setdefault(e["route"], {"route": e["route"], "label": route["label"],
-                                     "entries": []})["entries"].append(e)
+        rows.setdefault(e["route"], {"route": e["route"], "label": route["label"], "entries": []})[
+            "entries"
+        ].append(e)
     return [rows[k] for k in sorted(rows)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance.field",
-        description="Analyse a directory of captures into the matrix's field evidence.")
+        description="Analyse a directory of captures into the matrix's field evidence.",
+    )
     parser.add_argument("directory", type=Path, help="captures (JSONL, SSE, cassettes, HAR)")
-    parser.add_argument("--sources", type=Path, default=SOURCES_FILE,
-                        help="capture -> route, column and source URL (YAML)")
+    parser.add_argument(
+        "--sources",
+        type=Path,
+        default=SOURCES_FILE,
+        help="capture -> route, column and source URL (YAML)",
+    )
     parser.add_argument("--out", type=Path, default=EVIDENCE_FILE)
-    parser.add_argument("-j", "--jobs", type=jobs_arg, default=default_jobs(), metavar="N",
-                        help="processes analysing captures at once (0: every core); the "
-                             "document is that of -j 1")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=jobs_arg,
+        default=default_jobs(),
+        metavar="N",
+        help="processes analysing captures at once (0: every core); the document is that of -j 1",
+    )
     args = parser.parse_args(argv)
     try:
         doc = analyse_directory(args.directory, load_sources(args.sources), args.jobs)
@@ -243,8 +265,10 @@ def main(argv: list[str] | None = None) -> int:
 
     write_atomic(args.out, dumps(doc))  # redacted: a user's own proxy logs may hold a key
     cols = sorted({e["column"] for e in doc["entries"] if e["column"]})
-    print(f"wrote {args.out}: {len(doc['entries'])} captures, {len(doc['routes'])} routes"
-          f" ({', '.join(cols) or 'no matrix column'})")
+    print(
+        f"wrote {args.out}: {len(doc['entries'])} captures, {len(doc['routes'])} routes"
+        f" ({', '.join(cols) or 'no matrix column'})"
+    )
     for err in doc["unreadable"]:
         print(f"conformance field: skipped {err}", file=sys.stderr)
     return 0

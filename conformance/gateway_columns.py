@@ -40,8 +40,7 @@ def gateway_name(column: str) -> tuple[str, str]:
     return gw, profile
 
 
-def gateway_providers(gateway: Provider, profiles: list[ProfileProvider]
-                      ) -> list[GatewayProvider]:
+def gateway_providers(gateway: Provider, profiles: list[ProfileProvider]) -> list[GatewayProvider]:
     """One provider per reference profile, reached through *gateway*."""
     spec = gateway.gateway
     base = os.environ.get(spec["base_url_env"]) or gateway.endpoint
@@ -50,14 +49,27 @@ def gateway_providers(gateway: Provider, profiles: list[ProfileProvider]
     out = []
     for p in profiles:
         expected = {q: e for q, e in p.expected_quirks.items() if q not in removes}
-        out.append(GatewayProvider(
-            name=f"{PREFIX}{gateway.name}:{p.profile}", base_url=base, model=p.profile,
-            label=p.profile, kind="gateway-profile", api_key_env=gateway.api_key_env,
-            auth=gateway.auth, server=dict(gateway.server), expected_quirks=expected,
-            record_command=spec.get("record_command") or gateway.record_command,
-            limits={**gateway.limits, **p.limits}, concurrency=gateway.concurrency,
-            roundtrip=p.roundtrip, profile=p.profile, scenario=p.scenario,
-            gateway_name=gateway.name, tolerated=frozenset(adds)))
+        out.append(
+            GatewayProvider(
+                name=f"{PREFIX}{gateway.name}:{p.profile}",
+                base_url=base,
+                model=p.profile,
+                label=p.profile,
+                kind="gateway-profile",
+                api_key_env=gateway.api_key_env,
+                auth=gateway.auth,
+                server=dict(gateway.server),
+                expected_quirks=expected,
+                record_command=spec.get("record_command") or gateway.record_command,
+                limits={**gateway.limits, **p.limits},
+                concurrency=gateway.concurrency,
+                roundtrip=p.roundtrip,
+                profile=p.profile,
+                scenario=p.scenario,
+                gateway_name=gateway.name,
+                tolerated=frozenset(adds),
+            )
+        )
     return out
 
 

@@ -1333,9 +1333,11 @@ def thought_signature(frames, rng):
     return None
 
 
-VARIANTS: dict[str, Mutation] = {"sse-error-event": sse_error_event,
-                                 "reasoning-first": reasoning_first,
-                                 "thought-signature": thought_signature}
+VARIANTS: dict[str, Mutation] = {
+    "sse-error-event": sse_error_event,
+    "reasoning-first": reasoning_first,
+    "thought-signature": thought_signature,
+}
 TRANSFORMS: dict[str, Mutation] = {**MUTATIONS, **VARIANTS}
 # MUTATIONS is keyed by registry ids (one transform per id; an unknown key is a did-you-mean).
 registry.check_ids(MUTATIONS, "mutations.MUTATIONS")

@@ -46,8 +46,13 @@ def public_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return secrets.redact(url)
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if k.lower() in secrets.PUBLIC_QUERY])
+    query = urlencode(
+        [
+            (k, v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if k.lower() in secrets.PUBLIC_QUERY
+        ]
+    )
     return secrets.redact(urlunsplit(parts._replace(netloc=_host(parts), query=query)))
 
 
@@ -109,8 +114,11 @@ class Provider:
         never the user info, which travels as a Basic header (``auth_headers``) so that no
         request URI, log line or cassette holds it."""
         parts = urlsplit(self.endpoint)
-        return urlunsplit(parts._replace(
-            netloc=_host(parts), path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
+        return urlunsplit(
+            parts._replace(
+                netloc=_host(parts), path=parts.path.rstrip("/") + "/" + path.lstrip("/")
+            )
+        )
 
     def scenario_body(self, scenario: str) -> dict[str, Any]:
         """Fields this provider adds to one scenario's request body (a scripted column's
@@ -142,8 +150,7 @@ class Provider:
         out: dict[str, str] = {}
         key = self.api_key()
         if key:
-            name = {"api-key": "api-key", "x-api-key": "x-api-key"}.get(self.auth,
-                                                                       "Authorization")
+            name = {"api-key": "api-key", "x-api-key": "x-api-key"}.get(self.auth, "Authorization")
             out[name] = key if name != "Authorization" else f"Bearer {key}"
         for name, var in self.headers_env.items():
             value = os.environ.get(var)
@@ -152,8 +159,7 @@ class Provider:
         parts = urlsplit(self.endpoint)
         if "@" in parts.netloc and "Authorization" not in out:
             user, _, password = parts.netloc.rsplit("@", 1)[0].partition(":")
-            out["Authorization"] = "Basic " + secrets.basic_token(unquote(user),
-                                                                  unquote(password))
+            out["Authorization"] = "Basic " + secrets.basic_token(unquote(user), unquote(password))
         return out
 
     def expects(self, quirk: str, scenario: str) -> str | None:
@@ -181,10 +187,27 @@ def _where(path: Path, parts: list[Any]) -> str:
     return f"{path}: (top level)"
 
 
-_KEYLIKE_FIELDS = ("key", "api_key", "apikey", "api-key", "token", "secret", "password",
-                   "authorization", "bearer", "access_token")
-_JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "true/false",
-               int: "an integer", float: "a number", type(None): "null"}
+_KEYLIKE_FIELDS = (
+    "key",
+    "api_key",
+    "apikey",
+    "api-key",
+    "token",
+    "secret",
+    "password",
+    "authorization",
+    "bearer",
+    "access_token",
+)
+_JSON_TYPES = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    bool: "true/false",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
+}
 
 
 def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
@@ -197,11 +220,16 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
         name = extra[0] if extra else "?"
         near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.7)
         keylike = name.lower().replace("-", "_") in _KEYLIKE_FIELDS
-        hint = (" (keys are never written in providers.yaml: name the environment "
-                "variable that holds the key with api_key_env)"
-                if keylike or ("key" in name.lower() and not near)
-                else f" (did you mean '{near[0]}'?)" if near
-                else f" (valid: {', '.join(sorted(known))})" if known else "")
+        hint = (
+            " (keys are never written in providers.yaml: name the environment "
+            "variable that holds the key with api_key_env)"
+            if keylike or ("key" in name.lower() and not near)
+            else f" (did you mean '{near[0]}'?)"
+            if near
+            else f" (valid: {', '.join(sorted(known))})"
+            if known
+            else ""
+        )
         return parts + [name], f"unknown field '{name}'{hint}"
     if v == "required":
         missing = [r for r in err.validator_value if isinstance(inst, dict) and r not in inst]
@@ -215,11 +243,15 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
         last = parts[-1] if parts else None
         if last == "base_url":
             scheme = str(inst).split("://", 1)[0] if "://" in str(inst) else str(inst)[:12]
-            return parts, f"not an http(s) URL (scheme {scheme!r}); only http:// and " \
-                          "https:// endpoints are tested"
+            return (
+                parts,
+                f"not an http(s) URL (scheme {scheme!r}); only http:// and "
+                "https:// endpoints are tested",
+            )
         if last in ("api_key_env", "base_url_env") or parts[-2:-1] == ["headers_env"]:
-            return parts, ("must be the NAME of an environment variable (A-Z, 0-9, _), "
-                           "not its value")
+            return parts, (
+                "must be the NAME of an environment variable (A-Z, 0-9, _), not its value"
+            )
         return parts, f"does not match {err.validator_value}"
     if v == "propertyNames":
         return parts, f"invalid name {secrets.one_line(repr(inst), 60)}"
@@ -248,7 +280,8 @@ def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) 
         key = loader.construct_object(key_node, deep=deep)
         if isinstance(key, str | int) and key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicated key {key!r}", key_node.start_mark)
+                None, None, f"duplicated key {key!r}", key_node.start_mark
+            )
         seen.add(key)
     return loader.construct_mapping(node, deep)
 
@@ -262,15 +295,19 @@ def _keys_in_file(p: Path, data: dict[str, Any]) -> str | None:
         where = f"{p}: provider '{name}'"
         places = secrets.url_credentials(e["base_url"])
         if places:
-            return (f"{where}, field 'base_url': the URL carries a credential or a place "
-                    f"for one ({places[0]}; only api-version may be written in the file): "
-                    "put the whole URL in an environment variable named by base_url_env")
+            return (
+                f"{where}, field 'base_url': the URL carries a credential or a place "
+                f"for one ({places[0]}; only api-version may be written in the file): "
+                "put the whole URL in an environment variable named by base_url_env"
+            )
         for h, v in (e.get("headers") or {}).items():
             if secrets.credential_name(h) or secrets.redact(str(v)) != str(v):
-                return (f"{where}, field 'headers.{h}': credential headers are never "
-                        "written in providers.yaml: pass it from the environment with "
-                        f"headers_env: {{{h}: VAR}} (or api_key_env with auth: bearer, "
-                        "api-key or x-api-key)")
+                return (
+                    f"{where}, field 'headers.{h}': credential headers are never "
+                    "written in providers.yaml: pass it from the environment with "
+                    f"headers_env: {{{h}: VAR}} (or api_key_env with auth: bearer, "
+                    "api-key or x-api-key)"
+                )
 
         def walk(value: Any, path: list[str]) -> str | None:
             if isinstance(value, str):
@@ -292,9 +329,11 @@ def _keys_in_file(p: Path, data: dict[str, Any]) -> str | None:
                 continue  # URL queries are checked above; commands may name variables
             hit = walk(v, [k])
             if hit:
-                return (f"{where}, field '{hit}': looks like an API key or credential; keys "
-                        "are never written in providers.yaml: name the environment variable "
-                        "that holds it with api_key_env")
+                return (
+                    f"{where}, field '{hit}': looks like an API key or credential; keys "
+                    "are never written in providers.yaml: name the environment variable "
+                    "that holds it with api_key_env"
+                )
     return None
 
 
@@ -345,11 +384,18 @@ def load_providers(path: str | Path = "providers.yaml") -> dict[str, Provider]:
 # the watchdog thread with an OverflowError) or a bound bounds nothing.
 DAY = 86_400.0
 _BOUNDS: dict[str, dict[str, tuple[float, str]]] = {
-    "limits": {"connect_timeout": (DAY, "seconds"), "first_byte_timeout": (DAY, "seconds"),
-               "idle_timeout": (DAY, "seconds"), "total_timeout": (DAY, "seconds"),
-               "max_bytes": (float(1 << 34), "bytes")},
-    "retries": {"max": (100, "retries"), "base_delay": (DAY, "seconds"),
-                "max_delay": (DAY, "seconds")},
+    "limits": {
+        "connect_timeout": (DAY, "seconds"),
+        "first_byte_timeout": (DAY, "seconds"),
+        "idle_timeout": (DAY, "seconds"),
+        "total_timeout": (DAY, "seconds"),
+        "max_bytes": (float(1 << 34), "bytes"),
+    },
+    "retries": {
+        "max": (100, "retries"),
+        "base_delay": (DAY, "seconds"),
+        "max_delay": (DAY, "seconds"),
+    },
 }
 
 
@@ -363,11 +409,15 @@ def _absurd_number(entry: dict[str, Any]) -> tuple[str, str] | None:
             if key not in bounds or isinstance(value, bool):
                 continue
             most, unit = bounds[key]
-            within = 0 <= value <= most if isinstance(value, int) else \
-                math.isfinite(value) and 0 <= value <= most  # an int may overflow a float
+            within = (
+                0 <= value <= most
+                if isinstance(value, int)
+                else math.isfinite(value) and 0 <= value <= most
+            )  # an int may overflow a float
             if not within:
-                return f"{group}.{key}", (f"must be a finite number of {unit} from 0 to "
-                                          f"{most:g} (got {value!r})")
+                return f"{group}.{key}", (
+                    f"must be a finite number of {unit} from 0 to {most:g} (got {value!r})"
+                )
     return None
 
 
@@ -379,8 +429,9 @@ def number_flag(flag: str, value: str, most: float, *, least: float = 0.0) -> fl
     except ValueError:
         raise ConfigError(f"{flag}: not a number ({value!r})") from None
     if not math.isfinite(number) or not least <= number <= most:
-        raise ConfigError(f"{flag}: must be a finite number from {least:g} to {most:g} "
-                          f"(got {value!r})")
+        raise ConfigError(
+            f"{flag}: must be a finite number from {least:g} to {most:g} (got {value!r})"
+        )
     return number
 
 
@@ -399,8 +450,10 @@ def output_dir_problem(flag: str, path: str | Path) -> str | None:
         with tempfile.TemporaryFile(dir=d):
             pass
     except OSError as e:
-        return (f"{flag} {d}: cannot be written ({e.strerror or type(e).__name__}); "
-                "pass a directory you can write")
+        return (
+            f"{flag} {d}: cannot be written ({e.strerror or type(e).__name__}); "
+            "pass a directory you can write"
+        )
     return None
 
 
@@ -416,8 +469,9 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
-                        source: str | Path = "providers.yaml") -> Provider:
+def provider_from_entry(
+    name: str, e: dict[str, Any], kind: str = "provider", source: str | Path = "providers.yaml"
+) -> Provider:
     base = e["base_url"]
     var = e.get("base_url_env")
     if var and os.environ.get(var):
@@ -425,8 +479,9 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
         secrets.register_url(base)
         problem = _url_problem(base)
         if problem:
-            raise ConfigError(f"{source}: provider '{name}', field 'base_url_env': ${var} is "
-                              f"{problem}")
+            raise ConfigError(
+                f"{source}: provider '{name}', field 'base_url_env': ${var} is {problem}"
+            )
     else:
         problem = _url_problem(base)
         if problem:
@@ -435,16 +490,27 @@ def provider_from_entry(name: str, e: dict[str, Any], kind: str = "provider",
     for q, v in (e.get("expected_quirks") or {}).items():
         quirks[q] = {"reason": v} if isinstance(v, str) else dict(v)
     return Provider(
-        name=name, base_url=base, model=e["model"], label=e.get("label", name),
-        api_key_env=e.get("api_key_env"), auth=e.get("auth", "bearer"),
-        headers=dict(e.get("headers") or {}), headers_env=dict(e.get("headers_env") or {}),
+        name=name,
+        base_url=base,
+        model=e["model"],
+        label=e.get("label", name),
+        api_key_env=e.get("api_key_env"),
+        auth=e.get("auth", "bearer"),
+        headers=dict(e.get("headers") or {}),
+        headers_env=dict(e.get("headers_env") or {}),
         extra_body=dict(e.get("extra_body") or {}),
-        server=dict(e.get("server") or {}), capabilities=dict(e.get("capabilities") or {}),
-        expected_quirks=quirks, elicitation=dict(e.get("elicitation") or {}),
-        roundtrip=RoundTripPolicy.from_provider(e), concurrency=e.get("concurrency", 4),
-        retries=dict(e.get("retries") or {}), limits=dict(e.get("limits") or {}),
+        server=dict(e.get("server") or {}),
+        capabilities=dict(e.get("capabilities") or {}),
+        expected_quirks=quirks,
+        elicitation=dict(e.get("elicitation") or {}),
+        roundtrip=RoundTripPolicy.from_provider(e),
+        concurrency=e.get("concurrency", 4),
+        retries=dict(e.get("retries") or {}),
+        limits=dict(e.get("limits") or {}),
         record_command=e.get("record_command") or default_record_command(name, source),
-        gateway=dict(e.get("gateway") or {}), kind=kind)
+        gateway=dict(e.get("gateway") or {}),
+        kind=kind,
+    )
 
 
 def default_record_command(name: str, source: str | Path) -> str:
@@ -467,19 +533,21 @@ def parse_expect_quirk(value: str) -> tuple[str, str]:
     qid, sep, reason = value.partition("=")
     qid, reason = qid.strip(), reason.strip()
     if not sep or not reason:
-        raise ConfigError(f"--expect-quirk {secrets.one_line(value, 60)!r}: expected "
-                          "Q-ID=reason (say why it is accepted)")
+        raise ConfigError(
+            f"--expect-quirk {secrets.one_line(value, 60)!r}: expected "
+            "Q-ID=reason (say why it is accepted)"
+        )
     known = quirk_catalogue()
     if not QUIRK_ID.match(qid) or qid not in known:
         near = difflib.get_close_matches(qid.upper(), list(known), n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]}?)" if near else ""
-        raise ConfigError(f"--expect-quirk: unknown quirk id {secrets.one_line(qid, 60)!r}"
-                          f"{hint}")
+        raise ConfigError(f"--expect-quirk: unknown quirk id {secrets.one_line(qid, 60)!r}{hint}")
     return qid, reason
 
 
-def apply_expected_quirks(providers: Iterable[Provider],
-                          expected: Iterable[tuple[str, str]]) -> None:
+def apply_expected_quirks(
+    providers: Iterable[Provider], expected: Iterable[tuple[str, str]]
+) -> None:
     """Add command-line expected quirks (``--expect-quirk``) to every provider run."""
     pairs = list(expected)
     for p in providers:
@@ -490,8 +558,9 @@ def apply_expected_quirks(providers: Iterable[Provider],
 _NAME_CHARS = re.compile(r"[^a-z0-9._-]+")
 
 
-def provider_from_options(base_url: str, model: str | None, api_key_env: str | None = None,
-                          name: str | None = None) -> Provider:
+def provider_from_options(
+    base_url: str, model: str | None, api_key_env: str | None = None, name: str | None = None
+) -> Provider:
     """The provider of ``--base-url URL --model NAME [--api-key-env VAR]``, named after
     the model (its cassettes go under ``<cassette-dir>/<name>/``)."""
     if not model:
@@ -500,16 +569,27 @@ def provider_from_options(base_url: str, model: str | None, api_key_env: str | N
     if problem:
         raise ConfigError(f"--base-url: {problem}")
     if secrets.url_secrets(base_url):
-        raise ConfigError("--base-url: the URL carries a credential; pass the key in an "
-                          "environment variable named by --api-key-env")
+        raise ConfigError(
+            "--base-url: the URL carries a credential; pass the key in an "
+            "environment variable named by --api-key-env"
+        )
     if api_key_env is not None and not re.match(r"^[A-Z_][A-Z0-9_]*$", api_key_env):
-        raise ConfigError("--api-key-env: must be the NAME of an environment variable "
-                          "(A-Z, 0-9, _), not its value")
+        raise ConfigError(
+            "--api-key-env: must be the NAME of an environment variable "
+            "(A-Z, 0-9, _), not its value"
+        )
     name = name or (_NAME_CHARS.sub("-", model.lower()).strip("-._") or "server")
     cmd = f"toolcall-conformance run --base-url {public_url(base_url)} --model {model}" + (
-        f" --api-key-env {api_key_env}" if api_key_env else "")
-    return Provider(name=name, base_url=base_url, model=model, label=model,
-                    api_key_env=api_key_env, record_command=cmd)
+        f" --api-key-env {api_key_env}" if api_key_env else ""
+    )
+    return Provider(
+        name=name,
+        base_url=base_url,
+        model=model,
+        label=model,
+        api_key_env=api_key_env,
+        record_command=cmd,
+    )
 
 
 def select(providers: dict[str, Provider], names: list[str] | None) -> list[Provider]:

@@ -76,39 +76,68 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--scenario", action="append", default=[], help="run only this scenario")
     # Not the committed reports/: a bare `pytest` in a checkout must not rewrite them
     # (`nox -s matrix` passes --report-dir=reports on purpose); same default as `toolcall-conformance run`.
-    g.addoption("--report-dir", default=REPORT_DIR,
-                help="where results, the matrix and junit.xml go")
+    g.addoption(
+        "--report-dir", default=REPORT_DIR, help="where results, the matrix and junit.xml go"
+    )
     # The same default as `toolcall-conformance run` (this checkout's pyproject.toml passes
     # --cassette-dir=cassettes, where the committed recordings live).
     g.addoption("--cassette-dir", default=CASSETTE_DIR, help="cassette root directory")
-    g.addoption("--fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON,
-                help="the lowest level of an unexpected quirk that fails a cell (default "
-                     "should: SHOULD quirks break real clients; must tolerates them)")
-    g.addoption("--public-recordings", action="store_true",
-                help="add the public recordings of other providers to the matrix (on with "
-                     "--reference-profiles: the repository's matrix)")
+    g.addoption(
+        "--fail-on",
+        default=DEFAULT_FAIL_ON,
+        choices=FAIL_ON,
+        help="the lowest level of an unexpected quirk that fails a cell (default "
+        "should: SHOULD quirks break real clients; must tolerates them)",
+    )
+    g.addoption(
+        "--public-recordings",
+        action="store_true",
+        help="add the public recordings of other providers to the matrix (on with "
+        "--reference-profiles: the repository's matrix)",
+    )
     g.addoption("--cells", action="store_true", help="one line per cell with its verdict")
     add_elicitation_options(g.addoption)
     g.addoption("--repeat", type=int, default=1, help="live trials per cell")
     g.addoption("--no-matrix", action="store_true", help="do not render the matrix")
-    g.addoption("--reference-profiles", action="store_true",
-                help="also run every reference profile (end-to-end negative controls)")
-    g.addoption("--scripted-parsers", action="store_true",
-                help="also run vLLM's tool parsers driven by a scripted model (their own "
-                     "section; conformance.lanes.vllm_columns)")
-    g.addoption("--profile-server", default=os.environ.get(
-        "CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
-        help="base URL of `toolcall-conformance serve` for --reference-profiles")
+    g.addoption(
+        "--reference-profiles",
+        action="store_true",
+        help="also run every reference profile (end-to-end negative controls)",
+    )
+    g.addoption(
+        "--scripted-parsers",
+        action="store_true",
+        help="also run vLLM's tool parsers driven by a scripted model (their own "
+        "section; conformance.lanes.vllm_columns)",
+    )
+    g.addoption(
+        "--profile-server",
+        default=os.environ.get("CONFORMANCE_SERVER_URL", "http://127.0.0.1:8765/v1"),
+        help="base URL of `toolcall-conformance serve` for --reference-profiles",
+    )
     try:  # pytest-base-url owns --base-url when installed: its value is read the same way
-        g.addoption("--base-url", default=None, metavar="URL",
-                    help="test this endpoint instead of a providers file (records live)")
+        g.addoption(
+            "--base-url",
+            default=None,
+            metavar="URL",
+            help="test this endpoint instead of a providers file (records live)",
+        )
     except ValueError:
         pass
     g.addoption("--model", default=None, metavar="NAME", help="the model, with --base-url")
-    g.addoption("--api-key-env", default=None, metavar="VAR",
-                help="environment variable holding the key, with --base-url")
-    g.addoption("--expect-quirk", action="append", default=[], metavar="Q-ID=REASON",
-                help="declare a quirk expected (the cell is then an expected failure)")
+    g.addoption(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the key, with --base-url",
+    )
+    g.addoption(
+        "--expect-quirk",
+        action="append",
+        default=[],
+        metavar="Q-ID=REASON",
+        help="declare a quirk expected (the cell is then an expected failure)",
+    )
 
 
 class SuiteConfig:
@@ -124,10 +153,10 @@ class SuiteConfig:
                 expect = [parse_expect_quirk(v) for v in opt("--expect-quirk")]
                 if opt("base_url", None):
                     if _given(self.config, "--providers"):
-                        raise ConfigError("--base-url and --providers are exclusive: "
-                                          "pass one of them")
-                    p = provider_from_options(opt("base_url"), opt("--model"),
-                                              opt("--api-key-env"))
+                        raise ConfigError(
+                            "--base-url and --providers are exclusive: pass one of them"
+                        )
+                    p = provider_from_options(opt("base_url"), opt("--model"), opt("--api-key-env"))
                     self._providers = {p.name: p}
                 else:
                     if opt("--model") or opt("--api-key-env"):
@@ -147,15 +176,18 @@ class SuiteConfig:
         if self.config.getoption("--reference-profiles"):
             from conformance.gateway_columns import gateway_providers
             from conformance.profile_columns import profile_providers
+
             profiles = profile_providers(self.config.getoption("--profile-server"))
             for p in profiles:
                 out[p.name] = p
             for gw in [p for p in self.providers.values() if p.gateway]:
                 for p in gateway_providers(gw, profiles):
                     out[p.name] = p
-        if self.config.getoption("--scripted-parsers") or \
-                self.config.getoption("--reference-profiles"):  # the suite's own columns
+        if self.config.getoption("--scripted-parsers") or self.config.getoption(
+            "--reference-profiles"
+        ):  # the suite's own columns
             from conformance.lanes.vllm_columns import scripted_providers
+
             for p in scripted_providers():
                 out[p.name] = p
         return out
@@ -170,8 +202,9 @@ class SuiteConfig:
         names = self.config.getoption("--scenario")
         unknown = [n for n in names if n not in SCENARIOS]
         if unknown:
-            raise pytest.UsageError(f"unknown scenario {unknown[0]!r}; valid: "
-                                    + ", ".join(SCENARIOS))
+            raise pytest.UsageError(
+                f"unknown scenario {unknown[0]!r}; valid: " + ", ".join(SCENARIOS)
+            )
         return [SCENARIOS[n] for n in names] if names else list(SCENARIOS.values())
 
     @property
@@ -200,17 +233,20 @@ class SuiteConfig:
 def elicitation_from(config: pytest.Config) -> dict[str, Any]:
     """The command line's elicitation (all but max_tokens, which is set per cell)."""
     opt = config.getoption
-    return elicitation_options(system_prompt=opt("--system-prompt"), prefill=opt("--prefill"),
-                               few_shot=opt("--few-shot"), extra_body=opt("--extra-body"),
-                               named_tool_choice=opt("--named-tool-choice"))
+    return elicitation_options(
+        system_prompt=opt("--system-prompt"),
+        prefill=opt("--prefill"),
+        few_shot=opt("--few-shot"),
+        extra_body=opt("--extra-body"),
+        named_tool_choice=opt("--named-tool-choice"),
+    )
 
 
 def with_max_tokens(provider: Provider, max_tokens: int | None) -> Provider:
     """The provider for one cell, its requests bounded by ``max_tokens`` by default (None:
     no default bound, as a cassette recorded before the default existed was sent)."""
     p = copy.copy(provider)
-    p.elicitation = {k: v for k, v in provider.elicitation.items()
-                     if k != "default_max_tokens"}
+    p.elicitation = {k: v for k, v in provider.elicitation.items() if k != "default_max_tokens"}
     if max_tokens is not None:
         p.elicitation["default_max_tokens"] = max_tokens
     return p
@@ -229,9 +265,19 @@ def _given(config: pytest.Config, flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in config.invocation_params.args)
 
 
-_OWN_FLAGS = ("--providers", "--provider", "--scenario", "--base-url", "--model",
-              "--api-key-env", "--expect-quirk", "--reference-profiles", "--fail-on",
-              "--max-tokens", "--scripted-parsers")
+_OWN_FLAGS = (
+    "--providers",
+    "--provider",
+    "--scenario",
+    "--base-url",
+    "--model",
+    "--api-key-env",
+    "--expect-quirk",
+    "--reference-profiles",
+    "--fail-on",
+    "--max-tokens",
+    "--scripted-parsers",
+)
 
 
 def _suite_dir() -> Path | None:
@@ -268,8 +314,9 @@ def targets_suite(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance_scenario(id): a provider × scenario cell")
     # Registered here so that a run without pytest-xdist does not warn about it.
-    config.addinivalue_line("markers", "xdist_group(name): cells that share a pytest-xdist "
-                                       "worker (--dist loadgroup)")
+    config.addinivalue_line(
+        "markers", "xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)"
+    )
     cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
     config._conformance_outcomes = CellOutcomes()  # type: ignore[attr-defined]
     config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")
@@ -277,6 +324,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not active(config):
         return
     from conformance.textsafe import install_log_escaping
+
     install_log_escaping()  # log lines quote the wire (httpx: the reason phrase)
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
@@ -287,14 +335,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.xmlpath = str(cfg.report_dir / "junit.xml")
     # Fail fast, before collection, with one line (pytest prints UsageError without a
     # traceback): a bad providers file, an unknown provider or scenario name, no target.
-    if not config.getoption("base_url", None) and not _given(config, "--providers") \
-            and not Path(config.getoption("--providers")).exists():
+    if (
+        not config.getoption("base_url", None)
+        and not _given(config, "--providers")
+        and not Path(config.getoption("--providers")).exists()
+    ):
         raise pytest.UsageError(
             "nothing to test: pass --base-url URL --model NAME [--api-key-env VAR], or "
-            "--providers FILE (no providers.yaml in this directory)")
+            "--providers FILE (no providers.yaml in this directory)"
+        )
     cfg.selected()
     cfg.scenarios()
     from conformance.providers import output_dir_problem
+
     problem = output_dir_problem("--report-dir", cfg.report_dir)
     if problem and not hasattr(config, "workerinput"):
         raise pytest.UsageError(problem)
@@ -353,6 +406,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     if item.get_closest_marker("conformance_scenario") is not None:
         report.nodeid = f"{CELL_MODULE}::{item.name}"
         from conformance.readers import CassetteRefused
+
         if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
             report.longrepr = terminal(call.excinfo.value)  # one line, no traceback
     return report
@@ -383,9 +437,12 @@ def provider_slot(lock_dir: Path, provider: Provider) -> Iterator[None]:
 
 def write_cell(report_dir: Path, cell: dict[str, Any]) -> None:
     from conformance.matrix import atomic_write
+
     name = f"{cell['column']}__{cell['row']}.json"
-    atomic_write(report_dir / "results" / name,
-                 json.dumps(cell, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+    atomic_write(
+        report_dir / "results" / name,
+        json.dumps(cell, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
+    )
 
 
 class CellOutcomes:
@@ -411,8 +468,7 @@ class CellOutcomes:
         elif report.failed:
             self.outcome[node] = "failed"
         elif report.when == "call":
-            self.outcome.setdefault(node, "xfailed" if hasattr(report, "wasxfail")
-                                    else "passed")
+            self.outcome.setdefault(node, "xfailed" if hasattr(report, "wasxfail") else "passed")
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -479,9 +535,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cells_ran = bool(outcomes(session.config).outcome)
     if SuiteConfig._items or cells_ran or cells:
         session.config._conformance_summary = summary = RunSummary(  # type: ignore[attr-defined]
-            outcomes(session.config), cells)
-        if summary.unreachable and session.exitstatus in (pytest.ExitCode.OK,
-                                                          pytest.ExitCode.TESTS_FAILED):
+            outcomes(session.config), cells
+        )
+        if summary.unreachable and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.TESTS_FAILED,
+        ):
             session.exitstatus = EXIT_UNREACHABLE
             if not cfg.replay:
                 summary.hints = v1_hints(cfg.selected(), summary.unreachable)
@@ -493,9 +552,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             render_session_matrix(cfg)
         except Exception as e:  # never lose the run's output to a traceback here
             session.config.get_terminal_writer().line(
-                terminal("conformance: matrix not written: "
-                         + secrets.redact(str(e)).splitlines()[0]),
-                red=True)
+                terminal(
+                    "conformance: matrix not written: " + secrets.redact(str(e)).splitlines()[0]
+                ),
+                red=True,
+            )
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
@@ -504,7 +565,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 _UNREACHABLE_REASON = re.compile(
     r"^(connection refused|the host name does not resolve|TLS handshake failed|cannot "
     r"connect|connection not established|no response headers|the server closed (the|a new) "
-    r"connection before a complete response head|the connection failed while sending)")
+    r"connection before a complete response head|the connection failed while sending)"
+)
 _UNREACHABLE_STATUS = re.compile(r"^HTTP (401|403|404|405|5\d\d)\b")
 
 
@@ -516,14 +578,17 @@ def unreachable_reason(cell: dict[str, Any]) -> str | None:
     if _UNREACHABLE_REASON.match(reason):
         return reason.split(" (not sent:", 1)[0]
     for f in cell.get("findings") or []:
-        if f.get("rule") == "R-HTTP-OK" and f.get("exchange", 0) == 0 \
-                and _UNREACHABLE_STATUS.match(str(f.get("message"))):
+        if (
+            f.get("rule") == "R-HTTP-OK"
+            and f.get("exchange", 0) == 0
+            and _UNREACHABLE_STATUS.match(str(f.get("message")))
+        ):
             return secrets.one_line(str(f["message"]), 120)
     return None
 
 
 def v1_hints(providers: list[Provider], columns: dict[str, str]) -> list[str]:
-    """"did you mean …/v1": for a base URL without /v1 whose chat path answered 404/405,
+    """ "did you mean …/v1": for a base URL without /v1 whose chat path answered 404/405,
     one probe of BASE/v1/chat/completions (any answer but 404/405 is a chat path)."""
     import httpx
 
@@ -534,15 +599,24 @@ def v1_hints(providers: list[Provider], columns: dict[str, str]) -> list[str]:
             continue
         url = p.url("v1/chat/completions")
         try:
-            r = httpx.post(url, json={"model": p.model, "max_tokens": 1, "messages": [
-                {"role": "user", "content": "ping"}]}, headers={**p.headers,
-                                                              **p.auth_headers()}, timeout=10)
+            r = httpx.post(
+                url,
+                json={
+                    "model": p.model,
+                    "max_tokens": 1,
+                    "messages": [{"role": "user", "content": "ping"}],
+                },
+                headers={**p.headers, **p.auth_headers()},
+                timeout=10,
+            )
         except httpx.HTTPError:
             continue
         if r.status_code not in (404, 405):
-            out.append(f"did you mean --base-url {p.base_url.rstrip('/')}/v1? "
-                       f"{p.base_url.rstrip('/')}/v1/chat/completions answers "
-                       f"(HTTP {r.status_code})")
+            out.append(
+                f"did you mean --base-url {p.base_url.rstrip('/')}/v1? "
+                f"{p.base_url.rstrip('/')}/v1/chat/completions answers "
+                f"(HTTP {r.status_code})"
+            )
     return out
 
 
@@ -575,8 +649,12 @@ class RunSummary:
         self.unreachable: dict[str, str] = {}
         failed_cells = [by_id.get(n) for n in self.failed]
         whys = [unreachable_reason(c) if c else None for c in failed_cells]
-        if failed_cells and len(self.failed) + n_not == len(self.ran) and all(whys) \
-                and not self.tested_ok:
+        if (
+            failed_cells
+            and len(self.failed) + n_not == len(self.ran)
+            and all(whys)
+            and not self.tested_ok
+        ):
             for c, why in zip(failed_cells, whys, strict=True):
                 self.unreachable.setdefault(c["column"], str(why))  # type: ignore[index]
         self.hints: list[str] = []
@@ -592,28 +670,39 @@ class RunSummary:
     def failure_lines(self) -> list[str]:
         """Each deviating cell with what failed it and the level."""
         from conformance.rules import quirk_level
+
         out = []
         for node in self.failed:
             c = self.by_id.get(node) or {}
             parts = [f"{q} ({quirk_level(q)})" for q in c.get("unexpected") or []]
-            parts += [f"{f['rule']} (MUST)" for f in c.get("findings") or []
-                      if f.get("level") == "MUST" and not f.get("quirk")
-                      and not (c.get("verdict") == "error"
-                               and f["rule"] in ("R-HTTP-OK", "R-COMPLETE"))]
+            parts += [
+                f"{f['rule']} (MUST)"
+                for f in c.get("findings") or []
+                if f.get("level") == "MUST"
+                and not f.get("quirk")
+                and not (c.get("verdict") == "error" and f["rule"] in ("R-HTTP-OK", "R-COMPLETE"))
+            ]
             if c.get("verdict") == "error":
                 parts.insert(0, f"error: {secrets.one_line(str(c.get('reason')), 120)}")
-            parts += [f"{q} no longer seen (declared expected)"
-                      for q in c.get("missing_expected") or []]
+            parts += [
+                f"{q} no longer seen (declared expected)" for q in c.get("missing_expected") or []
+            ]
             out.append(f"  ✗ {node}: " + ("; ".join(dict.fromkeys(parts)) or "failed"))
         return out
 
 
-VERDICT_MARK = {"conforms": "✓", "quirk": "~", "fails": "✗", "error": "!",
-                "inconclusive": "?", "unsupported": "–", "not recorded": "∅"}
+VERDICT_MARK = {
+    "conforms": "✓",
+    "quirk": "~",
+    "fails": "✗",
+    "error": "!",
+    "inconclusive": "?",
+    "unsupported": "–",
+    "not recorded": "∅",
+}
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
-                            config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     summary: RunSummary | None = getattr(config, "_conformance_summary", None)
     if summary is None:
         return
@@ -626,13 +715,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             verdict = c.get("verdict", "?") if c else outcomes(config).outcome[node]
             why = (c or {}).get("reason") or outcomes(config).why.get(node) or ""
             mark = VERDICT_MARK.get(verdict, "·")
-            tw.line(terminal(f"{mark} {node}: {verdict}"
-                             + (f" ({secrets.one_line(why, 140)})" if why else "")))
+            tw.line(
+                terminal(
+                    f"{mark} {node}: {verdict}"
+                    + (f" ({secrets.one_line(why, 140)})" if why else "")
+                )
+            )
     n_not = sum(len(v) for v in summary.not_tested.values())
     passing = {n for nodes in summary.tolerated.values() for n in nodes} - set(summary.failed)
     below = f" ({len(passing)} with quirks below --fail-on {cfg.fail_on})" if passing else ""
-    tw.line(f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
-            f"{len(summary.failed)} deviating, {n_not} not tested")
+    tw.line(
+        f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
+        f"{len(summary.failed)} deviating, {n_not} not tested"
+    )
     for line in [] if summary.unreachable else summary.failure_lines():
         tw.line(terminal(line))
     for q, nodes in sorted(summary.tolerated.items()):
@@ -642,8 +737,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         shown = ", ".join(nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
         tw.line(terminal(f"  not tested ({len(nodes)}): {secrets.one_line(why, 300)}  [{shown}]"))
     if not config.getoption("--no-matrix"):
-        tw.line(f"report: {_shown(cfg.report_dir / 'quirks-matrix.html')} (and .md, .json; "
-                f"cell results in {_shown(cfg.report_dir / 'results')})")
+        tw.line(
+            f"report: {_shown(cfg.report_dir / 'quirks-matrix.html')} (and .md, .json; "
+            f"cell results in {_shown(cfg.report_dir / 'results')})"
+        )
     xml = getattr(config.option, "xmlpath", None)
     if xml:
         tw.line(f"junit: {_shown(Path(xml))}")
@@ -651,15 +748,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         tw.line(f"cassettes: {_shown(cfg.cassette_dir)}")
     if summary.unreachable:
         for col, why in sorted(summary.unreachable.items()):
-            tw.line(terminal(f"toolcall-conformance: {col}: the endpoint could not be reached or "
-                             f"does not serve chat completions ({why}): exit status "
-                             f"{EXIT_UNREACHABLE}"),
-                    red=True, bold=True)
+            tw.line(
+                terminal(
+                    f"toolcall-conformance: {col}: the endpoint could not be reached or "
+                    f"does not serve chat completions ({why}): exit status "
+                    f"{EXIT_UNREACHABLE}"
+                ),
+                red=True,
+                bold=True,
+            )
         for hint in summary.hints:
             tw.line(terminal(f"toolcall-conformance: {hint}"), red=True, bold=True)
     elif summary.nothing_tested:
-        tw.line(f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
-                "not 0 (see the reasons above)", red=True, bold=True)
+        tw.line(
+            f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
+            "not 0 (see the reasons above)",
+            red=True,
+            bold=True,
+        )
 
 
 def _shown(p: Path) -> str:
@@ -676,23 +782,30 @@ def render_session_matrix(cfg: SuiteConfig) -> dict[str, Any]:
     """The run's matrix: its own columns; the public recordings of other providers only
     for the repository's matrix (``--reference-profiles``) or ``--public-recordings``."""
     from conformance.matrix import build_matrix
+
     providers = cfg.selected()
     cells = read_cells(cfg.report_dir, {p.name for p in providers})
-    public = cfg.config.getoption("--public-recordings") or \
-        cfg.config.getoption("--reference-profiles")
-    doc = build_matrix(cells, [p for p in providers if p.kind == "provider"],
-                       field_evidence=None if public else NO_PUBLIC_RECORDINGS,
-                       scenarios=cfg.scenarios(), mode="replay" if cfg.replay else "live",
-                       cassette_root=cfg.cassette_dir,
-                       profiles=[p for p in providers if p.kind == "reference-profile"],
-                       gateways=[p for p in providers if p.kind == "gateway-profile"],
-                       scripted=[p for p in providers if p.kind == "scripted"])
+    public = cfg.config.getoption("--public-recordings") or cfg.config.getoption(
+        "--reference-profiles"
+    )
+    doc = build_matrix(
+        cells,
+        [p for p in providers if p.kind == "provider"],
+        field_evidence=None if public else NO_PUBLIC_RECORDINGS,
+        scenarios=cfg.scenarios(),
+        mode="replay" if cfg.replay else "live",
+        cassette_root=cfg.cassette_dir,
+        profiles=[p for p in providers if p.kind == "reference-profile"],
+        gateways=[p for p in providers if p.kind == "gateway-profile"],
+        scripted=[p for p in providers if p.kind == "scripted"],
+    )
     write_reports(doc, cfg.report_dir)
     return doc
 
 
 def write_reports(doc: dict[str, Any], out: Path) -> None:
     from conformance.matrix import atomic_write
+
     try:
         from conformance import report
     except ImportError:  # the renderer is optional for a bare results run
@@ -700,17 +813,28 @@ def write_reports(doc: dict[str, Any], out: Path) -> None:
     if report is not None and hasattr(report, "write_reports"):
         report.write_reports(doc, out)
     else:
-        atomic_write(out / "quirks-matrix.json",
-                     json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        atomic_write(
+            out / "quirks-matrix.json", json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+        )
 
 
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["CONCLUSIVE", "EXIT_NOTHING_TESTED", "SuiteConfig", "conclusive", "now_iso",
-           "provider_slot", "render_session_matrix", "suite", "targets_suite", "write_cell",
-           "write_reports"]
+__all__ = [
+    "CONCLUSIVE",
+    "EXIT_NOTHING_TESTED",
+    "SuiteConfig",
+    "conclusive",
+    "now_iso",
+    "provider_slot",
+    "render_session_matrix",
+    "suite",
+    "targets_suite",
+    "write_cell",
+    "write_reports",
+]
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
@@ -718,5 +842,6 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """Cassettes are written atomically, after a last redaction pass, and read safe and
     bounded (never with PyYAML's full loader: a cassette must not run code)."""
     from conformance.cassettes import AtomicPersister, SafeYaml
+
     vcr.register_serializer("yaml", SafeYaml)
     vcr.register_persister(AtomicPersister)

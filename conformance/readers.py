@@ -66,8 +66,7 @@ def sniff(path: Path) -> str:
 def _yaml_cassette_head(text: str) -> bool:
     """A YAML document with a top-level ``interactions:`` key near its start, after any
     comments, ``%`` directives, ``---`` and a ``version:`` line (go-vcr writes those)."""
-    lines = [ln for ln in text.splitlines()
-             if ln.strip() and not ln.startswith(("#", "%", "---"))]
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("#", "%", "---"))]
     return any(ln.startswith("interactions:") for ln in lines[:3])
 
 
@@ -107,14 +106,20 @@ def read_stream(stream: BinaryIO, name: str, limit: int = SPOOL_LIMIT) -> list[T
             while block := stream.read(1 << 20):
                 total += len(block)
                 if total > limit:
-                    raise InputError(name, f"over {limit:,} bytes, more than is read from a "
-                                           "stream; save it to a file and pass its path")
+                    raise InputError(
+                        name,
+                        f"over {limit:,} bytes, more than is read from a "
+                        "stream; save it to a file and pass its path",
+                    )
                 out.write(block)
     except OSError as e:
         tmp.cleanup()
-        raise InputError(name, f"cannot be copied to a temporary file "
-                               f"({e.strerror or type(e).__name__}); save it to a file and "
-                               "pass its path") from None
+        raise InputError(
+            name,
+            f"cannot be copied to a temporary file "
+            f"({e.strerror or type(e).__name__}); save it to a file and "
+            "pass its path",
+        ) from None
     except InputError:
         tmp.cleanup()
         raise
@@ -132,11 +137,13 @@ def read_stream(stream: BinaryIO, name: str, limit: int = SPOOL_LIMIT) -> list[T
 
 def _renamed(factory: Callable[[], Any], name: str) -> Callable[[], Iterator[Event]]:
     """``factory``'s events; an InputError met while reading them names ``name``."""
+
     def events() -> Iterator[Event]:
         try:
             yield from factory()
         except InputError as e:
             raise InputError(name, e.reason, e.line) from None
+
     return events
 
 
@@ -344,7 +351,7 @@ def load_yaml(path: Path, load: Callable[[bytes], Any]) -> Any:
                     text.append(line)  # a long line that holds no body: whole
                 continue
             try:
-                body = _read_body(f, line[m.end():])
+                body = _read_body(f, line[m.end() :])
             except ValueError:
                 return load(path.read_bytes())
             mark = set_aside_mark(len(bodies))
@@ -386,22 +393,38 @@ def _open_escape(data: bytes, end: int) -> int:
     at = data.rfind(b"\\", max(0, end - 10), end)
     if at < 0:
         return end
-    run = at + 1 - len(data[max(0, at - 63):at + 1].rstrip(b"\\")) - max(0, at - 63)
+    run = at + 1 - len(data[max(0, at - 63) : at + 1].rstrip(b"\\")) - max(0, at - 63)
     if run == 64:  # a long run of backslashes: counted whole
-        run = at + 1 - len(data[:at + 1].rstrip(b"\\"))
+        run = at + 1 - len(data[: at + 1].rstrip(b"\\"))
     if run % 2 == 0:
         return end
-    size = {ord("x"): 4, ord("u"): 6, ord("U"): 10}.get(data[at + 1], 2) \
-        if at + 1 < end else 2
+    size = {ord("x"): 4, ord("u"): 6, ord("U"): 10}.get(data[at + 1], 2) if at + 1 < end else 2
     return at if at + size > end else end
 
 
 _NOT_PRINTABLE_ASCII = re.compile(rb"[^\t\x20-\x7e]")
 _NOT_PYTHONS = re.compile(rb'\\[^xuUnrt"\\]')
-_YAML_ESCAPE = re.compile(rb'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.?)', re.DOTALL)
-_SIMPLE = {b"0": "\0", b"a": "\a", b"b": "\b", b"t": "\t", b"\t": "\t", b"n": "\n",
-           b"v": "\v", b"f": "\f", b"r": "\r", b"e": "\x1b", b" ": " ", b'"': '"', b"/": "/",
-           b"\\": "\\", b"N": "\x85", b"_": "\xa0", b"L": "\u2028", b"P": "\u2029"}
+_YAML_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.?)", re.DOTALL)
+_SIMPLE = {
+    b"0": "\0",
+    b"a": "\a",
+    b"b": "\b",
+    b"t": "\t",
+    b"\t": "\t",
+    b"n": "\n",
+    b"v": "\v",
+    b"f": "\f",
+    b"r": "\r",
+    b"e": "\x1b",
+    b" ": " ",
+    b'"': '"',
+    b"/": "/",
+    b"\\": "\\",
+    b"N": "\x85",
+    b"_": "\xa0",
+    b"L": "\u2028",
+    b"P": "\u2029",
+}
 
 
 def _unescape(data: memoryview) -> bytes:
@@ -431,8 +454,13 @@ def _put_back(data: Any, bodies: dict[str, bytes]) -> int:
     stack, done = [data], 0
     while stack:
         node = stack.pop()
-        items = node.items() if isinstance(node, dict) else \
-            enumerate(node) if isinstance(node, list) else ()
+        items = (
+            node.items()
+            if isinstance(node, dict)
+            else enumerate(node)
+            if isinstance(node, list)
+            else ()
+        )
         for k, v in list(items):
             if isinstance(v, str) and v in bodies:
                 node[k] = bodies[v]
@@ -493,8 +521,9 @@ def _body_bytes(value: Any, source: str, what: str) -> bytes:
     raise InputError(source, f"{what} is {_json_kind(value)}, neither text nor binary")
 
 
-def _interaction(it: Any, source: str, i: int) -> tuple[dict[str, Any], int | None,
-                                                         dict[str, str], bytes]:
+def _interaction(
+    it: Any, source: str, i: int
+) -> tuple[dict[str, Any], int | None, dict[str, str], bytes]:
     """One recorded exchange of either dialect: (request, status, headers, body).
 
     vcrpy / pytest-recording: ``request.uri``, ``response.status.code``,
@@ -525,8 +554,7 @@ def _interaction(it: Any, source: str, i: int) -> tuple[dict[str, Any], int | No
         "headers": _headers(req.get("headers"), source, f"{where}: request headers"),
         "body": _request_body(req.get("body")),
     }
-    return request, code, _headers(resp.get("headers"), source,
-                                   f"{where}: response headers"), body
+    return request, code, _headers(resp.get("headers"), source, f"{where}: response headers"), body
 
 
 def cassette_transcripts(data: dict[str, Any], source: str) -> list[Transcript]:
@@ -573,15 +601,21 @@ def read_har_file(path: Path) -> list[Transcript]:
             text += block
             too_big = len(text) > HAR_LIMIT
     if too_big:
-        raise InputError(str(path), f"a HAR file over {HAR_LIMIT >> 20} MiB (it is one JSON "
-                                    "document, read whole); export fewer entries, or the "
-                                    "streams as SSE or a cassette")
+        raise InputError(
+            str(path),
+            f"a HAR file over {HAR_LIMIT >> 20} MiB (it is one JSON "
+            "document, read whole); export fewer entries, or the "
+            "streams as SSE or a cassette",
+        )
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise InputError(str(path), f"not valid JSON ({_one_line(e)})") from None
-    entries = (data.get("log") or {}).get("entries") if isinstance(data, dict) and \
-        isinstance(data.get("log") or {}, dict) else None
+    entries = (
+        (data.get("log") or {}).get("entries")
+        if isinstance(data, dict) and isinstance(data.get("log") or {}, dict)
+        else None
+    )
     if not isinstance(entries, list):
         raise InputError(str(path), "a JSON file without log.entries (not a HAR file)")
     source = str(path)
@@ -596,16 +630,20 @@ def read_har_file(path: Path) -> list[Transcript]:
         text = content.get("text")
         if content.get("encoding") == "base64":
             try:
-                body = base64.b64decode(_body_bytes(text, source, f"{where}: content.text"),
-                                        validate=False)
+                body = base64.b64decode(
+                    _body_bytes(text, source, f"{where}: content.text"), validate=False
+                )
             except ValueError:
-                raise InputError(source, f"{where}: content.text is not valid base64") \
-                    from None
+                raise InputError(source, f"{where}: content.text is not valid base64") from None
         else:
             body = _body_bytes(text, source, f"{where}: content.text")
-        headers = {k: v for k, v in _har_headers(resp.get("headers"), source,
-                                                 f"{where}: response headers").items()
-                   if k.lower() != "content-encoding"}  # HAR bodies are stored decoded
+        headers = {
+            k: v
+            for k, v in _har_headers(
+                resp.get("headers"), source, f"{where}: response headers"
+            ).items()
+            if k.lower() != "content-encoding"
+        }  # HAR bodies are stored decoded
         mime = content.get("mimeType")
         if isinstance(mime, str) and mime and not header(headers, "content-type"):
             headers["content-type"] = mime

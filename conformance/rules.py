@@ -30,14 +30,29 @@ _S0 = "seed 000"
 RULES: dict[str, Rule] = {
     r.id: r
     for r in [
-        Rule("R-COMPLETE", MUST, "The exchange completes: connection, headers and the whole body "
-         "within the limits.", "catalogue Q-STREAM-STALLS; DESIGN verdict `error`", "http"),
-    Rule("R-USAGE", MUST, "`stream_options.include_usage` yields a usage object.",
-         "OpenAI API reference (ChatCompletionStreamOptions)", "request"),
-    Rule("R-LENGTH-VISIBLE", MUST, "Arguments cut by max_tokens end with `finish_reason: "
-         "\"length\"`, so no client executes a parsable prefix.", "catalogue Q-ARGS-TRUNCATED",
-         "request"),
-    Rule("R-HTTP-OK", MUST, "The response status is 200.", f"{_S0} §1", "http"),
+        Rule(
+            "R-COMPLETE",
+            MUST,
+            "The exchange completes: connection, headers and the whole body within the limits.",
+            "catalogue Q-STREAM-STALLS; DESIGN verdict `error`",
+            "http",
+        ),
+        Rule(
+            "R-USAGE",
+            MUST,
+            "`stream_options.include_usage` yields a usage object.",
+            "OpenAI API reference (ChatCompletionStreamOptions)",
+            "request",
+        ),
+        Rule(
+            "R-LENGTH-VISIBLE",
+            MUST,
+            "Arguments cut by max_tokens end with `finish_reason: "
+            '"length"`, so no client executes a parsable prefix.',
+            "catalogue Q-ARGS-TRUNCATED",
+            "request",
+        ),
+        Rule("R-HTTP-OK", MUST, "The response status is 200.", f"{_S0} §1", "http"),
         Rule(
             "R-SSE-CONTENT-TYPE",
             MUST,

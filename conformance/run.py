@@ -45,53 +45,95 @@ examples:
 
 def add_run_parser(sub: Any, formatter: type) -> argparse.ArgumentParser:
     r: argparse.ArgumentParser = sub.add_parser(
-        "run", help="run the conformance suite against an endpoint (records live)",
+        "run",
+        help="run the conformance suite against an endpoint (records live)",
         description="Run the provider × scenario suite against one endpoint (--base-url, "
-                    "--model) or the providers of a file (--providers), live: cassettes are "
-                    "recorded and the matrix is written under the current directory unless "
-                    "told otherwise.",
-        epilog=EPILOG, formatter_class=_with_epilog(formatter))
+        "--model) or the providers of a file (--providers), live: cassettes are "
+        "recorded and the matrix is written under the current directory unless "
+        "told otherwise.",
+        epilog=EPILOG,
+        formatter_class=_with_epilog(formatter),
+    )
 
     def error(message: str) -> Any:  # a usage error is a configuration error: one line, 4
         r.exit(EXIT_USAGE, f"toolcall-conformance run: {message} (see --help)\n")
+
     r.error = error  # type: ignore[method-assign]
     t = r.add_argument_group("target (one of)")
     t.add_argument("--base-url", metavar="URL", help="the endpoint, e.g. http://127.0.0.1:8000/v1")
     t.add_argument("--model", metavar="NAME", help="the model to ask (with --base-url)")
-    t.add_argument("--api-key-env", metavar="VAR",
-                   help="environment variable that holds the key (with --base-url); never "
-                        "pass the key itself")
+    t.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable that holds the key (with --base-url); never pass the key itself",
+    )
     t.add_argument("--providers", metavar="FILE", help="a providers.yaml")
-    t.add_argument("--provider", action="append", default=[], metavar="NAME",
-                   help="only this provider of --providers (repeatable; globs allowed)")
+    t.add_argument(
+        "--provider",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this provider of --providers (repeatable; globs allowed)",
+    )
     o = r.add_argument_group("run")
-    o.add_argument("--scenario", action="append", default=[], metavar="NAME",
-                   help="only this scenario (repeatable; default: all)")
-    o.add_argument("--expect-quirk", action="append", default=[], metavar="Q-ID=REASON",
-                   help="declare a quirk expected, with why (repeatable)")
+    o.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this scenario (repeatable; default: all)",
+    )
+    o.add_argument(
+        "--expect-quirk",
+        action="append",
+        default=[],
+        metavar="Q-ID=REASON",
+        help="declare a quirk expected, with why (repeatable)",
+    )
     o.add_argument("--repeat", type=int, default=1, metavar="N", help="live trials per cell")
-    o.add_argument("--report-dir", default=REPORT_DIR, metavar="DIR",
-                   help="results, matrix (JSON, Markdown, HTML) and junit.xml")
-    o.add_argument("--cassette-dir", default=CASSETTE_DIR, metavar="DIR",
-                   help="where the recorded traffic goes (read back with --replay)")
-    o.add_argument("--replay", action="store_true",
-                   help="replay the cassettes in --cassette-dir instead of recording")
-    o.add_argument("--fail-on", choices=FAIL_ON, default="should",
-                   help="the lowest level of an unexpected quirk that fails the run; should "
-                        "(the default) because SHOULD quirks break real clients, must to "
-                        "tolerate them (listed with their level), info to fail on any")
-    o.add_argument("-v", "--verbose", action="store_true",
-                   help="one line per cell with its verdict")
+    o.add_argument(
+        "--report-dir",
+        default=REPORT_DIR,
+        metavar="DIR",
+        help="results, matrix (JSON, Markdown, HTML) and junit.xml",
+    )
+    o.add_argument(
+        "--cassette-dir",
+        default=CASSETTE_DIR,
+        metavar="DIR",
+        help="where the recorded traffic goes (read back with --replay)",
+    )
+    o.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay the cassettes in --cassette-dir instead of recording",
+    )
+    o.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="should",
+        help="the lowest level of an unexpected quirk that fails the run; should "
+        "(the default) because SHOULD quirks break real clients, must to "
+        "tolerate them (listed with their level), info to fail on any",
+    )
+    o.add_argument(
+        "-v", "--verbose", action="store_true", help="one line per cell with its verdict"
+    )
     from conformance.scenarios import add_elicitation_options
-    add_elicitation_options(r.add_argument_group(
-        "elicitation (what a small model needs to call tools; as a providers.yaml entry's "
-        "elicitation block, see docs/providers.md)").add_argument)
+
+    add_elicitation_options(
+        r.add_argument_group(
+            "elicitation (what a small model needs to call tools; as a providers.yaml entry's "
+            "elicitation block, see docs/providers.md)"
+        ).add_argument
+    )
     return r
 
 
 def _with_epilog(formatter: type) -> type:
     class Formatter(formatter, argparse.RawDescriptionHelpFormatter):  # type: ignore[misc, valid-type]
         pass
+
     return Formatter
 
 
@@ -105,17 +147,32 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
     for a path to collect, so the current directory stays the root)."""
     suite_dir = Path(importlib.util.find_spec("conformance.suite").origin or "").parent  # type: ignore[union-attr]
     report_dir = Path(args.report_dir)
-    out = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider",
-           # Isolated from the current directory's pytest configuration and conftest files.
-           "-c", os.devnull, f"--rootdir={Path.cwd()}", f"--confcutdir={suite_dir}",
-           # The suite's own summary block ends the log (no short summary after it).
-           "-rN", "-q",
-           # conformance is imported before pytest starts: nothing of it needs rewriting.
-           "-W", "ignore::pytest.PytestAssertRewriteWarning",
-           f"--report-dir={report_dir}", f"--cassette-dir={args.cassette_dir}",
-           f"--junitxml={report_dir / 'junit.xml'}", "-o", "junit_family=xunit2",
-           f"--record-mode={'none' if args.replay else 'all'}", f"--repeat={args.repeat}",
-           f"--fail-on={args.fail_on}", f"--max-tokens={args.max_tokens}"]
+    out = [
+        "--pyargs",
+        "conformance.suite",
+        "-p",
+        "no:cacheprovider",
+        # Isolated from the current directory's pytest configuration and conftest files.
+        "-c",
+        os.devnull,
+        f"--rootdir={Path.cwd()}",
+        f"--confcutdir={suite_dir}",
+        # The suite's own summary block ends the log (no short summary after it).
+        "-rN",
+        "-q",
+        # conformance is imported before pytest starts: nothing of it needs rewriting.
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        f"--report-dir={report_dir}",
+        f"--cassette-dir={args.cassette_dir}",
+        f"--junitxml={report_dir / 'junit.xml'}",
+        "-o",
+        "junit_family=xunit2",
+        f"--record-mode={'none' if args.replay else 'all'}",
+        f"--repeat={args.repeat}",
+        f"--fail-on={args.fail_on}",
+        f"--max-tokens={args.max_tokens}",
+    ]
     if args.verbose:
         out.append("--cells")
     for flag in ("system_prompt", "few_shot", "prefill", "extra_body"):
@@ -148,9 +205,13 @@ def config_problem(args: argparse.Namespace) -> str | None:
     from conformance.scenarios import SCENARIOS, elicitation_options
 
     try:
-        elicitation_options(system_prompt=args.system_prompt, prefill=args.prefill,
-                            few_shot=args.few_shot, extra_body=args.extra_body,
-                            max_tokens=args.max_tokens)
+        elicitation_options(
+            system_prompt=args.system_prompt,
+            prefill=args.prefill,
+            few_shot=args.few_shot,
+            extra_body=args.extra_body,
+            max_tokens=args.max_tokens,
+        )
         for q in args.expect_quirk:
             parse_expect_quirk(q)
         if args.base_url is not None:
@@ -183,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return _usage(problem)
     from conformance.providers import output_dir_problem
+
     problem = output_dir_problem("--report-dir", args.report_dir)
     if problem:
         return _usage(problem)

@@ -69,13 +69,18 @@ class Cell:
 def unsupported_cell(provider: Provider, scenario: Scenario) -> Cell | None:
     missing = [c for c in scenario.needs if not provider.supports(c)]
     if missing:
-        return Cell(provider.name, scenario.id, "unsupported",
-                    reason=provider.unsupported_reason(missing[0]))
+        return Cell(
+            provider.name,
+            scenario.id,
+            "unsupported",
+            reason=provider.unsupported_reason(missing[0]),
+        )
     return None
 
 
 def _evidence(t: Transcript, findings: list[dict[str, Any]], exchange_no: int) -> list[dict]:
     from conformance.report.evidence import evidence_from_events
+
     out = evidence_from_events(t.events(), findings)
     for e in out:
         e["exchange"] = exchange_no
@@ -83,15 +88,27 @@ def _evidence(t: Transcript, findings: list[dict[str, Any]], exchange_no: int) -
     return out
 
 
-def _finding(rule: str, message: str, level: str | None = None, quirk: str | None = None,
-             event: int | None = None) -> dict[str, Any]:
+def _finding(
+    rule: str,
+    message: str,
+    level: str | None = None,
+    quirk: str | None = None,
+    event: int | None = None,
+) -> dict[str, Any]:
     lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
-    return {"rule": rule, "level": lvl, "quirk": quirk, "event": event, "pointer": None,
-            "message": message}
+    return {
+        "rule": rule,
+        "level": lvl,
+        "quirk": quirk,
+        "event": event,
+        "pointer": None,
+        "message": message,
+    }
 
 
-def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, Any]
-                       ) -> tuple[list[dict[str, Any]], str | None]:
+def check_expectations(
+    scenario: Scenario, r: CaptureResult, request: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str | None]:
     """Scenario-level findings (protocol) and a not-elicited note (model behaviour)."""
     out: list[dict[str, Any]] = []
     e = scenario.expect
@@ -110,12 +127,16 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
     if e.cut:
         if not calls:
             not_elicited = "not elicited: the model made no tool call to cut"
-        elif (not any(c.repaired or not c.valid for c in calls)
-              and "Q-ARGS-INVENTED-ON-TRUNCATION" not in r.quirks):  # cut, then filled in
+        elif (
+            not any(c.repaired or not c.valid for c in calls)
+            and "Q-ARGS-INVENTED-ON-TRUNCATION" not in r.quirks
+        ):  # cut, then filled in
             not_elicited = "not elicited: the arguments were complete within max_tokens"
     if len(names) < e.min_calls and (calls or not forced):
-        not_elicited = (f"not elicited: {len(names)} tool call(s), the scenario needs "
-                        f"{e.min_calls} (model behaviour, not a wire fault)")
+        not_elicited = (
+            f"not elicited: {len(names)} tool call(s), the scenario needs "
+            f"{e.min_calls} (model behaviour, not a wire fault)"
+        )
     missing = [n for n in e.names if n not in names]
     if calls and missing and not named and not_elicited is None:
         not_elicited = f"not elicited: the model did not call {', '.join(missing)}"
@@ -124,8 +145,9 @@ def check_expectations(scenario: Scenario, r: CaptureResult, request: dict[str, 
     if e.non_ascii and calls:
         if not any(_has_non_ascii(c.arguments) for c in calls if c.valid):
             if any("Z" in c.arguments and "rich" in c.arguments for c in calls):
-                out.append(_finding("R-ARGS-JSON", "non-ASCII text lost from the arguments",
-                                    level=MUST))
+                out.append(
+                    _finding("R-ARGS-JSON", "non-ASCII text lost from the arguments", level=MUST)
+                )
             elif not_elicited is None:
                 not_elicited = "not elicited: no non-ASCII text in the arguments"
     return out, not_elicited
@@ -139,8 +161,11 @@ def _wrapped_names(call: Any) -> list[str]:
     uses = (json.loads(call.arguments) or {}).get("tool_uses") if call.arguments else None
     if not isinstance(uses, list) or not uses:
         return [call.name]
-    return [str(u.get("recipient_name", "")).removeprefix("functions.")
-            for u in uses if isinstance(u, dict)] or [call.name]
+    return [
+        str(u.get("recipient_name", "")).removeprefix("functions.")
+        for u in uses
+        if isinstance(u, dict)
+    ] or [call.name]
 
 
 @detector("cell", reports=("Q-STRICT-IGNORED",))
@@ -148,17 +173,22 @@ def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any
     """Q-STRICT-IGNORED: with `strict: true`, arguments must validate against the schema."""
     import jsonschema
 
-    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
-               for t in scenario.tools}
+    schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in scenario.tools}
     out = []
     for c in calls:
         if not c.valid or c.name not in schemas:
             continue
         err = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(schemas[c.name]).iter_errors(json.loads(c.arguments)))
+            jsonschema.Draft202012Validator(schemas[c.name]).iter_errors(json.loads(c.arguments))
+        )
         if err is not None:
-            out.append(_finding("R-ARGS-JSON", f"strict schema not enforced: {err.message}",
-                                quirk="Q-STRICT-IGNORED"))
+            out.append(
+                _finding(
+                    "R-ARGS-JSON",
+                    f"strict schema not enforced: {err.message}",
+                    quirk="Q-STRICT-IGNORED",
+                )
+            )
     return out
 
 
@@ -179,8 +209,9 @@ FAIL_FAST_AFTER = 3
 class CellRunner:
     """Runs cells with one httpx client; live or (under vcrpy) replayed."""
 
-    def __init__(self, *, replay: bool, client: httpx.Client | None = None,
-                 limits: Limits | None = None):
+    def __init__(
+        self, *, replay: bool, client: httpx.Client | None = None, limits: Limits | None = None
+    ):
         self.replay = replay
         self.limits = limits
         self._client = client
@@ -192,9 +223,13 @@ class CellRunner:
             n, reason = self._down.get(provider.name, (0, ""))
         if self.replay or n < FAIL_FAST_AFTER:
             return None
-        return Cell(provider.name, scenario.id, "error",
-                    reason=f"{reason} (not sent: the endpoint failed the same way on {n} "
-                           "cells in a row)", meta={"failed_fast": True})
+        return Cell(
+            provider.name,
+            scenario.id,
+            "error",
+            reason=f"{reason} (not sent: the endpoint failed the same way on {n} cells in a row)",
+            meta={"failed_fast": True},
+        )
 
     def _note_transport(self, provider: Provider, t: Transcript) -> None:
         with self._down_lock:
@@ -206,6 +241,7 @@ class CellRunner:
 
     def _client_for(self, provider: Provider) -> tuple[httpx.Client, Limits]:
         from conformance.transport import make_client
+
         limits = self.limits or Limits.from_dict(provider.limits)
         if self._client is None:
             self._client = make_client(limits)
@@ -215,8 +251,14 @@ class CellRunner:
         if self._client is not None:
             self._client.close()
 
-    def run(self, provider: Provider, scenario: Scenario, *, repeat: int = 1,
-            cassette: str | None = None) -> Cell:
+    def run(
+        self,
+        provider: Provider,
+        scenario: Scenario,
+        *,
+        repeat: int = 1,
+        cassette: str | None = None,
+    ) -> Cell:
         unsupported = unsupported_cell(provider, scenario)
         if unsupported is not None:
             return unsupported
@@ -232,11 +274,20 @@ class CellRunner:
             vc: Counter[str] = Counter()
             for c, _ in trials:
                 qc.update(set(c.quirks))
-                vc[c.verdict + ("" if c.elicited is not False or c.verdict == "inconclusive"
-                                else " (not elicited)")] += 1
-            cell.trials = {"n": repeat, "quirk_counts": dict(sorted(qc.items())),
-                           "verdict_counts": dict(sorted(vc.items())),
-                           "exchanges_per_trial": [n for _, n in trials]}
+                vc[
+                    c.verdict
+                    + (
+                        ""
+                        if c.elicited is not False or c.verdict == "inconclusive"
+                        else " (not elicited)"
+                    )
+                ] += 1
+            cell.trials = {
+                "n": repeat,
+                "quirk_counts": dict(sorted(qc.items())),
+                "verdict_counts": dict(sorted(vc.items())),
+                "exchanges_per_trial": [n for _, n in trials],
+            }
             # The cell reads as its worst trial; the counts tell wire quirks (every trial)
             # from behaviour that varies.
             # (An inconclusive trial ranks below every conclusive one, so a cell is
@@ -248,8 +299,11 @@ class CellRunner:
                 cell = worst
             cell.quirks = sorted(qc)
         else:
-            cell.trials = {"n": 1, "quirk_counts": {q: 1 for q in cell.quirks},
-                           "verdict_counts": {cell.verdict: 1}}
+            cell.trials = {
+                "n": 1,
+                "quirk_counts": {q: 1 for q in cell.quirks},
+                "verdict_counts": {cell.verdict: 1},
+            }
         return cell
 
     def _trial(self, provider: Provider, scenario: Scenario, trial: int) -> tuple[Cell, int]:
@@ -258,23 +312,33 @@ class CellRunner:
         url = provider.url("chat/completions")  # keeps a ?key=… query at the end
         body = build_request(scenario, provider)
         rng = random.Random(f"{provider.name}/{scenario.id}/{trial}")
-        t1 = exchange(client, url, body, headers=provider.headers,
-                      auth_headers=provider.auth_headers(), limits=limits, retry=retry,
-                      source=f"{provider.name}/{scenario.id}", rng=rng)
+        t1 = exchange(
+            client,
+            url,
+            body,
+            headers=provider.headers,
+            auth_headers=provider.auth_headers(),
+            limits=limits,
+            retry=retry,
+            source=f"{provider.name}/{scenario.id}",
+            rng=rng,
+        )
         self._note_transport(provider, t1)
         r1 = analyze(t1)
         findings = [dict(f.to_json(), exchange=0) for f in r1.findings]
         evidence = _evidence(t1, findings, 0)
         exchanges = 1 + len(t1.meta.get("retries", []))
         verdict, reason = r1.verdict, r1.error
-        extra, not_elicited = ([], None) if verdict == "error" else check_expectations(
-            scenario, r1, body)
+        extra, not_elicited = (
+            ([], None) if verdict == "error" else check_expectations(scenario, r1, body)
+        )
         findings += [dict(f, exchange=0) for f in extra]
         retries = list(t1.meta.get("retries", []))
         if scenario.roundtrip and verdict != "error" and r1.turn and r1.turn.calls:
             try:
                 rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
-                    provider, scenario, body, r1, client, url, limits, retry, rng)
+                    provider, scenario, body, r1, client, url, limits, retry, rng
+                )
             except TextCutError as e:  # the analysis kept only the first TEXT_KEPT characters
                 verdict, reason = Verdict.ERROR, f"round trip: not sent: {e}"
             else:
@@ -289,41 +353,77 @@ class CellRunner:
         if verdict != "error":
             verdict = verdict_of_cell(r1.verdict, findings)
         quirks = sorted({f["quirk"] for f in findings if f.get("quirk")})
-        judged = {f["quirk"] for f in findings
-                  if f.get("quirk") and Level(f["level"]).rank >= Level.SHOULD.rank}
+        judged = {
+            f["quirk"]
+            for f in findings
+            if f.get("quirk") and Level(f["level"]).rank >= Level.SHOULD.rank
+        }
         # A finer expected quirk also expects the coarser ids it implies (its registry entry).
-        implied = {c for q in judged if provider.expects(q, scenario.id)
-                   for c in registry.implied(q)}
+        implied = {
+            c for q in judged if provider.expects(q, scenario.id) for c in registry.implied(q)
+        }
         expected = sorted(q for q in judged if provider.expects(q, scenario.id) or q in implied)
         unexpected = sorted(judged - set(expected))
-        missing = sorted(q for q, e in provider.expected_quirks.items()
-                         if e.get("scenarios") and scenario.id in e["scenarios"]
-                         and q not in quirks and verdict != "error" and not_elicited is None)
+        missing = sorted(
+            q
+            for q, e in provider.expected_quirks.items()
+            if e.get("scenarios")
+            and scenario.id in e["scenarios"]
+            and q not in quirks
+            and verdict != "error"
+            and not_elicited is None
+        )
         if reason is None and not_elicited:
             reason = not_elicited
         verdict = inconclusive_verdict(verdict, not_elicited, unexpected)
         meta = dict(r1.meta)
-        cell = Cell(provider.name, scenario.id, verdict, reason, quirks, expected, unexpected,
-                    missing, findings, evidence,
-                    {k: v.to_json() for k, v in r1.impact.items()}, r1.tool_calls,
-                    r1.finish_reason, None if verdict == "error" else not_elicited is None,
-                    retries=retries, meta=meta)
+        cell = Cell(
+            provider.name,
+            scenario.id,
+            verdict,
+            reason,
+            quirks,
+            expected,
+            unexpected,
+            missing,
+            findings,
+            evidence,
+            {k: v.to_json() for k, v in r1.impact.items()},
+            r1.tool_calls,
+            r1.finish_reason,
+            None if verdict == "error" else not_elicited is None,
+            retries=retries,
+            meta=meta,
+        )
         return cell, exchanges
 
-    def _roundtrip(self, provider: Provider, scenario: Scenario, body: dict[str, Any],
-                   r1: CaptureResult, client: httpx.Client, url: str, limits: Limits,
-                   retry: RetryPolicy, rng: random.Random
-                   ) -> tuple[list[dict[str, Any]], str | None, list[dict], list[dict]]:
+    def _roundtrip(
+        self,
+        provider: Provider,
+        scenario: Scenario,
+        body: dict[str, Any],
+        r1: CaptureResult,
+        client: httpx.Client,
+        url: str,
+        limits: Limits,
+        retry: RetryPolicy,
+        rng: random.Random,
+    ) -> tuple[list[dict[str, Any]], str | None, list[dict], list[dict]]:
         assert r1.turn is not None
         policy = provider.roundtrip
         if scenario.keep_ids:  # ids travel back byte for byte, "" included; the rest of
             policy = replace(policy, id_format=None)  # the policy still holds
-        messages = [m for m in body["messages"]
-                    if not (m.get("role") == "assistant" and "tool_calls" not in m
-                            and m is body["messages"][-1])]
+        messages = [
+            m
+            for m in body["messages"]
+            if not (
+                m.get("role") == "assistant" and "tool_calls" not in m and m is body["messages"][-1]
+            )
+        ]
         assistant = r1.turn.message(policy)
         results = tool_result_messages(
-            [(c, tool_result_for(c.name, c.arguments)) for c in r1.turn.calls], policy)
+            [(c, tool_result_for(c.name, c.arguments)) for c in r1.turn.calls], policy
+        )
         rt_body = dict(body, messages=messages + [assistant] + results)
         rt_body.pop("tool_choice", None)
         rt_body.pop("stream_options", None)
@@ -336,9 +436,14 @@ class CellRunner:
         send = self._sender(provider, client, url, limits, retry, rng)
         t2 = send(rt_body, "#roundtrip")
         r2 = analyze(t2)
-        rt = [dict(f.to_json(), exchange=1) for f in r2.findings
-              if f.rule.startswith("R-ROUNDTRIP") or f.rule in ("R-COMPLETE",)
-              or (f.quirk or "").startswith("Q-RT-") or f.quirk == KEEPALIVE_QUIRK]
+        rt = [
+            dict(f.to_json(), exchange=1)
+            for f in r2.findings
+            if f.rule.startswith("R-ROUNDTRIP")
+            or f.rule in ("R-COMPLETE",)
+            or (f.quirk or "").startswith("Q-RT-")
+            or f.quirk == KEEPALIVE_QUIRK
+        ]
         retries = list(t2.meta.get("retries", []))
         if t2.status in (400, 422) and not any(f.get("quirk") for f in rt):
             # A generic rejection: find the catalogued constraint (group J) by retrying with
@@ -358,40 +463,83 @@ class CellRunner:
             error = r2.error
         return findings, error, _evidence(t2, rt, 1), retries
 
-    def _sender(self, provider: Provider, client: httpx.Client, url: str, limits: Limits,
-                retry: RetryPolicy, rng: random.Random) -> Any:
+    def _sender(
+        self,
+        provider: Provider,
+        client: httpx.Client,
+        url: str,
+        limits: Limits,
+        retry: RetryPolicy,
+        rng: random.Random,
+    ) -> Any:
         def send(body: dict[str, Any], tag: str) -> Transcript:
-            return exchange(client, url, body, headers=provider.headers,
-                            auth_headers=provider.auth_headers(), limits=limits, retry=retry,
-                            source=f"{provider.name}{tag}", rng=rng)
+            return exchange(
+                client,
+                url,
+                body,
+                headers=provider.headers,
+                auth_headers=provider.auth_headers(),
+                limits=limits,
+                retry=retry,
+                source=f"{provider.name}{tag}",
+                rng=rng,
+            )
+
         return send
 
-    def _probe_roundtrip(self, send: Any, body: dict[str, Any], history: list[dict[str, Any]],
-                         r1: CaptureResult, policy: RoundTripPolicy) -> tuple[str | None, str]:
+    def _probe_roundtrip(
+        self,
+        send: Any,
+        body: dict[str, Any],
+        history: list[dict[str, Any]],
+        r1: CaptureResult,
+        policy: RoundTripPolicy,
+    ) -> tuple[str | None, str]:
         assert r1.turn is not None
         turn = r1.turn
         variants: list[tuple[str, str, RoundTripPolicy]] = []
         if not turn.content:
             other = "empty" if policy.content != "empty" else "null"
-            quirk = ("Q-RT-CONTENT-NULL-REJECTED" if policy.content == "null"
-                     else "Q-RT-CONTENT-EMPTY-REJECTED")
+            quirk = (
+                "Q-RT-CONTENT-NULL-REJECTED"
+                if policy.content == "null"
+                else "Q-RT-CONTENT-EMPTY-REJECTED"
+            )
             variants.append((quirk, f"content is {other}", replace(policy, content=other)))
         # Each variant is the provider's policy with one field changed (dataclasses.replace):
         # a field rebuilt by hand would be dropped, as echo_reasoning once was.
-        variants.append(("Q-RT-TOOL-MESSAGE-NAME",
-                         "tool messages " + ("omit" if policy.tool_message_name else "carry")
-                         + " `name`",
-                         replace(policy, tool_message_name=not policy.tool_message_name)))
+        variants.append(
+            (
+                "Q-RT-TOOL-MESSAGE-NAME",
+                "tool messages " + ("omit" if policy.tool_message_name else "carry") + " `name`",
+                replace(policy, tool_message_name=not policy.tool_message_name),
+            )
+        )
         if turn.reasoning and not policy.echo_reasoning and not turn.reasoning_dropped:
             # (reasoning cut by the analysis' bound is not what was received: not probed)
-            variants.append(("Q-REASONING-MUST-BE-ECHOED", "the turn's reasoning_content is "
-                             "sent back", replace(policy, echo_reasoning=True)))
+            variants.append(
+                (
+                    "Q-REASONING-MUST-BE-ECHOED",
+                    "the turn's reasoning_content is sent back",
+                    replace(policy, echo_reasoning=True),
+                )
+            )
         if policy.id_format != "mistral9":
-            variants.append(("Q-RT-MISTRAL-TOOL-CALL-ID", "ids are 9 alphanumerics",
-                             replace(policy, id_format="mistral9")))
+            variants.append(
+                (
+                    "Q-RT-MISTRAL-TOOL-CALL-ID",
+                    "ids are 9 alphanumerics",
+                    replace(policy, id_format="mistral9"),
+                )
+            )
         for quirk, what, variant in variants:
-            msgs = history + [turn.message(variant)] + tool_result_messages(
-                [(c, tool_result_for(c.name, c.arguments)) for c in turn.calls], variant)
+            msgs = (
+                history
+                + [turn.message(variant)]
+                + tool_result_messages(
+                    [(c, tool_result_for(c.name, c.arguments)) for c in turn.calls], variant
+                )
+            )
             t = send(dict(body, messages=msgs), f"#probe:{quirk}")
             if t.status == 200 and not t.transport_error:
                 return quirk, what

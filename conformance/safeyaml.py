@@ -43,8 +43,11 @@ def check(root: yaml.Node, budget: int = ALIAS_BUDGET) -> None:
         node, children_done = stack.pop()
         key = id(node)
         if node.tag.startswith(PYTHON_TAG):
-            raise _refuse(f"refused: a Python tag (!!{node.tag[len('tag:yaml.org,2002:'):]}); "
-                          "YAML files here are data and never build objects", node)
+            raise _refuse(
+                f"refused: a Python tag (!!{node.tag[len('tag:yaml.org,2002:') :]}); "
+                "YAML files here are data and never build objects",
+                node,
+            )
         if isinstance(node, yaml.ScalarNode):
             if key not in expanded:
                 expanded[key] = 1 + len(node.value)
@@ -56,8 +59,11 @@ def check(root: yaml.Node, budget: int = ALIAS_BUDGET) -> None:
             expanded[key] = 1 + sum(expanded[id(k)] for k in kids)
             own += 1
             if expanded[key] > own + budget:
-                raise _refuse(f"refused: its aliases expand to over {budget:,} more nodes "
-                              "and characters than the file holds (an alias bomb)", node)
+                raise _refuse(
+                    f"refused: its aliases expand to over {budget:,} more nodes "
+                    "and characters than the file holds (an alias bomb)",
+                    node,
+                )
             continue
         if key in expanded:
             continue  # an alias of a node already walked: its size is known

@@ -18,29 +18,57 @@ from typing import Any
 DEFAULT_MAX_TOKENS = 256
 
 
-def _tool(name: str, description: str, props: dict[str, Any] | None = None,
-          required: list[str] | None = None) -> dict[str, Any]:
+def _tool(
+    name: str,
+    description: str,
+    props: dict[str, Any] | None = None,
+    required: list[str] | None = None,
+) -> dict[str, Any]:
     params: dict[str, Any] = {"type": "object", "properties": props or {}}
     if required:
         params["required"] = required
-    return {"type": "function",
-            "function": {"name": name, "description": description, "parameters": params}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": params},
+    }
 
 
-GET_WEATHER = _tool("get_weather", "Current weather for a city.",
-                    {"city": {"type": "string", "description": "City name"}}, ["city"])
-GET_TIME = _tool("get_time", "Current local time in a time zone.",
-                 {"timezone": {"type": "string", "description": "IANA time zone, e.g. Asia/Tokyo"}},
-                 ["timezone"])
+GET_WEATHER = _tool(
+    "get_weather",
+    "Current weather for a city.",
+    {"city": {"type": "string", "description": "City name"}},
+    ["city"],
+)
+GET_TIME = _tool(
+    "get_time",
+    "Current local time in a time zone.",
+    {"timezone": {"type": "string", "description": "IANA time zone, e.g. Asia/Tokyo"}},
+    ["timezone"],
+)
 PING = _tool("ping", "Check that the server is alive. Takes no arguments.")
-GET_WEATHER_STRICT = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city.", "strict": True,
-    "parameters": {"type": "object", "additionalProperties": False,
-                   "properties": {"city": {"type": "string"},
-                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                   "required": ["city", "unit"]}}}
-WRITE_NOTE = _tool("write_note", "Save a note with a title and a long body.",
-                   {"title": {"type": "string"}, "body": {"type": "string"}}, ["title", "body"])
+GET_WEATHER_STRICT = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "strict": True,
+        "parameters": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+        },
+    },
+}
+WRITE_NOTE = _tool(
+    "write_note",
+    "Save a note with a title and a long body.",
+    {"title": {"type": "string"}, "body": {"type": "string"}},
+    ["title", "body"],
+)
 
 
 @dataclass(frozen=True)
@@ -75,88 +103,155 @@ class Scenario:
         return "test_" + self.id.replace("-", "_")
 
 
-SCENARIOS: dict[str, Scenario] = {s.id: s for s in [
-    Scenario("single", "One tool call", "One question that needs one tool.",
-             "What is the weather in Paris right now? Use the tool.",
-             expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",))),
-    Scenario("parallel", "Parallel calls to different tools",
-             "Two independent questions: two or three calls in one turn, distinct indices.",
-             "Answer both, calling the tools in parallel: what is the weather in Paris, and what "
-             "time is it in Tokyo?", params={"parallel_tool_calls": True},
-             needs=("parallel_calls",),
-             expect=Expect(min_calls=2, names=("get_weather", "get_time"),
-                           finish=("tool_calls",))),
-    Scenario("interleaved", "Parallel calls with long arguments",
-             "Two calls with long arguments, so fragments of both may alternate; the rules "
-             "judge whatever order arrives.",
-             "Save two notes in parallel. Note 1 titled 'Groceries' whose body lists at least "
-             "twenty items, and note 2 titled 'Packing' whose body lists at least twenty items.",
-             tools=(WRITE_NOTE,), params={"parallel_tool_calls": True},
-             needs=("parallel_calls",), token_scale=4,
-             expect=Expect(min_calls=2, names=("write_note",), finish=("tool_calls",))),
-    Scenario("truncated-arguments", "Arguments cut by max_tokens",
-             "max_tokens cuts the call: finish_reason \"length\" must be visible and a client "
-             "must not be led to execute a parsable prefix.",
-             "Save a note titled 'Essay' whose body is a 500-word essay about rivers.",
-             tools=(WRITE_NOTE,), params={"max_tokens": 24},
-             expect=Expect(cut=True, finish=("length",))),
-    Scenario("id-omission", "Ids travel back unchanged",
-             "Empty or missing ids are detected on every scenario; here the id is carried "
-             "back byte for byte (\"\" included) in the assistant message and the tool "
-             "result, and the provider must accept it.",
-             "What is the weather in Paris right now? Use the tool.", roundtrip=True,
-             keep_ids=True, expect=Expect(min_calls=1, names=("get_weather",))),
-    Scenario("round-trip", "Tool results sent back",
-             "The assembled assistant message and one tool result per call go back; the "
-             "provider must accept them and answer. A turn whose content was longer than "
-             "the analysis keeps (1 Mi characters) is not sent: error.",
-             "Answer both, calling the tools: what is the weather in Paris, and what time is "
-             "it in Tokyo?", roundtrip=True, expect=Expect(min_calls=1)),
-    Scenario("tool-choice-none", "tool_choice none", "No tool call may appear.",
-             "What is the weather in Paris right now?", params={"tool_choice": "none"},
-             expect=Expect()),  # judged by R-TOOL-CHOICE from the request
-    Scenario("required", "tool_choice required", "At least one call must appear.",
-             "Hello! How are you today?", params={"tool_choice": "required"},
-             needs=("tool_choice_required",), expect=Expect(min_calls=1)),
-    Scenario("named", "Named tool_choice", "Exactly the named tool is called.",
-             "What is the weather in Paris right now?",
-             params={"tool_choice": {"type": "function", "function": {"name": "get_time"}}},
-             needs=("named_tool_choice",),
-             expect=Expect(min_calls=1, names=("get_time",),
-                           finish=("tool_calls", "stop"))),
-    Scenario("no-arguments", "A tool without parameters",
-             "A parameterless tool: the arguments must still be valid JSON (\"{}\").",
-             "Check whether the server is alive using the ping tool.", tools=(PING, GET_WEATHER),
-             expect=Expect(min_calls=1, names=("ping",), finish=("tool_calls",))),
-    Scenario("unicode-arguments", "Non-ASCII arguments",
-             "Arguments with non-ASCII text must arrive intact across fragments.",
-             "What is the weather in Zürich? Use the tool with the city name exactly as "
-             "written: Zürich.",
-             expect=Expect(min_calls=1, names=("get_weather",), non_ascii=True,
-                           finish=("tool_calls",))),
-    Scenario("parallel-disabled", "parallel_tool_calls false", "At most one call may appear.",
-             "Answer both: what is the weather in Paris, and what time is it in Tokyo?",
-             params={"parallel_tool_calls": False}, needs=("parallel_calls",),
-             expect=Expect(min_calls=1)),  # at most one: R-PARALLEL-DISABLED
-    Scenario("long-arguments", "One call with long arguments",
-             "Hundreds of argument fragments for one call: every fragment must be kept, in "
-             "order.",
-             "Save a note titled 'Poem' whose body is a poem of at least twenty lines about "
-             "the sea.", tools=(WRITE_NOTE,), token_scale=4,
-             expect=Expect(min_calls=1, names=("write_note",), finish=("tool_calls",))),
-    Scenario("strict", "strict function schema",
-             "`strict: true`: the arguments must validate against the tool's JSON Schema "
-             "(catalogue Q-STRICT-IGNORED).",
-             "What is the weather in Paris, in celsius? Use the tool.",
-             tools=(GET_WEATHER_STRICT,), needs=("strict",),
-             expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",),
-                           schema=True)),
-    Scenario("usage", "stream_options.include_usage",
-             "A usage object must arrive (OpenAI: a final chunk with empty choices).",
-             "What is the weather in Paris right now? Use the tool.",
-             params={"stream_options": {"include_usage": True}}, needs=("stream_options",),
-             expect=Expect(min_calls=1, usage=True)),
-]}
+SCENARIOS: dict[str, Scenario] = {
+    s.id: s
+    for s in [
+        Scenario(
+            "single",
+            "One tool call",
+            "One question that needs one tool.",
+            "What is the weather in Paris right now? Use the tool.",
+            expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",)),
+        ),
+        Scenario(
+            "parallel",
+            "Parallel calls to different tools",
+            "Two independent questions: two or three calls in one turn, distinct indices.",
+            "Answer both, calling the tools in parallel: what is the weather in Paris, and what "
+            "time is it in Tokyo?",
+            params={"parallel_tool_calls": True},
+            needs=("parallel_calls",),
+            expect=Expect(min_calls=2, names=("get_weather", "get_time"), finish=("tool_calls",)),
+        ),
+        Scenario(
+            "interleaved",
+            "Parallel calls with long arguments",
+            "Two calls with long arguments, so fragments of both may alternate; the rules "
+            "judge whatever order arrives.",
+            "Save two notes in parallel. Note 1 titled 'Groceries' whose body lists at least "
+            "twenty items, and note 2 titled 'Packing' whose body lists at least twenty items.",
+            tools=(WRITE_NOTE,),
+            params={"parallel_tool_calls": True},
+            needs=("parallel_calls",),
+            token_scale=4,
+            expect=Expect(min_calls=2, names=("write_note",), finish=("tool_calls",)),
+        ),
+        Scenario(
+            "truncated-arguments",
+            "Arguments cut by max_tokens",
+            'max_tokens cuts the call: finish_reason "length" must be visible and a client '
+            "must not be led to execute a parsable prefix.",
+            "Save a note titled 'Essay' whose body is a 500-word essay about rivers.",
+            tools=(WRITE_NOTE,),
+            params={"max_tokens": 24},
+            expect=Expect(cut=True, finish=("length",)),
+        ),
+        Scenario(
+            "id-omission",
+            "Ids travel back unchanged",
+            "Empty or missing ids are detected on every scenario; here the id is carried "
+            'back byte for byte ("" included) in the assistant message and the tool '
+            "result, and the provider must accept it.",
+            "What is the weather in Paris right now? Use the tool.",
+            roundtrip=True,
+            keep_ids=True,
+            expect=Expect(min_calls=1, names=("get_weather",)),
+        ),
+        Scenario(
+            "round-trip",
+            "Tool results sent back",
+            "The assembled assistant message and one tool result per call go back; the "
+            "provider must accept them and answer. A turn whose content was longer than "
+            "the analysis keeps (1 Mi characters) is not sent: error.",
+            "Answer both, calling the tools: what is the weather in Paris, and what time is "
+            "it in Tokyo?",
+            roundtrip=True,
+            expect=Expect(min_calls=1),
+        ),
+        Scenario(
+            "tool-choice-none",
+            "tool_choice none",
+            "No tool call may appear.",
+            "What is the weather in Paris right now?",
+            params={"tool_choice": "none"},
+            expect=Expect(),
+        ),  # judged by R-TOOL-CHOICE from the request
+        Scenario(
+            "required",
+            "tool_choice required",
+            "At least one call must appear.",
+            "Hello! How are you today?",
+            params={"tool_choice": "required"},
+            needs=("tool_choice_required",),
+            expect=Expect(min_calls=1),
+        ),
+        Scenario(
+            "named",
+            "Named tool_choice",
+            "Exactly the named tool is called.",
+            "What is the weather in Paris right now?",
+            params={"tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+            needs=("named_tool_choice",),
+            expect=Expect(min_calls=1, names=("get_time",), finish=("tool_calls", "stop")),
+        ),
+        Scenario(
+            "no-arguments",
+            "A tool without parameters",
+            'A parameterless tool: the arguments must still be valid JSON ("{}").',
+            "Check whether the server is alive using the ping tool.",
+            tools=(PING, GET_WEATHER),
+            expect=Expect(min_calls=1, names=("ping",), finish=("tool_calls",)),
+        ),
+        Scenario(
+            "unicode-arguments",
+            "Non-ASCII arguments",
+            "Arguments with non-ASCII text must arrive intact across fragments.",
+            "What is the weather in Zürich? Use the tool with the city name exactly as "
+            "written: Zürich.",
+            expect=Expect(
+                min_calls=1, names=("get_weather",), non_ascii=True, finish=("tool_calls",)
+            ),
+        ),
+        Scenario(
+            "parallel-disabled",
+            "parallel_tool_calls false",
+            "At most one call may appear.",
+            "Answer both: what is the weather in Paris, and what time is it in Tokyo?",
+            params={"parallel_tool_calls": False},
+            needs=("parallel_calls",),
+            expect=Expect(min_calls=1),
+        ),  # at most one: R-PARALLEL-DISABLED
+        Scenario(
+            "long-arguments",
+            "One call with long arguments",
+            "Hundreds of argument fragments for one call: every fragment must be kept, in order.",
+            "Save a note titled 'Poem' whose body is a poem of at least twenty lines about "
+            "the sea.",
+            tools=(WRITE_NOTE,),
+            token_scale=4,
+            expect=Expect(min_calls=1, names=("write_note",), finish=("tool_calls",)),
+        ),
+        Scenario(
+            "strict",
+            "strict function schema",
+            "`strict: true`: the arguments must validate against the tool's JSON Schema "
+            "(catalogue Q-STRICT-IGNORED).",
+            "What is the weather in Paris, in celsius? Use the tool.",
+            tools=(GET_WEATHER_STRICT,),
+            needs=("strict",),
+            expect=Expect(min_calls=1, names=("get_weather",), finish=("tool_calls",), schema=True),
+        ),
+        Scenario(
+            "usage",
+            "stream_options.include_usage",
+            "A usage object must arrive (OpenAI: a final chunk with empty choices).",
+            "What is the weather in Paris right now? Use the tool.",
+            params={"stream_options": {"include_usage": True}},
+            needs=("stream_options",),
+            expect=Expect(min_calls=1, usage=True),
+        ),
+    ]
+}
 
 
 def build_request(scenario: Scenario, provider: Any, *, stream: bool = True) -> dict[str, Any]:
@@ -169,8 +264,12 @@ def build_request(scenario: Scenario, provider: Any, *, stream: bool = True) -> 
     messages.append({"role": "user", "content": scenario.user})
     if el.get("prefill") and scenario.params.get("tool_choice") != "none":
         messages.append({"role": "assistant", "content": el["prefill"]})
-    body: dict[str, Any] = {"model": provider.model, "messages": messages,
-                            "tools": copy.deepcopy(list(scenario.tools)), "stream": stream}
+    body: dict[str, Any] = {
+        "model": provider.model,
+        "messages": messages,
+        "tools": copy.deepcopy(list(scenario.tools)),
+        "stream": stream,
+    }
     if "max_tokens" not in scenario.params:
         # The provider's own elicitation.max_tokens, else the run's default (``--max-tokens``,
         # set by the suite as ``default_max_tokens``) scaled for the scenario: a request
@@ -197,17 +296,24 @@ def tool_result_for(name: str, arguments: str) -> str:
     except ValueError:
         args = {}
     if name == "get_weather":
-        return json.dumps({"city": args.get("city", "?"), "temperature_c": 15,
-                           "sky": "partly cloudy"}, ensure_ascii=False)
+        return json.dumps(
+            {"city": args.get("city", "?"), "temperature_c": 15, "sky": "partly cloudy"},
+            ensure_ascii=False,
+        )
     if name == "get_time":
         return json.dumps({"timezone": args.get("timezone", "?"), "time": "09:30"})
     return json.dumps({"ok": True})
 
 
-def elicitation_options(*, system_prompt: str | None = None, prefill: str | None = None,
-                        few_shot: str | None = None, extra_body: str | None = None,
-                        named_tool_choice: bool = False, max_tokens: int | None = None
-                        ) -> dict[str, Any]:
+def elicitation_options(
+    *,
+    system_prompt: str | None = None,
+    prefill: str | None = None,
+    few_shot: str | None = None,
+    extra_body: str | None = None,
+    named_tool_choice: bool = False,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
     """The ``elicitation`` block of a providers.yaml entry, from command-line options
     (``--few-shot`` is a JSON file of messages, ``--extra-body`` a JSON object). A bad
     value raises ValueError with one line naming the option and the fix."""
@@ -224,19 +330,22 @@ def elicitation_options(*, system_prompt: str | None = None, prefill: str | None
         except ValueError as e:
             raise ValueError(f"--few-shot {few_shot}: not JSON ({e})") from None
         if not isinstance(turns, list) or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) for m in turns):
-            raise ValueError(f"--few-shot {few_shot}: expected a JSON array of messages, "
-                             'each an object with a "role"')
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in turns
+        ):
+            raise ValueError(
+                f"--few-shot {few_shot}: expected a JSON array of messages, "
+                'each an object with a "role"'
+            )
         out["few_shot"] = turns
     if extra_body:
         try:
             body = json.loads(extra_body)
         except ValueError as e:
-            raise ValueError(f"--extra-body: not JSON ({e}); give an object such as "
-                             "'{\"temperature\": 0}'") from None
+            raise ValueError(
+                f"--extra-body: not JSON ({e}); give an object such as '{{\"temperature\": 0}}'"
+            ) from None
         if not isinstance(body, dict):
-            raise ValueError("--extra-body: expected a JSON object such as "
-                             "'{\"temperature\": 0}'")
+            raise ValueError("--extra-body: expected a JSON object such as '{\"temperature\": 0}'")
         out["extra_body"] = body
     if named_tool_choice:
         out["tool_choice"] = "named"
@@ -250,18 +359,43 @@ def elicitation_options(*, system_prompt: str | None = None, prefill: str | None
 def add_elicitation_options(add: Any) -> None:
     """The options of a providers.yaml ``elicitation`` block, for ``--base-url``: ``add``
     is argparse's ``add_argument`` or pytest's ``addoption`` (same names, same meaning)."""
-    add("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
+    add(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        metavar="N",
         help="max_tokens of every request (scenarios with long arguments get 4x; "
-             "truncated-arguments keeps its own 24; a providers.yaml entry's "
-             "elicitation.max_tokens wins)")
-    add("--system-prompt", default=None, metavar="TEXT",
-        help="a system message before the scenario's user message")
-    add("--few-shot", default=None, metavar="FILE",
-        help="a JSON array of messages sent before the user message (examples of tool use)")
-    add("--prefill", default=None, metavar="TEXT",
-        help="an assistant message after the user message (e.g. '<tool_call>\\n')")
-    add("--extra-body", default=None, metavar="JSON",
-        help="a JSON object merged into every request (e.g. '{\"temperature\": 0}')")
-    add("--named-tool-choice", action="store_true", default=False,
+        "truncated-arguments keeps its own 24; a providers.yaml entry's "
+        "elicitation.max_tokens wins)",
+    )
+    add(
+        "--system-prompt",
+        default=None,
+        metavar="TEXT",
+        help="a system message before the scenario's user message",
+    )
+    add(
+        "--few-shot",
+        default=None,
+        metavar="FILE",
+        help="a JSON array of messages sent before the user message (examples of tool use)",
+    )
+    add(
+        "--prefill",
+        default=None,
+        metavar="TEXT",
+        help="an assistant message after the user message (e.g. '<tool_call>\\n')",
+    )
+    add(
+        "--extra-body",
+        default=None,
+        metavar="JSON",
+        help="a JSON object merged into every request (e.g. '{\"temperature\": 0}')",
+    )
+    add(
+        "--named-tool-choice",
+        action="store_true",
+        default=False,
         help="name the scenario's tool in tool_choice unless the scenario sets one (for "
-             "servers that stream calls only then)")
+        "servers that stream calls only then)",
+    )

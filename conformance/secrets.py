@@ -27,15 +27,40 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
-SECRET_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key",
-                  "x-goog-api-key", "cookie", "set-cookie", "x-auth-token",
-                  "x-amz-security-token", "openai-organization", "openai-project")
-SECRET_QUERY = ("key", "api_key", "api-key", "apikey", "token", "access_token", "auth",
-                "sig", "signature", "x-api-key", "code", "password", "secret")
+SECRET_HEADERS = (
+    "authorization",
+    "proxy-authorization",
+    "api-key",
+    "x-api-key",
+    "x-goog-api-key",
+    "cookie",
+    "set-cookie",
+    "x-auth-token",
+    "x-amz-security-token",
+    "openai-organization",
+    "openai-project",
+)
+SECRET_QUERY = (
+    "key",
+    "api_key",
+    "api-key",
+    "apikey",
+    "token",
+    "access_token",
+    "auth",
+    "sig",
+    "signature",
+    "x-api-key",
+    "code",
+    "password",
+    "secret",
+)
 # Key-shaped strings, redacted even when we were not told about them.
-KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-proj-[A-Za-z0-9_-]{16,}|"
-                        r"sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
-                        r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})")
+KEY_SHAPES = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-proj-[A-Za-z0-9_-]{16,}|"
+    r"sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
+    r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,})"
+)
 _SHAPES = [(("sk-", "AIza", "gsk_", "xai-", "hf_"), KEY_SHAPES)]
 # An authorization scheme and its credentials, in any case and spacing: "Bearer x",
 # "bearer x", "BEARER\tx", "Basic x", "Token x" (Django REST, GitHub). A token after
@@ -53,7 +78,7 @@ def _scheme_hint(text: str) -> bool:
     pattern, since bodies are full of ``prompt_tokens``."""
     step = _HINT_STEP
     for i in range(0, len(text), step):
-        low = text[i:i + step + 6].casefold()  # as _SCHEME's (?i): "baſic" too
+        low = text[i : i + step + 6].casefold()  # as _SCHEME's (?i): "baſic" too
         if "bearer" in low or "basic" in low or "token " in low or "token\t" in low:
             return True
     return False
@@ -61,8 +86,7 @@ def _scheme_hint(text: str) -> bool:
 
 def _scheme(m: re.Match[str]) -> str:
     value = m.group(3)
-    if m.group(1).lower() == "token" and (len(value) < 12 or not any(c.isdigit()
-                                                                      for c in value)):
+    if m.group(1).lower() == "token" and (len(value) < 12 or not any(c.isdigit() for c in value)):
         return m.group(0)
     return m.group(1) + m.group(2) + REDACTED
 
@@ -89,22 +113,47 @@ PUBLIC_QUERY = ("api-version",)
 # credential, whatever its value looks like: Ocp-Apim-Subscription-Key, subscription-key,
 # X-Goog-Api-Key, x-amz-security-token, sig. ("tokens", as in x-ratelimit-*-tokens, is a
 # count, not a credential.)
-CREDENTIAL_PARTS = frozenset({"key", "apikey", "secret", "auth", "authorization", "password",
-                              "passwd", "pass", "credential", "credentials", "cookie",
-                              "signature", "sig", "subscription", "token", "session", "jwt",
-                              "bearer", "pwd"})
+CREDENTIAL_PARTS = frozenset(
+    {
+        "key",
+        "apikey",
+        "secret",
+        "auth",
+        "authorization",
+        "password",
+        "passwd",
+        "pass",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+        "sig",
+        "subscription",
+        "token",
+        "session",
+        "jwt",
+        "bearer",
+        "pwd",
+    }
+)
 # Spellings and forms of "authorization" a header name may use: Authorisation,
 # Authentication, authn, authz, X-Authtoken (the "auth" part is enough; "author" is not).
-_AUTH_PART = re.compile(r"auth(?:ori[sz]ation|entication|n|z|token|key)?$|"
-                        r"(?:api|access|auth|private|secret)(?:key|token)$")
+_AUTH_PART = re.compile(
+    r"auth(?:ori[sz]ation|entication|n|z|token|key)?$|"
+    r"(?:api|access|auth|private|secret)(?:key|token)$"
+)
 _PARTS = re.compile(r"[-_.\s]+")
 _NAME = r"[A-Za-z0-9_.~%-]*"
 # ?key=VALUE / &subscription-key=VALUE inside any text (a URL in an error message, a log
 # line): the listed names, and any name with a credential part.
-_QUERY = re.compile(r"([?&](?:" + "|".join(re.escape(q) for q in SECRET_QUERY) + "|"
-                    + "|".join(rf"(?:{_NAME}[-_.])?{p}(?:[-_.]{_NAME})?"
-                               for p in sorted(CREDENTIAL_PARTS))
-                    + r")=)([^&#\s\"'<>\\]+)", re.IGNORECASE)
+_QUERY = re.compile(
+    r"([?&](?:"
+    + "|".join(re.escape(q) for q in SECRET_QUERY)
+    + "|"
+    + "|".join(rf"(?:{_NAME}[-_.])?{p}(?:[-_.]{_NAME})?" for p in sorted(CREDENTIAL_PARTS))
+    + r")=)([^&#\s\"'<>\\]+)",
+    re.IGNORECASE,
+)
 # scheme://user:password@host and scheme://user@host: a user name can be a token too.
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s@?#]+)(@)")
 MIN_SECRET = 6  # shorter values would redact ordinary words
@@ -147,9 +196,9 @@ def credential_name(name: str) -> bool:
     if low in SECRET_HEADERS or low in SECRET_QUERY:
         return True
     parts = _PARTS.split(low)
-    return any(p in CREDENTIAL_PARTS or _AUTH_PART.match(p) for p in parts) or \
-        low.endswith(("key", "token", "secret", "password", "authorisation",
-                      "authorization"))
+    return any(p in CREDENTIAL_PARTS or _AUTH_PART.match(p) for p in parts) or low.endswith(
+        ("key", "token", "secret", "password", "authorisation", "authorization")
+    )
 
 
 def url_credentials(url: str) -> list[str]:
@@ -160,8 +209,11 @@ def url_credentials(url: str) -> list[str]:
     except ValueError:
         return []
     out = ["user info"] if "@" in parts.netloc else []
-    return out + [f"query parameter {k!r}" for k, _ in
-                  parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in PUBLIC_QUERY]
+    return out + [
+        f"query parameter {k!r}"
+        for k, _ in parse_qsl(parts.query, keep_blank_values=True)
+        if k.lower() not in PUBLIC_QUERY
+    ]
 
 
 def url_secrets(url: str) -> list[str]:
@@ -193,9 +245,15 @@ def scrub_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return redact(url)
-    kept = [pair for pair in parts.query.split("&") if pair and not (
-        credential_name(unquote(pair.partition("=")[0]))
-        or redact(unquote(pair.partition("=")[2])) != unquote(pair.partition("=")[2]))]
+    kept = [
+        pair
+        for pair in parts.query.split("&")
+        if pair
+        and not (
+            credential_name(unquote(pair.partition("=")[0]))
+            or redact(unquote(pair.partition("=")[2])) != unquote(pair.partition("=")[2])
+        )
+    ]
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return redact(urlunsplit(parts._replace(netloc=netloc, query="&".join(kept))))
 
@@ -335,12 +393,16 @@ def _whole_needed(data: bytes) -> bool:
     view = memoryview(data)
 
     def value(m: re.Match[bytes]) -> str:  # decoded once: no copy of a line as long as a body
-        start = m.start() + 5 + (data[m.start() + 5:m.start() + 6] == b" ")
-        return str(view[start:m.end()], "utf-8", "surrogateescape")
+        start = m.start() + 5 + (data[m.start() + 5 : m.start() + 6] == b" ")
+        return str(view[start : m.end()], "utf-8", "surrogateescape")
 
-    return _split_found_in(_payloads(
-        ((m.start(), m.end(), value(m)) for m in _DATA_LINE_B.finditer(data)),
-        lambda end, start: _BLANK_B.search(data, end, start) is not None, _joined))
+    return _split_found_in(
+        _payloads(
+            ((m.start(), m.end(), value(m)) for m in _DATA_LINE_B.finditer(data)),
+            lambda end, start: _BLANK_B.search(data, end, start) is not None,
+            _joined,
+        )
+    )
 
 
 def redact_body(text: str) -> str:
@@ -348,8 +410,7 @@ def redact_body(text: str) -> str:
     return redact(redact_split(text))
 
 
-def _fragments(value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]
-               ) -> None:
+def _fragments(value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]) -> None:
     """Every string in a chunk with its exact path (dict keys, list positions)."""
     stack = [(value, path)]
     while stack:  # iteratively: a server may nest deeply
@@ -413,8 +474,11 @@ def _joined(values: list[str]) -> str:
     return "\n".join(values)
 
 
-def _payloads(matches: Iterable[tuple[int, int, str]], gap: Callable[[int, int], bool],
-              payload: Callable[[list[str]], str] = _payload) -> Iterator[str]:
+def _payloads(
+    matches: Iterable[tuple[int, int, str]],
+    gap: Callable[[int, int], bool],
+    payload: Callable[[list[str]], str] = _payload,
+) -> Iterator[str]:
     """The data of each event from its ``data:`` lines (start, end, text), in order:
     consecutive lines with no blank line between them (``gap``) make one event."""
     lines: list[str] = []
@@ -461,7 +525,7 @@ class _SplitSearch:
                     self.marks.setdefault(r, []).append((a, b))
                 self.marks.setdefault(ref, []).append((0, len(rest)))
             elif rest.startswith(value):
-                grown.append((si, m + len(value), chain[1 - self.KEEP:] + [(ref, 0, len(value))]))
+                grown.append((si, m + len(value), chain[1 - self.KEEP :] + [(ref, 0, len(value))]))
         for si, s in enumerate(self.secrets):  # a secret's start at this value's end
             p = value.find(s[0], max(0, len(value) - len(s) + 1))
             while p >= 0:
@@ -470,7 +534,7 @@ class _SplitSearch:
                 p = value.find(s[0], p + 1)
         for si, m, chain in grown:
             at = waiting.setdefault(self.secrets[si][m], {})
-            at[(si, m)] = (at.get((si, m), []) + chain)[-self.KEEP:]
+            at[(si, m)] = (at.get((si, m), []) + chain)[-self.KEEP :]
 
 
 def _split_found(lines: Iterable[str]) -> bool:
@@ -494,8 +558,10 @@ def _split_found_in(payloads: Iterable[str]) -> bool:
 
 
 def _text_payloads(text: str) -> Iterator[str]:
-    return _payloads(((m.start(), m.end(), m.group()) for m in _DATA_LINE.finditer(text)),
-                     lambda end, start: _BLANK.search(text, end, start) is not None)
+    return _payloads(
+        ((m.start(), m.end(), m.group()) for m in _DATA_LINE.finditer(text)),
+        lambda end, start: _BLANK.search(text, end, start) is not None,
+    )
 
 
 def redact_split(text: str) -> str:
@@ -701,18 +767,23 @@ class RedactingLines:
         """Write whole lines (or the end of the text), redacted."""
         text = redact(text)
         for i in range(0, len(text), SLICE):  # encoded a slice at a time, not whole
-            self._f.write(text[i:i + SLICE].encode("utf-8"))
+            self._f.write(text[i : i + SLICE].encode("utf-8"))
 
 
-def write_atomic_text(path: str | Path, emit: Callable[[Any], None],
-                      lines: Callable[[Any], RedactingLines] = RedactingLines) -> None:
+def write_atomic_text(
+    path: str | Path,
+    emit: Callable[[Any], None],
+    lines: Callable[[Any], RedactingLines] = RedactingLines,
+) -> None:
     """``write_atomic`` for a text made by ``emit(sink)`` calling ``sink.write(str)``
     (a YAML dumper), redacted line by line and never held whole in memory; ``lines``
     makes the sink (a ``RedactingLines``) around the file."""
+
     def fill(f: Any) -> None:
         sink = lines(f)
         emit(sink)
         sink.flush()
+
     _write_atomic(Path(path), fill)
 
 

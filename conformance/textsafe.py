@@ -24,8 +24,7 @@ from typing import Any, TextIO
 
 # C0 and C1 controls, DEL, lone surrogates, line and paragraph separators, and the bidi
 # embeddings, overrides and isolates (text that reorders what a reader sees).
-_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029"
-                       "\u202a-\u202e\u2066-\u2069]")
+_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _FILE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 

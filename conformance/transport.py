@@ -53,8 +53,14 @@ CUT_HEADER = "x-conformance-body-cut"
 # passed since the request was sent (one pair per read that completed a line, at most
 # TIMED_READS); recorded, so an analysis of the cassette can judge timing.
 TIMED_READS = 4096
-INTERNAL_HEADERS = (FAULT_HEADER, QUIRK_HEADER, ENCODING_HEADER, RETRY_HEADER, CUT_HEADER,
-                    TIMES_HEADER)
+INTERNAL_HEADERS = (
+    FAULT_HEADER,
+    QUIRK_HEADER,
+    ENCODING_HEADER,
+    RETRY_HEADER,
+    CUT_HEADER,
+    TIMES_HEADER,
+)
 # What a limit fault keeps of the body: enough events to show the stream's shape; the
 # rest (up to max_bytes of an endless stream) would only be copied by vcrpy, the scrub,
 # the YAML writer and the analysis, several times over, to reach the same error cell.
@@ -91,15 +97,16 @@ class RetryPolicy:
         kw = {k: v for k, v in (d or {}).items() if k in ("max", "base_delay", "max_delay")}
         return cls(sleep=sleep, **kw)
 
-    def delay(self, attempt: int, retry_after: str | None, rng: random.Random,
-              date: str | None = None) -> float | None:
+    def delay(
+        self, attempt: int, retry_after: str | None, rng: random.Random, date: str | None = None
+    ) -> float | None:
         """Seconds to wait before retry ``attempt + 1``; None when Retry-After asks for
         longer than ``max_delay`` (retrying sooner would only be refused again)."""
         wait = parse_retry_after(retry_after, date)
         if wait is not None:
             return None if wait > self.max_delay else wait
         # Exponential backoff with +-25% jitter, capped.
-        wait = self.base_delay * (2 ** attempt) * rng.uniform(0.75, 1.25)
+        wait = self.base_delay * (2**attempt) * rng.uniform(0.75, 1.25)
         return min(max(wait, 0.0), self.max_delay)
 
 
@@ -137,8 +144,9 @@ class TransportFault(httpx.TransportError):
     (no connection), ``headers`` (connected, no response head), ``body``; ``limit``
     whether one of the suite's own limits (max_bytes, total_timeout) ended the body."""
 
-    def __init__(self, reason: str, quirk: str | None = None, stage: str = "body",
-                 limit: bool = False):
+    def __init__(
+        self, reason: str, quirk: str | None = None, stage: str = "body", limit: bool = False
+    ):
         super().__init__(secrets.one_line(reason))
         self.reason, self.quirk, self.stage, self.limit = str(self), quirk, stage, limit
 
@@ -149,14 +157,24 @@ LimitExceeded = TransportFault
 
 def _connect_reason(exc: Exception, limits: Limits) -> str:
     if isinstance(exc, httpx.ConnectTimeout):
-        return f"connection not established within {limits.connect_timeout:g} s " \
-               "(limits.connect_timeout)"
+        return (
+            f"connection not established within {limits.connect_timeout:g} s "
+            "(limits.connect_timeout)"
+        )
     text = str(exc)
     low = text.lower()
-    if any(s in low for s in ("name or service not known", "nodename nor servname",
-                              "temporary failure in name resolution", "no address associated",
-                              "name does not resolve", "getaddrinfo failed",
-                              "no such host")):
+    if any(
+        s in low
+        for s in (
+            "name or service not known",
+            "nodename nor servname",
+            "temporary failure in name resolution",
+            "no address associated",
+            "name does not resolve",
+            "getaddrinfo failed",
+            "no such host",
+        )
+    ):
         return "the host name does not resolve"
     if "refused" in low:
         return "connection refused"
@@ -189,9 +207,15 @@ class _LimitedStream(httpx.SyncByteStream):
     (this buffer) while reading, and a bounded prefix after, whatever the endpoint
     sends; the live run and its replay judge the same prefix."""
 
-    def __init__(self, inner: httpx.SyncByteStream, limits: Limits, started: float,
-                 decoder: Any = None, sock: Any = None,
-                 on_close: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        inner: httpx.SyncByteStream,
+        limits: Limits,
+        started: float,
+        decoder: Any = None,
+        sock: Any = None,
+        on_close: Callable[[], None] | None = None,
+    ):
         self._inner, self._limits, self._started = inner, limits, started
         self._decoder = decoder or decoding.Decoder([], limits.max_bytes)
         self._declared = list(self._decoder.undone)
@@ -212,22 +236,24 @@ class _LimitedStream(httpx.SyncByteStream):
             pass
 
     def _total_fault(self) -> TransportFault:
-        return TransportFault(f"stream still running after {self._limits.total_timeout:g} s "
-                              "(limits.total_timeout)", limit=True)
+        return TransportFault(
+            f"stream still running after {self._limits.total_timeout:g} s (limits.total_timeout)",
+            limit=True,
+        )
 
     def _check(self, seen: int) -> None:
         lim = self._limits
         self._seen = seen
         if seen > lim.max_bytes:
-            raise TransportFault(f"stream exceeded {lim.max_bytes} bytes (limits.max_bytes)",
-                                 limit=True)
+            raise TransportFault(
+                f"stream exceeded {lim.max_bytes} bytes (limits.max_bytes)", limit=True
+            )
         if time.monotonic() - self._started > lim.total_timeout:
             raise self._total_fault()
 
     def __iter__(self) -> Iterator[bytes]:
         left = self._limits.total_timeout - (time.monotonic() - self._started)
-        timer = threading.Timer(max(0.0, left), self._expire) if self._sock is not None \
-            else None
+        timer = threading.Timer(max(0.0, left), self._expire) if self._sock is not None else None
         if timer is not None:
             timer.daemon = True
             timer.start()
@@ -247,7 +273,8 @@ class _LimitedStream(httpx.SyncByteStream):
                 raise self._total_fault()
             if times and self.response is not None:  # a new Headers object: see below
                 self.response.headers = httpx.Headers(
-                    list(self.headers_raw) + [(TIMES_HEADER.encode(), " ".join(times).encode())])
+                    list(self.headers_raw) + [(TIMES_HEADER.encode(), " ".join(times).encode())]
+                )
         except TransportFault as fault:
             if self.response is None:
                 raise
@@ -262,8 +289,12 @@ class _LimitedStream(httpx.SyncByteStream):
             if fault.limit:
                 kept = _prefix(held.getbuffer(), KEEP_ON_LIMIT)
                 held = io.BytesIO(kept)
-                raw.append((CUT_HEADER.encode(), f"kept the first {len(kept)} of "
-                            f"{self._seen} bytes received".encode()))
+                raw.append(
+                    (
+                        CUT_HEADER.encode(),
+                        f"kept the first {len(kept)} of {self._seen} bytes received".encode(),
+                    )
+                )
             self.response.headers = httpx.Headers(raw)
         finally:
             if timer is not None:
@@ -271,8 +302,11 @@ class _LimitedStream(httpx.SyncByteStream):
         if self.response is not None and self._decoder.undone != self._declared:
             # A layer the body announced (gzip magic bytes without a header): the length
             # is no longer the body's, and the cassette says what was undone.
-            raw = [(k, v) for k, v in self.response.headers.raw
-                   if k.lower() not in (b"content-length", ENCODING_HEADER.encode())]
+            raw = [
+                (k, v)
+                for k, v in self.response.headers.raw
+                if k.lower() not in (b"content-length", ENCODING_HEADER.encode())
+            ]
             raw.append((ENCODING_HEADER.encode(), ", ".join(self._decoder.undone).encode()))
             self.response.headers = httpx.Headers(raw)
         # One piece: the consumer's join (httpx's read) returns it as it is.
@@ -302,19 +336,25 @@ class _LimitedStream(httpx.SyncByteStream):
         except httpx.ReadTimeout:
             if self._expired or time.monotonic() - self._started >= lim.total_timeout - 0.01:
                 raise self._total_fault() from None
-            raise TransportFault(f"stream stalled: no bytes for {lim.idle_timeout:g} s "
-                                 "(limits.idle_timeout)", "Q-STREAM-STALLS") from None
+            raise TransportFault(
+                f"stream stalled: no bytes for {lim.idle_timeout:g} s (limits.idle_timeout)",
+                "Q-STREAM-STALLS",
+            ) from None
         except httpx.RemoteProtocolError as e:
             if self._expired:
                 raise self._total_fault() from None
-            raise TransportFault("the server closed the connection in the middle of the "
-                                 f"response body ({_detail(e)})") from None
+            raise TransportFault(
+                "the server closed the connection in the middle of the "
+                f"response body ({_detail(e)})"
+            ) from None
         except httpx.ReadError as e:
             if self._expired:
                 raise self._total_fault() from None
-            raise TransportFault("the connection failed in the middle of the response body ("
-                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")") \
-                from None
+            raise TransportFault(
+                "the connection failed in the middle of the response body ("
+                + secrets.one_line(str(e) or type(e).__name__, 100)
+                + ")"
+            ) from None
 
     def close(self) -> None:
         try:
@@ -367,16 +407,21 @@ class _Deadline:
         if self.phase == "request":
             return f"the request was still being sent after {total}"
         if self.interim:
-            return (f"no final response head within {total}: only interim responses "
-                    f"({self.interim} × 1xx, {self.head_bytes} bytes)")
+            return (
+                f"no final response head within {total}: only interim responses "
+                f"({self.interim} × 1xx, {self.head_bytes} bytes)"
+            )
         if self.head_bytes:
-            return (f"the response head was still arriving after {total} "
-                    f"({self.head_bytes} bytes of it received)")
+            return (
+                f"the response head was still arriving after {total} "
+                f"({self.head_bytes} bytes of it received)"
+            )
         return f"no response headers within {total}"
 
 
-def _capped(timeout: float | None, deadline: _Deadline | None, error: type[Exception]
-            ) -> float | None:
+def _capped(
+    timeout: float | None, deadline: _Deadline | None, error: type[Exception]
+) -> float | None:
     """A socket operation's timeout within what is left of the exchange."""
     if deadline is None:
         return timeout
@@ -406,11 +451,15 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._s.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         d = getattr(_current, "deadline", None)
-        return _DeadlineStream(self._s.start_tls(
-            ssl_context, server_hostname, _capped(timeout, d, httpcore.ConnectTimeout)))
+        return _DeadlineStream(
+            self._s.start_tls(
+                ssl_context, server_hostname, _capped(timeout, d, httpcore.ConnectTimeout)
+            )
+        )
 
     def get_extra_info(self, info: str) -> Any:
         return self._s.get_extra_info(info)
@@ -422,19 +471,34 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self, inner: httpcore.NetworkBackend):
         self._b = inner
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None, socket_options: Any = None
-                    ) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
         d = getattr(_current, "deadline", None)
-        return _DeadlineStream(self._b.connect_tcp(
-            host, port, _capped(timeout, d, httpcore.ConnectTimeout), local_address,
-            socket_options))
+        return _DeadlineStream(
+            self._b.connect_tcp(
+                host,
+                port,
+                _capped(timeout, d, httpcore.ConnectTimeout),
+                local_address,
+                socket_options,
+            )
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
         d = getattr(_current, "deadline", None)
-        return _DeadlineStream(self._b.connect_unix_socket(
-            path, _capped(timeout, d, httpcore.ConnectTimeout), socket_options))
+        return _DeadlineStream(
+            self._b.connect_unix_socket(
+                path, _capped(timeout, d, httpcore.ConnectTimeout), socket_options
+            )
+        )
 
     def sleep(self, seconds: float) -> None:
         self._b.sleep(seconds)
@@ -463,8 +527,13 @@ class LimitedTransport(httpx.HTTPTransport):
         self.limits = limits or Limits()
         self._kw = kw  # to open a one-off pool for a retry on a new connection
 
-    def _send(self, request: httpx.Request, limits: Limits, timeout: dict[str, Any],
-              transport: httpx.HTTPTransport) -> httpx.Response:
+    def _send(
+        self,
+        request: httpx.Request,
+        limits: Limits,
+        timeout: dict[str, Any],
+        transport: httpx.HTTPTransport,
+    ) -> httpx.Response:
         """One attempt; a failure before the response head is a TransportFault whose
         ``stage`` says whether a connection was made. A kept-alive connection that the
         server had dropped is the ``_Dropped`` fault: the caller retries it once."""
@@ -491,24 +560,33 @@ class LimitedTransport(httpx.HTTPTransport):
             raise TransportFault(_connect_reason(e, limits), stage="connect") from None
         except (httpx.ReadTimeout, httpx.WriteTimeout) as e:
             if deadline.expired():
-                raise TransportFault(deadline.reason(), stage="headers", limit=True) \
-                    from None
+                raise TransportFault(deadline.reason(), stage="headers", limit=True) from None
             if isinstance(e, httpx.WriteTimeout):
-                raise TransportFault("the connection failed while sending the request ("
-                                     + secrets.one_line(str(e) or type(e).__name__, 100)
-                                     + ")", stage="headers") from None
-            raise TransportFault(f"no response headers within {timeout['read']:g} s "
-                                 "(limits.first_byte_timeout)", stage="headers") from None
+                raise TransportFault(
+                    "the connection failed while sending the request ("
+                    + secrets.one_line(str(e) or type(e).__name__, 100)
+                    + ")",
+                    stage="headers",
+                ) from None
+            raise TransportFault(
+                f"no response headers within {timeout['read']:g} s (limits.first_byte_timeout)",
+                stage="headers",
+            ) from None
         except (httpx.RemoteProtocolError, httpx.WriteError, httpx.ReadError) as e:
             if not opened:  # no connection was opened for it: it went on a kept-alive one
                 raise _Dropped(e) from None
             if isinstance(e, httpx.RemoteProtocolError):
-                raise TransportFault("the server closed the connection before a complete "
-                                     "response head (" + secrets.one_line(str(e), 100) + ")",
-                                     stage="headers") from None
-            raise TransportFault("the connection failed while sending the request ("
-                                 + secrets.one_line(str(e) or type(e).__name__, 100) + ")",
-                                 stage="headers") from None
+                raise TransportFault(
+                    "the server closed the connection before a complete "
+                    "response head (" + secrets.one_line(str(e), 100) + ")",
+                    stage="headers",
+                ) from None
+            raise TransportFault(
+                "the connection failed while sending the request ("
+                + secrets.one_line(str(e) or type(e).__name__, 100)
+                + ")",
+                stage="headers",
+            ) from None
         finally:
             if outer is None:
                 request.extensions.pop("trace", None)
@@ -520,9 +598,12 @@ class LimitedTransport(httpx.HTTPTransport):
         started = time.monotonic()
         _current.deadline = _Deadline(limits.total_timeout, started)
         timeout = dict(request.extensions.get("timeout") or {})
-        timeout.update(connect=limits.connect_timeout, write=limits.connect_timeout,
-                       pool=limits.connect_timeout,
-                       read=min(limits.first_byte_timeout, limits.total_timeout))
+        timeout.update(
+            connect=limits.connect_timeout,
+            write=limits.connect_timeout,
+            pool=limits.connect_timeout,
+            read=min(limits.first_byte_timeout, limits.total_timeout),
+        )
         request.extensions["timeout"] = timeout
         retried: str | None = None
         one_off: httpx.HTTPTransport | None = None
@@ -532,16 +613,20 @@ class LimitedTransport(httpx.HTTPTransport):
             # The server closed a kept-alive connection between two requests without
             # saying so (no `Connection: close`): the request never reached it. Sent once
             # more, on a connection of its own (the pool may hold more dropped ones).
-            retried = ("the server dropped the kept-alive connection between two requests "
-                       f"({_detail(dropped.cause)}); sent again on a new connection")
+            retried = (
+                "the server dropped the kept-alive connection between two requests "
+                f"({_detail(dropped.cause)}); sent again on a new connection"
+            )
             one_off = _keep_deadlines(httpx.HTTPTransport(**self._kw))
             try:
                 response = self._send(request, limits, timeout, one_off)
             except _Dropped as again:
                 one_off.close()
-                raise TransportFault("the server closed a new connection before a complete "
-                                     f"response head ({_detail(again.cause)})",
-                                     stage="headers") from None
+                raise TransportFault(
+                    "the server closed a new connection before a complete "
+                    f"response head ({_detail(again.cause)})",
+                    stage="headers",
+                ) from None
             except BaseException:
                 one_off.close()
                 raise
@@ -549,8 +634,9 @@ class LimitedTransport(httpx.HTTPTransport):
         # The body reads: what the server may idle between two reads. httpcore reads
         # this dict (shared with the request it was given) when the body is first read.
         left = limits.total_timeout - (time.monotonic() - started)
-        request.extensions["timeout"] = dict(timeout, read=max(0.001, min(limits.idle_timeout,
-                                                                          left)))
+        request.extensions["timeout"] = dict(
+            timeout, read=max(0.001, min(limits.idle_timeout, left))
+        )
         assert isinstance(response.stream, httpx.SyncByteStream)
         # Every coding is undone here (decoding.Decoder: stacked, repeated, unlabelled,
         # bounded by max_bytes); httpx and vcrpy never see a Content-Encoding to undo.
@@ -567,11 +653,21 @@ class LimitedTransport(httpx.HTTPTransport):
             raw.append((ENCODING_HEADER.encode(), ", ".join(declared).encode()))
         if retried:
             raw.append((RETRY_HEADER.encode(), retried.encode()))
-        stream = _LimitedStream(response.stream, limits, started, decoder,
-                                _socket_of(response),
-                                one_off.close if one_off is not None else None)
-        limited = httpx.Response(response.status_code, headers=raw, stream=stream,
-                                 extensions=response.extensions, request=request)
+        stream = _LimitedStream(
+            response.stream,
+            limits,
+            started,
+            decoder,
+            _socket_of(response),
+            one_off.close if one_off is not None else None,
+        )
+        limited = httpx.Response(
+            response.status_code,
+            headers=raw,
+            stream=stream,
+            extensions=response.extensions,
+            request=request,
+        )
         stream.response, stream.headers_raw = limited, raw  # where a fault is written
         return limited
 
@@ -608,16 +704,26 @@ def _socket_of(response: httpx.Response) -> Any:
 
 def _no_cookies() -> httpx.Cookies:
     """A cookie jar that keeps nothing: no provider's cookie is ever sent back."""
-    return httpx.Cookies(http.cookiejar.CookieJar(
-        policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[])))
+    return httpx.Cookies(
+        http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    )
 
 
 def make_client(limits: Limits | None = None) -> httpx.Client:
     limits = limits or Limits()
-    timeout = httpx.Timeout(connect=limits.connect_timeout, read=limits.first_byte_timeout,
-                            write=limits.connect_timeout, pool=limits.connect_timeout)
-    return httpx.Client(transport=LimitedTransport(limits), timeout=timeout,
-                        follow_redirects=False, trust_env=False, cookies=_no_cookies())
+    timeout = httpx.Timeout(
+        connect=limits.connect_timeout,
+        read=limits.first_byte_timeout,
+        write=limits.connect_timeout,
+        pool=limits.connect_timeout,
+    )
+    return httpx.Client(
+        transport=LimitedTransport(limits),
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+        cookies=_no_cookies(),
+    )
 
 
 def _reason(exc: BaseException) -> tuple[str, str | None]:
@@ -629,36 +735,57 @@ def _reason(exc: BaseException) -> tuple[str, str | None]:
     if isinstance(exc, httpx.TimeoutException):
         return "timed out: " + secrets.one_line(str(exc) or type(exc).__name__, 160), None
     if isinstance(exc, httpx.RemoteProtocolError):
-        return "the server broke the HTTP protocol (" + secrets.one_line(str(exc), 120) + ")", \
-            None
+        return "the server broke the HTTP protocol (" + secrets.one_line(str(exc), 120) + ")", None
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return "not an http(s) URL: " + secrets.one_line(str(exc), 120), None
     if type(exc).__name__ == "CannotOverwriteExistingCassetteException":
-        return ("replay: the cassette has no recorded answer for this request "
-                "(record the cell again)"), None
+        return (
+            "replay: the cassette has no recorded answer for this request (record the cell again)"
+        ), None
     if isinstance(exc, httpx.HTTPError | OSError):
         return f"{type(exc).__name__}: " + secrets.one_line(str(exc), 160), None
-    return f"internal error while reading the response: {type(exc).__name__}: " \
-        + secrets.one_line(str(exc), 140), None
+    return f"internal error while reading the response: {type(exc).__name__}: " + secrets.one_line(
+        str(exc), 140
+    ), None
 
 
-def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
-             headers: dict[str, str] | None = None, auth_headers: dict[str, str] | None = None,
-             limits: Limits = Limits(), retry: RetryPolicy = RetryPolicy(),
-             source: str = "live", rng: random.Random | None = None,
-             on_attempt: Callable[[int], None] | None = None) -> Transcript:
+def exchange(
+    client: httpx.Client,
+    url: str,
+    body: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    auth_headers: dict[str, str] | None = None,
+    limits: Limits = Limits(),
+    retry: RetryPolicy = RetryPolicy(),
+    source: str = "live",
+    rng: random.Random | None = None,
+    on_attempt: Callable[[int], None] | None = None,
+) -> Transcript:
     """POST the body and read the whole answer, within the limits, retrying 429/503."""
     rng = rng or random.Random(0)
     retries: list[dict[str, Any]] = []
-    send_headers = {"accept": "text/event-stream" if body.get("stream") else "application/json",
-                    "accept-encoding": "gzip, deflate",
-                    **(headers or {}), **(auth_headers or {})}
+    send_headers = {
+        "accept": "text/event-stream" if body.get("stream") else "application/json",
+        "accept-encoding": "gzip, deflate",
+        **(headers or {}),
+        **(auth_headers or {}),
+    }
     secrets.register(*(auth_headers or {}).values())
-    secrets.register(*(v.split(" ", 1)[1] for v in (auth_headers or {}).values()
-                       if v.lower().startswith(("bearer ", "basic ", "token "))))
+    secrets.register(
+        *(
+            v.split(" ", 1)[1]
+            for v in (auth_headers or {}).values()
+            if v.lower().startswith(("bearer ", "basic ", "token "))
+        )
+    )
     secrets.register_url(url)
-    request = {"method": "POST", "uri": secrets.redact(url), "body": body,
-               "headers": {k: secrets.redact(v) for k, v in (headers or {}).items()}}
+    request = {
+        "method": "POST",
+        "uri": secrets.redact(url),
+        "body": body,
+        "headers": {k: secrets.redact(v) for k, v in (headers or {}).items()},
+    }
     attempt = 0
     total_started = time.monotonic()
     while True:
@@ -673,8 +800,9 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
         started = time.monotonic()
         undone: list[str] = []
         try:
-            with client.stream("POST", url, json=body, headers=send_headers,
-                               extensions={LIMITS_EXTENSION: limits}) as resp:
+            with client.stream(
+                "POST", url, json=body, headers=send_headers, extensions={LIMITS_EXTENSION: limits}
+            ) as resp:
                 status = resp.status_code
                 resp_headers = {k: secrets.redact(v) for k, v in resp.headers.items()}
                 # Live, the transport has undone every coding; a replayed cassette's
@@ -705,28 +833,52 @@ def exchange(client: httpx.Client, url: str, body: dict[str, Any], *,
             after = (resp_headers or {}).get("retry-after")
             wait = retry.delay(attempt, after, rng, (resp_headers or {}).get("date"))
             if wait is not None:
-                retries.append({"attempt": attempt + 1, "status": status,
-                                "retry_after": after, "waited": round(wait, 3),
-                                "slept": retry.sleep})
+                retries.append(
+                    {
+                        "attempt": attempt + 1,
+                        "status": status,
+                        "retry_after": after,
+                        "waited": round(wait, 3),
+                        "slept": retry.sleep,
+                    }
+                )
                 if retry.sleep:
                     _sleep(wait)
                 attempt += 1
                 continue
-            retries.append({"attempt": attempt + 1, "status": status, "retry_after": after,
-                            "waited": 0, "slept": False,
-                            "gave_up": f"Retry-After {after} exceeds retries.max_delay "
-                                       f"{retry.max_delay:g} s"})
-        plain = None if resp_headers is None else {
-            k: v for k, v in resp_headers.items()
-            if k.lower() not in ("content-encoding", *INTERNAL_HEADERS)}
+            retries.append(
+                {
+                    "attempt": attempt + 1,
+                    "status": status,
+                    "retry_after": after,
+                    "waited": 0,
+                    "slept": False,
+                    "gave_up": f"Retry-After {after} exceeds retries.max_delay "
+                    f"{retry.max_delay:g} s",
+                }
+            )
+        plain = (
+            None
+            if resp_headers is None
+            else {
+                k: v
+                for k, v in resp_headers.items()
+                if k.lower() not in ("content-encoding", *INTERNAL_HEADERS)
+            }
+        )
         t = exchange_transcript(source, "live", request, status, plain, raw)
         if resp_headers is not None:
             enc = resp_headers.get(ENCODING_HEADER) or ", ".join(undone)
             if enc:
                 t.meta["content_encoding"] = enc
         t.transport_error = error
-        t.meta.update({"retries": retries, "elapsed": elapsed,
-                       "total_elapsed": round(time.monotonic() - total_started, 3)})
+        t.meta.update(
+            {
+                "retries": retries,
+                "elapsed": elapsed,
+                "total_elapsed": round(time.monotonic() - total_started, 3),
+            }
+        )
         if quirk:
             t.meta["transport_quirk"] = quirk
         if stage in ("connect", "headers"):  # no response at all: see runner's fail-fast

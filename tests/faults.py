@@ -75,16 +75,51 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-FAULTS = ("ok", "echo", "echo-401", "status", "flaky", "no-headers", "stall",
-          "disconnect-mid-event", "close-mid-event", "json-error-200", "html-200",
-          "error-event", "endless", "big-event", "bad-utf8", "gzip", "gzip-bomb",
-          "keepalive-drop", "trickle-head", "early-hints", "echo-hidden")
-HIDDEN = ("escaped", "multiline", "indexless", "gzip-unlabelled", "gzip-gzip", "two-headers",
-          "br", "zstd")
+FAULTS = (
+    "ok",
+    "echo",
+    "echo-401",
+    "status",
+    "flaky",
+    "no-headers",
+    "stall",
+    "disconnect-mid-event",
+    "close-mid-event",
+    "json-error-200",
+    "html-200",
+    "error-event",
+    "endless",
+    "big-event",
+    "bad-utf8",
+    "gzip",
+    "gzip-bomb",
+    "keepalive-drop",
+    "trickle-head",
+    "early-hints",
+    "echo-hidden",
+)
+HIDDEN = (
+    "escaped",
+    "multiline",
+    "indexless",
+    "gzip-unlabelled",
+    "gzip-gzip",
+    "two-headers",
+    "br",
+    "zstd",
+)
 
-REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-           429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-           503: "Service Unavailable", 200: "OK"}
+REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    200: "OK",
+}
 
 
 @dataclass
@@ -123,8 +158,14 @@ class _Ctx:
         if auth.lower().startswith(("bearer ", "basic ")):
             return auth.split(" ", 1)[1]
         query = [v for k, v in self.hit.query.items() if k != "api-version"]
-        return (h.get("api-key") or h.get("x-api-key") or h.get("ocp-apim-subscription-key")
-                or self.hit.query.get("key") or (query[0] if query else "") or auth)
+        return (
+            h.get("api-key")
+            or h.get("x-api-key")
+            or h.get("ocp-apim-subscription-key")
+            or self.hit.query.get("key")
+            or (query[0] if query else "")
+            or auth
+        )
 
     @property
     def basic(self) -> str | None:
@@ -143,8 +184,9 @@ class _Ctx:
 
 
 def _error_body(status: int, message: str, kind: str = "invalid_request_error") -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "param": None,
-                                 "code": None}}).encode()
+    return json.dumps(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    ).encode()
 
 
 def _chunk(payload: dict[str, Any]) -> bytes:
@@ -159,15 +201,22 @@ def reference_answer(body: dict[str, Any]) -> tuple[int, str, bytes]:
     reply = respond(PROFILES["reference"], body)
     if reply.frames is None:
         return reply.status, "application/json", json.dumps(reply.body).encode()
-    return 200, "text/event-stream; charset=utf-8", b"".join(
-        render_frame(f) for f in reply.frames if not type(f).__name__ == "Stall")
+    return (
+        200,
+        "text/event-stream; charset=utf-8",
+        b"".join(render_frame(f) for f in reply.frames if not type(f).__name__ == "Stall"),
+    )
 
 
 def _envelope(events: list[bytes] | None) -> dict[str, Any]:
     """The envelope of the stream's first chunk (id, created, model, …), so that an
     inserted chunk differs from its neighbours only where the fault says so."""
-    env = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0,
-           "model": "fault"}
+    env = {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "fault",
+    }
     if events:
         try:
             first = json.loads(events[0].split(b"data:", 1)[1])
@@ -177,11 +226,14 @@ def _envelope(events: list[bytes] | None) -> dict[str, Any]:
     return env
 
 
-def _content_chunk(text: str, events: list[bytes] | None = None, **extra: Any
-                   ) -> dict[str, Any]:
-    return {**_envelope(events), **extra,
-            "choices": [{"index": 0, "delta": {"content": text}, "logprobs": None,
-                         "finish_reason": None}]}
+def _content_chunk(text: str, events: list[bytes] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        **_envelope(events),
+        **extra,
+        "choices": [
+            {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}
+        ],
+    }
 
 
 class FaultServer:
@@ -214,8 +266,7 @@ class FaultServer:
     # ------------------------------------------------------------------ server side
 
     async def _serve(self, ready: threading.Event, stop: asyncio.Event) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0,
-                                                  limit=1 << 20)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, limit=1 << 20)
         self.port = self._server.sockets[0].getsockname()[1]
         ready.set()
         await stop.wait()
@@ -230,7 +281,14 @@ class FaultServer:
         self._tasks.add(task)
         try:
             await asyncio.wait_for(self._handle(reader, writer), self.max_wait)
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.CancelledError, OSError):
+        except (
+            TimeoutError,
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            asyncio.CancelledError,
+            OSError,
+        ):
             pass
         finally:
             self._tasks.discard(task)
@@ -273,6 +331,7 @@ class FaultServer:
 
 # ---------------------------------------------------------------------- writing
 
+
 async def _close(writer: asyncio.StreamWriter) -> None:
     """Flush what was written, then close (a FIN, not a reset); abort if that hangs."""
     try:
@@ -282,12 +341,22 @@ async def _close(writer: asyncio.StreamWriter) -> None:
         writer.transport.abort()
 
 
-async def _head(ctx: _Ctx, status: int, ctype: str, *, extra: dict[str, str] | None = None,
-                length: int | None = None, chunked: bool = False,
-                keep_alive: bool = False) -> None:
-    lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}",
-             f"content-type: {ctype}", *([] if keep_alive else ["connection: close"]),
-             f"date: {email.utils.formatdate(usegmt=True)}"]
+async def _head(
+    ctx: _Ctx,
+    status: int,
+    ctype: str,
+    *,
+    extra: dict[str, str] | None = None,
+    length: int | None = None,
+    chunked: bool = False,
+    keep_alive: bool = False,
+) -> None:
+    lines = [
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}",
+        f"content-type: {ctype}",
+        *([] if keep_alive else ["connection: close"]),
+        f"date: {email.utils.formatdate(usegmt=True)}",
+    ]
     if length is not None:
         lines.append(f"content-length: {length}")
     elif chunked:
@@ -309,8 +378,7 @@ async def _end_chunks(ctx: _Ctx) -> None:
     await ctx.writer.drain()
 
 
-async def _json(ctx: _Ctx, status: int, body: bytes, extra: dict[str, str] | None = None
-                ) -> None:
+async def _json(ctx: _Ctx, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
     await _head(ctx, status, "application/json", extra=extra, length=len(body))
     ctx.writer.write(body)
     await ctx.writer.drain()
@@ -341,10 +409,14 @@ async def _sleep(ctx: _Ctx) -> None:
 
 # ---------------------------------------------------------------------- faults
 
+
 async def f_ok(ctx: _Ctx) -> None:
     # ?forge=1: a server that tries to forge the transport's own verdict header.
-    forged = {"x-conformance-transport-error": "forged by the server"} \
-        if ctx.hit.query.get("forge") else None
+    forged = (
+        {"x-conformance-transport-error": "forged by the server"}
+        if ctx.hit.query.get("forge")
+        else None
+    )
     await _answer(ctx, forged)
 
 
@@ -352,8 +424,12 @@ async def f_echo(ctx: _Ctx) -> None:
     key = ctx.key
     status, ctype, data = reference_answer(ctx.request_body())
     if not ctype.startswith("text/event-stream"):
-        await _json(ctx, status, data.replace(b'"model"', f'"echo": "{key}", "model"'.encode(),
-                                              1), {"x-echo-key": key})
+        await _json(
+            ctx,
+            status,
+            data.replace(b'"model"', f'"echo": "{key}", "model"'.encode(), 1),
+            {"x-echo-key": key},
+        )
         return
     events = _events(data)
     half = max(1, len(key) // 2)
@@ -369,8 +445,9 @@ async def f_echo(ctx: _Ctx) -> None:
     extra = {"x-echo-key": key, "set-cookie": f"session={key}; Path=/"}
     if ctx.hit.query.get("gzip"):  # the key inside a gzip body
         packed = gzip.compress(b"".join(events[:1] + echo + events[1:]))
-        await _head(ctx, 200, ctype, extra={**extra, "content-encoding": "gzip"},
-                    length=len(packed))
+        await _head(
+            ctx, 200, ctype, extra={**extra, "content-encoding": "gzip"}, length=len(packed)
+        )
         ctx.writer.write(packed)
         await ctx.writer.drain()
         return
@@ -396,34 +473,69 @@ def _with_echo_call(events: list[bytes], key: str, indexless: bool = False) -> l
     n, half = max(indices) + 1, max(1, len(key) // 2)
 
     def delta(tc: dict[str, Any]) -> bytes:
-        return _chunk({**_envelope(events), "choices": [{
-            "index": 0, "delta": {"tool_calls": [tc]}, "logprobs": None,
-            "finish_reason": None}]})
+        return _chunk(
+            {
+                **_envelope(events),
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [tc]},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
 
-    call = [delta({"index": n, "id": "call_echo0123456789abcdefgh", "type": "function",
-                   "function": {"name": "get_weather", "arguments": ""}}),
-            delta({"index": n, "function": {"arguments": '{"city": "' + key[:half]}}),
-            delta({"function": {"arguments": key[half:] + '"}'}} if indexless else
-                  {"index": n, "function": {"arguments": key[half:] + '"}'}})]
+    call = [
+        delta(
+            {
+                "index": n,
+                "id": "call_echo0123456789abcdefgh",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": ""},
+            }
+        ),
+        delta({"index": n, "function": {"arguments": '{"city": "' + key[:half]}}),
+        delta(
+            {"function": {"arguments": key[half:] + '"}'}}
+            if indexless
+            else {"index": n, "function": {"arguments": key[half:] + '"}'}}
+        ),
+    ]
     return events[:finish] + call + events[finish:]
 
 
 async def f_echo_401(ctx: _Ctx) -> None:
-    url = ctx.hit.path + ("?" + "&".join(f"{k}={v}" for k, v in ctx.hit.query.items())
-                          if ctx.hit.query else "")
-    await _json(ctx, 401, _error_body(401, f"Incorrect API key provided: {ctx.key} "
-                                           f"(request {url}, basic {ctx.basic})",
-                                      "invalid_api_key"),
-                {"www-authenticate": f'Bearer realm="{ctx.key}"'})
+    url = ctx.hit.path + (
+        "?" + "&".join(f"{k}={v}" for k, v in ctx.hit.query.items()) if ctx.hit.query else ""
+    )
+    await _json(
+        ctx,
+        401,
+        _error_body(
+            401,
+            f"Incorrect API key provided: {ctx.key} (request {url}, basic {ctx.basic})",
+            "invalid_api_key",
+        ),
+        {"www-authenticate": f'Bearer realm="{ctx.key}"'},
+    )
 
 
 async def f_status(ctx: _Ctx) -> None:
     code = int(ctx.hit.arg or 500)
     after = ctx.hit.query.get("after", "1")  # ?after=none: no Retry-After header
     extra = {"retry-after": after} if code in (429, 503) and after != "none" else None
-    await _json(ctx, code, _error_body(code, f"simulated HTTP {code}",
-                                       "server_error" if code >= 500 else
-                                       "invalid_request_error"), extra)
+    await _json(
+        ctx,
+        code,
+        _error_body(
+            code,
+            f"simulated HTTP {code}",
+            "server_error" if code >= 500 else "invalid_request_error",
+        ),
+        extra,
+    )
 
 
 async def f_flaky(ctx: _Ctx) -> None:
@@ -432,8 +544,12 @@ async def f_flaky(ctx: _Ctx) -> None:
         after = ctx.hit.query.get("after", "1")
         if after == "date":
             after = email.utils.formatdate(time.time() + 2, usegmt=True)
-        await _json(ctx, code, _error_body(code, "Rate limit reached, retry later",
-                                           "rate_limit_exceeded"), {"retry-after": after})
+        await _json(
+            ctx,
+            code,
+            _error_body(code, "Rate limit reached, retry later", "rate_limit_exceeded"),
+            {"retry-after": after},
+        )
         return
     await _answer(ctx)
 
@@ -470,13 +586,16 @@ async def f_close_mid_event(ctx: _Ctx) -> None:
 
 
 async def f_json_error_200(ctx: _Ctx) -> None:
-    await _json(ctx, 200, _error_body(200, "The model is overloaded, try again later",
-                                      "server_error"))
+    await _json(
+        ctx, 200, _error_body(200, "The model is overloaded, try again later", "server_error")
+    )
 
 
 async def f_html_200(ctx: _Ctx) -> None:
-    page = (b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>\n"
-            b"<body><h1>Captive portal</h1><p>Please log in.</p></body></html>\n")
+    page = (
+        b"<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head>\n"
+        b"<body><h1>Captive portal</h1><p>Please log in.</p></body></html>\n"
+    )
     await _head(ctx, 200, "text/html; charset=utf-8", length=len(page))
     ctx.writer.write(page)
     await ctx.writer.drain()
@@ -485,8 +604,15 @@ async def f_html_200(ctx: _Ctx) -> None:
 async def f_error_event(ctx: _Ctx) -> None:
     status, ctype, data = reference_answer(ctx.request_body())
     events = _events(data)
-    err = _chunk({"error": {"message": "upstream model crashed mid-generation",
-                            "type": "server_error", "code": 500}})
+    err = _chunk(
+        {
+            "error": {
+                "message": "upstream model crashed mid-generation",
+                "type": "server_error",
+                "code": 500,
+            }
+        }
+    )
     await _stream(ctx, events[:2] + [err])
 
 
@@ -507,7 +633,7 @@ async def f_big_event(ctx: _Ctx) -> None:
     await _head(ctx, 200, "text/event-stream; charset=utf-8", chunked=True)
     await _send_chunk(ctx, events[0])
     for i in range(0, len(big), 1 << 16):
-        await _send_chunk(ctx, big[i:i + (1 << 16)])
+        await _send_chunk(ctx, big[i : i + (1 << 16)])
     for e in events[1:]:
         await _send_chunk(ctx, e)
     await _end_chunks(ctx)
@@ -516,8 +642,7 @@ async def f_big_event(ctx: _Ctx) -> None:
 async def f_bad_utf8(ctx: _Ctx) -> None:
     status, ctype, data = reference_answer(ctx.request_body())
     events = _events(data)
-    bad = _chunk(_content_chunk("before-MARK-after", events)).replace(b"MARK",
-                                                                      b"\xff\xfe\xc3(")
+    bad = _chunk(_content_chunk("before-MARK-after", events)).replace(b"MARK", b"\xff\xfe\xc3(")
     await _stream(ctx, events[:1] + [bad] + events[1:])
 
 
@@ -526,7 +651,7 @@ async def f_gzip(ctx: _Ctx) -> None:
     packed = gzip.compress(data)
     await _head(ctx, 200, ctype, extra={"content-encoding": "gzip"}, chunked=True)
     for i in range(0, len(packed), 97):  # small pieces: decoding is incremental
-        await _send_chunk(ctx, packed[i:i + 97])
+        await _send_chunk(ctx, packed[i : i + 97])
     await _end_chunks(ctx)
 
 
@@ -556,8 +681,7 @@ async def f_keepalive_drop(ctx: _Ctx) -> None:
     head = await ctx.reader.readuntil(b"\r\n\r\n")  # the next request on this connection
     target = head.split(b" ", 2)[1].decode("latin-1") if head.count(b" ") >= 2 else ""
     with ctx.server._lock:
-        ctx.server.hits.append(Hit("keepalive-drop", "dropped", urlsplit(target).path, {},
-                                   {}, b""))
+        ctx.server.hits.append(Hit("keepalive-drop", "dropped", urlsplit(target).path, {}, {}, b""))
     # Return unanswered: the connection is closed.
 
 
@@ -569,14 +693,22 @@ async def f_echo_hidden(ctx: _Ctx) -> None:
     extra: list[tuple[str, str]] = []
     if how == "escaped":  # one character as \u00XX, as a JSON writer may escape any
         line = _chunk(_content_chunk(f"your key is {key}", events)).decode()
-        events = events[:1] + [line.replace(key, key[:half] + f"\\u{ord(key[half]):04x}"
-                                            + key[half + 1:]).encode()] + events[1:]
+        events = (
+            events[:1]
+            + [
+                line.replace(
+                    key, key[:half] + f"\\u{ord(key[half]):04x}" + key[half + 1 :]
+                ).encode()
+            ]
+            + events[1:]
+        )
     elif how == "multiline":  # the first piece's event over two data: lines
         first = json.dumps(_content_chunk(f"split {key[:half]}", events))
         cut = first.index('"delta"')
         two = f"data: {first[:cut]}\ndata: {first[cut:]}\n\n".encode()
-        events = events[:1] + [two, _chunk(_content_chunk(f"{key[half:]} end", events))] \
-            + events[1:]
+        events = (
+            events[:1] + [two, _chunk(_content_chunk(f"{key[half:]} end", events))] + events[1:]
+        )
     elif how == "indexless":
         events = _with_echo_call(events, key, indexless=True)
     body = b"".join(events)
@@ -598,19 +730,22 @@ async def f_echo_hidden(ctx: _Ctx) -> None:
         except ImportError:
             from backports import zstd  # type: ignore[import-not-found,no-redef]
         body, extra = zstd.compress(body), [("content-encoding", "zstd")]
-    head = (f"HTTP/1.1 200 OK\r\ncontent-type: {ctype}\r\nconnection: close\r\n"
-            f"content-length: {len(body)}\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in extra) + "\r\n")
+    head = (
+        f"HTTP/1.1 200 OK\r\ncontent-type: {ctype}\r\nconnection: close\r\n"
+        f"content-length: {len(body)}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in extra) + "\r\n"
+    )
     ctx.writer.write(head.encode("latin-1") + body)
     await ctx.writer.drain()
 
 
 async def f_trickle_head(ctx: _Ctx) -> None:
     pause = float(ctx.hit.arg or 500) / 1000
-    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"x-padding: " + b"p" * 4096 + b"\r\n\r\n")
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"x-padding: " + b"p" * 4096 + b"\r\n\r\n"
+    )
     for i in range(len(head)):
-        ctx.writer.write(head[i:i + 1])
+        ctx.writer.write(head[i : i + 1])
         await ctx.writer.drain()
         await asyncio.sleep(pause)
 
@@ -624,20 +759,32 @@ async def f_early_hints(ctx: _Ctx) -> None:
 
 
 _HANDLERS: dict[str, Callable[[_Ctx], Awaitable[None]]] = {
-    "ok": f_ok, "echo": f_echo, "echo-401": f_echo_401, "status": f_status, "flaky": f_flaky,
-    "no-headers": f_no_headers, "stall": f_stall,
-    "disconnect-mid-event": f_disconnect_mid_event, "close-mid-event": f_close_mid_event,
-    "json-error-200": f_json_error_200, "html-200": f_html_200, "error-event": f_error_event,
-    "endless": f_endless, "big-event": f_big_event, "bad-utf8": f_bad_utf8, "gzip": f_gzip,
-    "gzip-bomb": f_gzip_bomb, "keepalive-drop": f_keepalive_drop,
-    "trickle-head": f_trickle_head, "early-hints": f_early_hints,
+    "ok": f_ok,
+    "echo": f_echo,
+    "echo-401": f_echo_401,
+    "status": f_status,
+    "flaky": f_flaky,
+    "no-headers": f_no_headers,
+    "stall": f_stall,
+    "disconnect-mid-event": f_disconnect_mid_event,
+    "close-mid-event": f_close_mid_event,
+    "json-error-200": f_json_error_200,
+    "html-200": f_html_200,
+    "error-event": f_error_event,
+    "endless": f_endless,
+    "big-event": f_big_event,
+    "bad-utf8": f_bad_utf8,
+    "gzip": f_gzip,
+    "gzip-bomb": f_gzip_bomb,
+    "keepalive-drop": f_keepalive_drop,
+    "trickle-head": f_trickle_head,
+    "early-hints": f_early_hints,
     "echo-hidden": f_echo_hidden,
 }
 
 
 @contextlib.contextmanager
-def fault_server(*, max_wait: float = 30.0, start_timeout: float = 10.0
-                 ) -> Iterator[FaultServer]:
+def fault_server(*, max_wait: float = 30.0, start_timeout: float = 10.0) -> Iterator[FaultServer]:
     """Run a FaultServer on a free 127.0.0.1 port in a background thread.
 
     ``max_wait`` bounds every connection (a stall or an endless stream ends after it);
@@ -719,14 +866,17 @@ UNRESOLVABLE = "http://conformance-fault.invalid/v1"  # RFC 6761: .invalid never
 
 # ---------------------------------------------------------------------- running the suite
 
+
 def providers_yaml(entries: dict[str, dict[str, Any]]) -> str:
     """A providers.yaml text for ``entries`` (name -> entry), JSON-flavoured YAML."""
     return "version: 1\nproviders:\n" + "".join(
-        f"  {name}: {json.dumps(entry)}\n" for name, entry in entries.items())
+        f"  {name}: {json.dumps(entry)}\n" for name, entry in entries.items()
+    )
 
 
-def run_suite(tmp: Any, *args: str, env: dict[str, str] | None = None,
-              timeout: float = 300.0) -> Any:
+def run_suite(
+    tmp: Any, *args: str, env: dict[str, str] | None = None, timeout: float = 300.0
+) -> Any:
     """Run the real pytest suite (``conformance/suite``) in a subprocess, the way a user
     does: ``--providers TMP/providers.yaml --cassette-dir TMP/cassettes --report-dir
     TMP/reports`` plus ``args``. Returns the CompletedProcess (text output captured)."""
@@ -739,12 +889,36 @@ def run_suite(tmp: Any, *args: str, env: dict[str, str] | None = None,
     repo = Path(__file__).resolve().parents[1]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     clean.update(env or {})
-    cmd = [sys.executable, "-m", "pytest", str(repo / "conformance" / "suite"),
-           "--providers", str(tmp / "providers.yaml"),
-           "--cassette-dir", str(tmp / "cassettes"), "--report-dir", str(tmp / "reports"),
-           "-p", "no:cacheprovider", "-q", *args]
-    return subprocess.run(cmd, cwd=tmp, env=clean, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(repo / "conformance" / "suite"),
+        "--providers",
+        str(tmp / "providers.yaml"),
+        "--cassette-dir",
+        str(tmp / "cassettes"),
+        "--report-dir",
+        str(tmp / "reports"),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *args,
+    ]
+    return subprocess.run(
+        cmd, cwd=tmp, env=clean, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
-__all__ = ["FAULTS", "UNRESOLVABLE", "FaultServer", "Hit", "closed_port", "fault_server",
-           "providers_yaml", "reference_answer", "run_suite", "stream_server"]
+
+__all__ = [
+    "FAULTS",
+    "UNRESOLVABLE",
+    "FaultServer",
+    "Hit",
+    "closed_port",
+    "fault_server",
+    "providers_yaml",
+    "reference_answer",
+    "run_suite",
+    "stream_server",
+]

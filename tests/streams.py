@@ -746,11 +746,25 @@ def found(r: Any) -> list[dict[str, Any]]:
     return [f.to_json() for f in r.findings]
 
 
-def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str | None,
-      message: str, excerpt: str | None = None, count: int = 1) -> dict[str, Any]:
+def F(
+    rule: str,
+    level: str,
+    quirk: str | None,
+    event: int | None,
+    pointer: str | None,
+    message: str,
+    excerpt: str | None = None,
+    count: int = 1,
+) -> dict[str, Any]:
     """One finding as `found` gives it, written by hand (excerpt and count only when set)."""
-    d: dict[str, Any] = {"rule": rule, "level": level, "quirk": quirk, "event": event,
-                         "pointer": pointer, "message": message}
+    d: dict[str, Any] = {
+        "rule": rule,
+        "level": level,
+        "quirk": quirk,
+        "event": event,
+        "pointer": pointer,
+        "message": message,
+    }
     if excerpt is not None:
         d["excerpt"] = excerpt
     if count > 1:
@@ -759,8 +773,9 @@ def F(rule: str, level: str, quirk: str | None, event: int | None, pointer: str 
 
 
 # =============================================================================== helpers
-WEATHER_REQUEST = {"body": {"stream": True, "tools": [
-    {"type": "function", "function": {"name": "get_weather"}}]}}
+WEATHER_REQUEST = {
+    "body": {"stream": True, "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+}
 
 
 def analyze_sse(raw: bytes, request: dict[str, Any] | None = None) -> Any:
@@ -768,8 +783,16 @@ def analyze_sse(raw: bytes, request: dict[str, Any] | None = None) -> Any:
     from conformance.analysis import analyze
     from conformance.readers import exchange_transcript
 
-    return analyze(exchange_transcript("<t>", "sse", request or WEATHER_REQUEST, 200,
-                                       {"content-type": "text/event-stream"}, raw))
+    return analyze(
+        exchange_transcript(
+            "<t>",
+            "sse",
+            request or WEATHER_REQUEST,
+            200,
+            {"content-type": "text/event-stream"},
+            raw,
+        )
+    )
 
 
 def traced(fn: Callable[[], Any]) -> tuple[Any, int]:

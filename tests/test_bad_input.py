@@ -354,7 +354,8 @@ def test_go_vcr_v2_cassette_is_analysed(capsys):
     assert (first["source"], second["source"]) == (f"{p}#0", f"{p}#1")
     assert first["verdict"] == "conforms" and first["finish_reason"] == "tool_calls"
     assert [(c["id"], c["name"], c["arguments"]) for c in first["tool_calls"]["robust"]] == [
-        ("call_goVcrTeamWritten0000000A", "get_weather", '{"city": "Paris"}')]
+        ("call_goVcrTeamWritten0000000A", "get_weather", '{"city": "Paris"}')
+    ]
     assert second["verdict"] == "quirk" and second["quirks"] == ["Q-EMPTY-STRING-OVERWRITE"]
     # a naive client overwrites the id with "": the impact is read from the Go recording
     assert second["tool_calls"]["naive"][0]["id"] == ""
@@ -379,8 +380,7 @@ def test_go_vcr_cassette_without_a_comment_and_with_a_binary_body(tmp_path, caps
     ``!!binary`` (Go's yaml writes one) and is judged as bytes."""
     doc = yaml.safe_load((GO_VCR / "v2-tool-call-streams.yaml").read_text())
     body = doc["interactions"][0]["response"]["body"]
-    doc["interactions"][0]["response"]["body"] = body.replace("Paris", "Par\xe9s").encode(
-        "latin-1")
+    doc["interactions"][0]["response"]["body"] = body.replace("Paris", "Par\xe9s").encode("latin-1")
     p = tmp_path / "go.yaml"
     p.write_text("---\n" + yaml.safe_dump(doc, sort_keys=False))
     rc, out, err = run_cli(capsys, "--json", str(p))
@@ -390,17 +390,23 @@ def test_go_vcr_cassette_without_a_comment_and_with_a_binary_body(tmp_path, caps
     assert any(f["rule"] == "R-SSE-WELL-FORMED" for f in first["findings"])
 
 
-@pytest.mark.parametrize("where, value, says", [
-    (("response",), "oops", "interaction 0: `response` is a string, not a mapping"),
-    (("response", "body"), 12, "interaction 0: response body is a number, neither text nor "
-                               "binary"),
-    (("response", "body"), {"string": ["a"]}, "interaction 0: response body is a list"),
-    (("response", "code"), "200", "interaction 0: response `code` is a string, not a number"),
-    (("response", "status"), {"code": None, "message": "OK"}, None),  # vcrpy, no code: read
-    (("response", "headers"), ["Content-Type"], "interaction 0: response headers is a list"),
-    (("request",), None, None),  # no request at all: read
-    (("request", "headers"), 5, "interaction 0: request headers is a number"),
-])
+@pytest.mark.parametrize(
+    "where, value, says",
+    [
+        (("response",), "oops", "interaction 0: `response` is a string, not a mapping"),
+        (
+            ("response", "body"),
+            12,
+            "interaction 0: response body is a number, neither text nor binary",
+        ),
+        (("response", "body"), {"string": ["a"]}, "interaction 0: response body is a list"),
+        (("response", "code"), "200", "interaction 0: response `code` is a string, not a number"),
+        (("response", "status"), {"code": None, "message": "OK"}, None),  # vcrpy, no code: read
+        (("response", "headers"), ["Content-Type"], "interaction 0: response headers is a list"),
+        (("request",), None, None),  # no request at all: read
+        (("request", "headers"), 5, "interaction 0: request headers is a number"),
+    ],
+)
 def test_wrong_typed_cassette_field_is_one_line(tmp_path, capsys, where, value, says):
     doc = yaml.safe_load((GO_VCR / "v2-tool-call-streams.yaml").read_text())
     node = doc["interactions"][0]
@@ -417,17 +423,28 @@ def test_wrong_typed_cassette_field_is_one_line(tmp_path, capsys, where, value, 
         assert says in one_error_line(err, p)
 
 
-@pytest.mark.parametrize("mutate, says", [
-    (lambda h: h["log"]["entries"].append("x"), "entry 1 is a string, not a mapping"),
-    (lambda h: h["log"]["entries"][0].pop("response"), None),  # no response: read, error
-    (lambda h: h["log"]["entries"][0]["response"].update(headers={"a": "b"}),
-     "entry 0: response headers is a mapping, not a list"),
-    (lambda h: h["log"]["entries"][0]["response"]["content"].update(
-        encoding="base64", text="!!not base64!!"), "entry 0: content.text is not valid base64"),
-    (lambda h: h["log"]["entries"][0]["response"].update(status="200"),
-     "entry 0: response status is a string, not a number"),
-    (lambda h: h["log"].update(entries={"a": 1}), "a JSON file without log.entries"),
-])
+@pytest.mark.parametrize(
+    "mutate, says",
+    [
+        (lambda h: h["log"]["entries"].append("x"), "entry 1 is a string, not a mapping"),
+        (lambda h: h["log"]["entries"][0].pop("response"), None),  # no response: read, error
+        (
+            lambda h: h["log"]["entries"][0]["response"].update(headers={"a": "b"}),
+            "entry 0: response headers is a mapping, not a list",
+        ),
+        (
+            lambda h: h["log"]["entries"][0]["response"]["content"].update(
+                encoding="base64", text="!!not base64!!"
+            ),
+            "entry 0: content.text is not valid base64",
+        ),
+        (
+            lambda h: h["log"]["entries"][0]["response"].update(status="200"),
+            "entry 0: response status is a string, not a number",
+        ),
+        (lambda h: h["log"].update(entries={"a": 1}), "a JSON file without log.entries"),
+    ],
+)
 def test_har_with_missing_or_wrong_typed_keys_is_one_line(tmp_path, capsys, mutate, says):
     har = _har({"mimeType": "text/event-stream", "text": S.REFERENCE_SINGLE_SSE})
     mutate(har)

@@ -18,13 +18,18 @@ from conformance.runner import CellRunner
 from conformance.scenarios import SCENARIOS
 
 REQUEST = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-ROLE = ('data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
-        '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
-        '"finish_reason":null}]}\n\n')
-TEXT = ('data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
-        '"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}\n\n')
-EMPTY_REASON = ("HTTP 200 with an empty body: the server closed the stream after its headers, "
-                "before any event")
+ROLE = (
+    'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+    '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+    '"finish_reason":null}]}\n\n'
+)
+TEXT = (
+    'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+    '"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}\n\n'
+)
+EMPTY_REASON = (
+    "HTTP 200 with an empty body: the server closed the stream after its headers, before any event"
+)
 
 
 def test_empty_200_body_is_an_error_with_the_reason() -> None:
@@ -38,16 +43,20 @@ def test_empty_200_body_is_an_error_with_the_reason() -> None:
 def test_blank_lines_only_are_an_error_too() -> None:
     r = analyze_bytes(b"\n\n", status=200, request=REQUEST)
     assert r.verdict == "error"
-    assert r.error == ("HTTP 200 with 2 bytes and no event: the server closed the stream "
-                       "after its headers, before any event")
+    assert r.error == (
+        "HTTP 200 with 2 bytes and no event: the server closed the stream "
+        "after its headers, before any event"
+    )
 
 
 def test_body_cut_inside_an_event_is_an_error() -> None:
     raw = (ROLE + TEXT + TEXT[:40]).encode()  # the third event stops halfway
     r = analyze_bytes(raw, status=200, request=REQUEST)
     assert r.verdict == "error"
-    assert r.error == ("HTTP 200 body cut inside an event after 2 event(s), with no "
-                       "finish_reason: the server closed the stream mid-answer")
+    assert r.error == (
+        "HTTP 200 body cut inside an event after 2 event(s), with no "
+        "finish_reason: the server closed the stream mid-answer"
+    )
     assert "Q-FINISH-NEVER-SENT" not in r.quirks and "Q-SSE-DONE-MISSING" not in r.quirks
 
 
@@ -68,15 +77,17 @@ def _runner(bodies: list[bytes]) -> CellRunner:
     answers = iter(bodies)
 
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              content=next(answers))
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=next(answers)
+        )
 
     return CellRunner(replay=True, client=httpx.Client(transport=httpx.MockTransport(answer)))
 
 
 def _sse(chunks: list[dict[str, Any]]) -> bytes:
-    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) \
-        + b"data: [DONE]\n\n"
+    return (
+        b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    )
 
 
 PROVIDER = provider_from_entry("p", {"base_url": "http://127.0.0.1:9/v1", "model": "m"})
@@ -91,12 +102,21 @@ def test_the_cell_of_an_empty_body_is_an_error() -> None:
 
 def test_an_empty_body_on_the_round_trip_is_an_error_of_the_round_trip() -> None:
     envelope = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    call = {"index": 0, "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
-    first = _sse([dict(envelope, choices=[{"index": 0, "delta": {"tool_calls": [call]},
-                                           "finish_reason": None}]),
-                  dict(envelope, choices=[{"index": 0, "delta": {},
-                                           "finish_reason": "tool_calls"}])])
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    first = _sse(
+        [
+            dict(
+                envelope,
+                choices=[{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}],
+            ),
+            dict(envelope, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+        ]
+    )
     runner = _runner([first, b""])
     cell = runner.run(PROVIDER, SCENARIOS["round-trip"])
     runner.close()

@@ -53,10 +53,17 @@ version: 1
 
 
 def _cassette(body: bytes | str) -> dict[str, Any]:
-    req = Request("POST", "http://127.0.0.1:1/v1/chat/completions", b'{"stream": true}',
-                  {"content-type": "application/json"})
-    resp = {"status": {"code": 200, "message": "OK"}, "headers": {"x-a": ["b"]},
-            "body": {"string": body}}
+    req = Request(
+        "POST",
+        "http://127.0.0.1:1/v1/chat/completions",
+        b'{"stream": true}',
+        {"content-type": "application/json"},
+    )
+    resp = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"x-a": ["b"]},
+        "body": {"string": body},
+    }
     return {"requests": [req], "responses": [resp]}
 
 
@@ -88,48 +95,60 @@ def _loaded(path: Path) -> list[bytes | str]:
     vcrpy = yaml.load(path.read_text(), Loader=yamlserializer.Loader)
     _, responses = AtomicPersister.load_cassette(path, yamlserializer)
     ours = readers.load_cassette(path)
-    return [vcrpy["interactions"][0]["response"]["body"]["string"],
-            responses[0]["body"]["string"],
-            ours["interactions"][0]["response"]["body"]["string"]]
+    return [
+        vcrpy["interactions"][0]["response"]["body"]["string"],
+        responses[0]["body"]["string"],
+        ours["interactions"][0]["response"]["body"]["string"],
+    ]
 
 
 # ------------------------------------------------------------------ what is written
 
 WRITTEN = [  # (body, the body's lines in the file): written by hand
-    (b'data: {"c": "a\xc3\xa9"}\n\ndata: [DONE]\n\n',
-     '      string: "data: {\\"c\\": \\"a\\xe9\\"}\\n\\ndata: [DONE]\\n\\n"\n'),
-    (b"a\\b\r\n\t\x00\x1f\x7f\xc2\x85\xc2\xa0\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf"
-     b"\xef\xbf\xbe\xf0\x9f\x98\x80 z",
-     '      string: "a\\\\b\\r\\n\\t\\x00\\x1f\\x7f\\x85\\xa0\\u2028\\u2029\\ufeff\\ufffe'
-     '\\U0001f600 z"\n'),
-    (b"\xff\xfe" * 30 + b"\x00",  # not UTF-8: vcrpy's !!binary block, 76 characters a line
-     "      string: !!binary |\n"
-     "        //7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7/\n"
-     "        /v/+AA==\n"),
+    (
+        b'data: {"c": "a\xc3\xa9"}\n\ndata: [DONE]\n\n',
+        '      string: "data: {\\"c\\": \\"a\\xe9\\"}\\n\\ndata: [DONE]\\n\\n"\n',
+    ),
+    (
+        b"a\\b\r\n\t\x00\x1f\x7f\xc2\x85\xc2\xa0\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf"
+        b"\xef\xbf\xbe\xf0\x9f\x98\x80 z",
+        '      string: "a\\\\b\\r\\n\\t\\x00\\x1f\\x7f\\x85\\xa0\\u2028\\u2029\\ufeff\\ufffe'
+        '\\U0001f600 z"\n',
+    ),
+    (
+        b"\xff\xfe" * 30 + b"\x00",  # not UTF-8: vcrpy's !!binary block, 76 characters a line
+        "      string: !!binary |\n"
+        "        //7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7//v/+//7/\n"
+        "        /v/+AA==\n",
+    ),
 ]
 
 
 @pytest.mark.parametrize("body,lines", WRITTEN, ids=["sse", "escapes", "binary"])
-def test_a_big_body_is_written_from_its_bytes(tmp_path: Path, small: None, body: bytes,
-                                              lines: str) -> None:
+def test_a_big_body_is_written_from_its_bytes(
+    tmp_path: Path, small: None, body: bytes, lines: str
+) -> None:
     cassette = _save(tmp_path / "c.yaml", body)
     assert (tmp_path / "c.yaml").read_text() == HEAD + lines + TAIL
     assert cassette["responses"][0]["body"]["string"] is body  # vcrpy's dict unchanged
     assert _loaded(tmp_path / "c.yaml")[1:] == [body, body]
 
 
-def test_a_binary_body_set_aside_is_what_vcrpy_writes(tmp_path: Path, small: None,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_binary_body_set_aside_is_what_vcrpy_writes(
+    tmp_path: Path, small: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(cassettes, "PIECE", 120)  # two base64 lines a slice: 5 slices
     body = bytes(range(256)) * 2 + b"\xff"
     _save(tmp_path / "c.yaml", body)
     assert (tmp_path / "c.yaml").read_text() == serialize(_cassette(body), yamlserializer)
 
 
-@pytest.mark.parametrize("body", [b"", b"12345678", "text as str, long enough",
-                                  b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8"])
-def test_a_body_not_set_aside_keeps_libyamls_bytes(tmp_path: Path, small: None,
-                                                   body: bytes | str) -> None:
+@pytest.mark.parametrize(
+    "body", [b"", b"12345678", "text as str, long enough", b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8"]
+)
+def test_a_body_not_set_aside_keeps_libyamls_bytes(
+    tmp_path: Path, small: None, body: bytes | str
+) -> None:
     cassette = _save(tmp_path / "c.yaml", body)
     assert (tmp_path / "c.yaml").read_text() == serialize(_cassette(body), yamlserializer)
     assert cassette["responses"][0]["body"]["string"] is body
@@ -152,12 +171,12 @@ def test_several_bodies_each_in_its_place(tmp_path: Path, small: None) -> None:
     assert "      string: !!binary |\n        c2Vjb25k/yBib2R5\n" in text
     assert "  response: not a mapping\n" in text
     _, responses = AtomicPersister.load_cassette(tmp_path / "c.yaml", yamlserializer)
-    assert [r["body"]["string"] for r in responses[:2]] == [b"first body\n",
-                                                            b"second\xff body"]
+    assert [r["body"]["string"] for r in responses[:2]] == [b"first body\n", b"second\xff body"]
 
 
 def test_a_body_whose_placeholder_is_not_found_fails_the_write(
-        tmp_path: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, small: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "c.yaml").write_text("the previous cassette\n")
     monkeypatch.setattr(cassettes, "_MARK_LINE", re.compile("never matches"))
     with pytest.raises(RuntimeError, match="a response body set aside was not written"):
@@ -167,19 +186,28 @@ def test_a_body_whose_placeholder_is_not_found_fails_the_write(
     assert (tmp_path / "c.yaml").read_text() == "the previous cassette\n"
 
 
-def test_a_big_body_is_redacted_slice_by_slice(tmp_path: Path, small: None,
-                                               canary: str) -> None:
-    body = (b"data: a\n" * 5 + b"data: x " + canary.encode() + b" y\n"
-            b"data: Bearer abcdefghijkl\ndata: sk-abcdefghijklmnopqrstu\n")
+def test_a_big_body_is_redacted_slice_by_slice(tmp_path: Path, small: None, canary: str) -> None:
+    body = (
+        b"data: a\n" * 5 + b"data: x " + canary.encode() + b" y\n"
+        b"data: Bearer abcdefghijkl\ndata: sk-abcdefghijklmnopqrstu\n"
+    )
     _save(tmp_path / "c.yaml", body)
     text = (tmp_path / "c.yaml").read_text()
-    assert text == HEAD + ('      string: "' + "data: a\\n" * 5 + "data: x <redacted> y\\n"
-                           'data: Bearer <redacted>\\ndata: <redacted>\\n"\n') + TAIL
-    assert not any(canary[i:i + 12] in text for i in range(len(canary) - 11))
+    assert (
+        text
+        == HEAD
+        + (
+            '      string: "' + "data: a\\n" * 5 + "data: x <redacted> y\\n"
+            'data: Bearer <redacted>\\ndata: <redacted>\\n"\n'
+        )
+        + TAIL
+    )
+    assert not any(canary[i : i + 12] in text for i in range(len(canary) - 11))
 
 
-def test_a_placeholder_is_not_redacted_and_not_a_body_elsewhere(tmp_path: Path,
-                                                                small: None) -> None:
+def test_a_placeholder_is_not_redacted_and_not_a_body_elsewhere(
+    tmp_path: Path, small: None
+) -> None:
     # the marks are plain words: no key shape, no query, no user info
     mark = readers.set_aside_mark(3)
     assert secrets.redact(mark) == mark and len(mark) == len("conformance-set-aside-3-") + 16
@@ -199,25 +227,53 @@ SLICES = [  # (data, size, the slices): written by hand, SLICE left at 1 MiB
 
 
 @pytest.mark.parametrize("data,size,want", SLICES)
-def test_a_body_is_written_in_slices_of_the_size_asked(data: bytes, size: int | None,
-                                                       want: list[tuple[int, int]]) -> None:
+def test_a_body_is_written_in_slices_of_the_size_asked(
+    data: bytes, size: int | None, want: list[tuple[int, int]]
+) -> None:
     assert list(secrets.slices(data, size)) == want
 
 
 # ------------------------------------------------------------------ round trips
 
 # no "=", "@", "_" or "-": no query, user info or key shape for redaction to change
-PIECES = st.characters(blacklist_categories=("Cs",), blacklist_characters="=@_-") | \
-    st.sampled_from(["\x00", "\r", "\n", "\r\n", "\x85", "\u2028", "\u2029", "\ufeff",
-                     "\ufffe", "\U0001f600", '"', "\\", "\\x41", "\\u00e9", "\t", "é"])
+PIECES = st.characters(blacklist_categories=("Cs",), blacklist_characters="=@_-") | st.sampled_from(
+    [
+        "\x00",
+        "\r",
+        "\n",
+        "\r\n",
+        "\x85",
+        "\u2028",
+        "\u2029",
+        "\ufeff",
+        "\ufffe",
+        "\U0001f600",
+        '"',
+        "\\",
+        "\\x41",
+        "\\u00e9",
+        "\t",
+        "é",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=st.lists(PIECES, max_size=40).map("".join), raw=st.binary(max_size=60),
-       read=st.integers(1, 12), slice_=st.integers(1, 24), binary=st.booleans())
-def test_every_body_round_trips_through_every_reader(tmp_path_factory: pytest.TempPathFactory,
-                                                     text: str, raw: bytes, read: int,
-                                                     slice_: int, binary: bool) -> None:
+@given(
+    text=st.lists(PIECES, max_size=40).map("".join),
+    raw=st.binary(max_size=60),
+    read=st.integers(1, 12),
+    slice_=st.integers(1, 24),
+    binary=st.booleans(),
+)
+def test_every_body_round_trips_through_every_reader(
+    tmp_path_factory: pytest.TempPathFactory,
+    text: str,
+    raw: bytes,
+    read: int,
+    slice_: int,
+    binary: bool,
+) -> None:
     body = raw if binary else text.encode()
     path = tmp_path_factory.mktemp("c") / "c.yaml"
     with pytest.MonkeyPatch.context() as mp:
@@ -234,8 +290,9 @@ def test_every_body_round_trips_through_every_reader(tmp_path_factory: pytest.Te
 
 
 @pytest.mark.parametrize("read", range(1, 13))
-def test_escapes_straddle_the_slice_ends(tmp_path: Path, small: None, read: int,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_escapes_straddle_the_slice_ends(
+    tmp_path: Path, small: None, read: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(readers, "READ", read)
     body = 'é"\\\\\n\U0001f600\x00\u2028x\\'.encode() * 3
     _save(tmp_path / "c.yaml", body)
@@ -243,6 +300,7 @@ def test_escapes_straddle_the_slice_ends(tmp_path: Path, small: None, read: int,
 
 
 # ------------------------------------------------------------------ what the loader reads
+
 
 def _file(tmp_path: Path, line: str) -> Path:
     path = tmp_path / "c.yaml"
@@ -261,39 +319,47 @@ ESCAPED = [
 
 
 @pytest.mark.parametrize("line,body", list(zip(ESCAPES, ESCAPED, strict=True)))
-def test_yamls_other_escapes_are_decoded(tmp_path: Path, small: None, line: str,
-                                         body: bytes) -> None:
+def test_yamls_other_escapes_are_decoded(
+    tmp_path: Path, small: None, line: str, body: bytes
+) -> None:
     loaded = _loaded(_file(tmp_path, line))
     assert [loaded[0].encode(), loaded[1], loaded[2]] == [body, body, body]
 
 
 LOADED_WHOLE = [  # body lines the slice reader leaves to the YAML loader, and what it gives
     ('      string: "caf\xe9 au lait, raw"\n', "caf\xe9 au lait, raw"),  # raw non-ASCII
-    ('      string: "a long line folded\n        on the next one"\n',
-     "a long line folded on the next one"),  # no closing quote on the line
+    (
+        '      string: "a long line folded\n        on the next one"\n',
+        "a long line folded on the next one",
+    ),  # no closing quote on the line
     ('      string: "a long line ending \\"\n        there"\n', 'a long line ending " there'),
 ]
 
 
 @pytest.mark.parametrize("line,value", LOADED_WHOLE)
-def test_what_the_slice_reader_does_not_know_is_loaded_whole(tmp_path: Path, small: None,
-                                                             line: str, value: str) -> None:
+def test_what_the_slice_reader_does_not_know_is_loaded_whole(
+    tmp_path: Path, small: None, line: str, value: str
+) -> None:
     path = tmp_path / "c.yaml"
     path.write_bytes((HEAD + line + TAIL).encode("utf-8"))
-    assert readers.load_cassette(path)["interactions"][0]["response"]["body"]["string"] \
-        == value
+    assert readers.load_cassette(path)["interactions"][0]["response"]["body"]["string"] == value
 
 
-@pytest.mark.parametrize("end,valid", [('"', True), ('"\r', True), ("", False),
-                                       ("\\", False), ('\\"', False)])
-def test_a_body_line_that_ends_the_file_is_loaded_whole(tmp_path: Path, small: None,
-                                                        end: str, valid: bool) -> None:
+@pytest.mark.parametrize(
+    "end,valid", [('"', True), ('"\r', True), ("", False), ("\\", False), ('\\"', False)]
+)
+def test_a_body_line_that_ends_the_file_is_loaded_whole(
+    tmp_path: Path, small: None, end: str, valid: bool
+) -> None:
     path = tmp_path / "c.yaml"
-    path.write_bytes(b'interactions:\n- response:\n    body:\n      string: "a long body at '
-                     b"the end" + end.encode())  # no line end: the last line of the file
+    path.write_bytes(
+        b'interactions:\n- response:\n    body:\n      string: "a long body at '
+        b"the end" + end.encode()
+    )  # no line end: the last line of the file
     if valid:
-        assert readers.load_cassette(path) == {"interactions": [
-            {"response": {"body": {"string": "a long body at the end"}}}]}
+        assert readers.load_cassette(path) == {
+            "interactions": [{"response": {"body": {"string": "a long body at the end"}}}]
+        }
     else:
         with pytest.raises(InputError, match="not valid YAML"):
             readers.load_cassette(path)
@@ -301,25 +367,28 @@ def test_a_body_line_that_ends_the_file_is_loaded_whole(tmp_path: Path, small: N
 
 def test_a_body_line_inside_a_block_scalar_stays_text(tmp_path: Path, small: None) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text('interactions:\n- note: |\n    string: "inside a block, long"\n'
-                    "  response: {}\nversion: 1\n")
+    path.write_text(
+        'interactions:\n- note: |\n    string: "inside a block, long"\n  response: {}\nversion: 1\n'
+    )
     assert readers.load_cassette(path)["interactions"] == [
-        {"note": 'string: "inside a block, long"\n', "response": {}}]
+        {"note": 'string: "inside a block, long"\n', "response": {}}
+    ]
 
 
 BAD_ESCAPES = [  # (the body line, the YAML loader's reason): the file is loaded whole
-    ('      string: "a long body with a \\q bad escape"\n',
-     "found unknown escape character"),
-    ('      string: "a long line with \\ud83d alone"\n',
-     "found invalid Unicode character escape code"),
-    ('      string: "a long line with \\xZZ in it"\n',
-     "did not find expected hexdecimal number"),
+    ('      string: "a long body with a \\q bad escape"\n', "found unknown escape character"),
+    (
+        '      string: "a long line with \\ud83d alone"\n',
+        "found invalid Unicode character escape code",
+    ),
+    ('      string: "a long line with \\xZZ in it"\n', "did not find expected hexdecimal number"),
 ]
 
 
 @pytest.mark.parametrize("line,reason", BAD_ESCAPES)
-def test_a_bad_escape_is_the_yaml_error_with_its_line(tmp_path: Path, small: None, line: str,
-                                                      reason: str) -> None:
+def test_a_bad_escape_is_the_yaml_error_with_its_line(
+    tmp_path: Path, small: None, line: str, reason: str
+) -> None:
     path = _file(tmp_path, line)
     with pytest.raises(InputError) as e:
         readers.load_cassette(path)
@@ -336,13 +405,17 @@ def test_an_error_after_a_body_line_has_its_line(tmp_path: Path, small: None) ->
 
 
 def test_a_long_line_that_is_no_body_is_read_whole(tmp_path: Path, small: None) -> None:
-    path = _file(tmp_path, '      string: a plain scalar, long enough\n')
-    assert _loaded(path) == ["a plain scalar, long enough", b"a plain scalar, long enough",
-                             "a plain scalar, long enough"]
+    path = _file(tmp_path, "      string: a plain scalar, long enough\n")
+    assert _loaded(path) == [
+        "a plain scalar, long enough",
+        b"a plain scalar, long enough",
+        "a plain scalar, long enough",
+    ]
 
 
 def test_a_file_that_is_not_utf8_is_vcrpys_decode_error(tmp_path: Path) -> None:
     from vcr.persisters.filesystem import CassetteDecodeError
+
     path = tmp_path / "c.yaml"
     path.write_bytes(HEAD.encode() + b"      string: caf\xe9\n" + TAIL.encode())
     with pytest.raises(CassetteDecodeError):
@@ -356,8 +429,11 @@ def test_a_missing_cassette_is_vcrpys_not_found(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ memory
 
-EVENT = ('data: {"choices": [{"index": 0, "delta": {"content": "'
-         + "\u00e9t\u00e9 \\\"quoted\\\" " * 40 + '"}}]}\n\n').encode()
+EVENT = (
+    'data: {"choices": [{"index": 0, "delta": {"content": "'
+    + '\u00e9t\u00e9 \\"quoted\\" ' * 40
+    + '"}}]}\n\n'
+).encode()
 
 
 def test_a_big_body_is_saved_and_loaded_within_a_constant(tmp_path: Path) -> None:
@@ -384,7 +460,7 @@ def test_a_big_body_is_saved_and_loaded_within_a_constant(tmp_path: Path) -> Non
 
 UNESCAPED = [  # (a slice of a body line, its bytes): written by hand
     (b'a\\"b\\\\c\\n\\r\\t\\x41\\u00e9\\U0001f600 z', 'a"b\\c\n\r\tA\u00e9\U0001f600 z'.encode()),
-    (b'\\0\\x41\\u00e9\\U0001F600\\e\\\\q', "\0A\u00e9\U0001f600\x1b\\q".encode()),
+    (b"\\0\\x41\\u00e9\\U0001F600\\e\\\\q", "\0A\u00e9\U0001f600\x1b\\q".encode()),
     (b"\\\\0 \\\\e", b"\\0 \\e"),
     (b"", b""),
 ]
@@ -417,9 +493,12 @@ OPEN_ESCAPES = [  # (data, end, where an escape cut by end starts, else end): by
     (b"ab\\\\", 4, 4),  # an escaped backslash
     (b"ab\\\\\\", 5, 4),  # and a lone one
     (b"a\\n", 3, 3),
-    (b"a\\x4", 4, 1), (b"a\\x41", 5, 5),
-    (b"a\\u00e", 6, 1), (b"a\\u00e9", 7, 7),
-    (b"a\\U0001f60", 10, 1), (b"a\\U0001f600", 11, 11),
+    (b"a\\x4", 4, 1),
+    (b"a\\x41", 5, 5),
+    (b"a\\u00e", 6, 1),
+    (b"a\\u00e9", 7, 7),
+    (b"a\\U0001f60", 10, 1),
+    (b"a\\U0001f600", 11, 11),
     (b'ab\\"', 3, 2),  # what lies past end is not looked at
     (b"\\" * 64, 64, 64),  # a long run, counted whole
     (b"\\" * 65, 65, 64),
@@ -442,7 +521,8 @@ def test_a_body_line_is_read_to_its_closing_quote(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize("rest", [b"abc\n", b'abc\\"\n', b'abc"', b'abc" \n', b""])
 def test_a_body_line_without_its_closing_quote_is_a_value_error(
-        monkeypatch: pytest.MonkeyPatch, rest: bytes) -> None:
+    monkeypatch: pytest.MonkeyPatch, rest: bytes
+) -> None:
     monkeypatch.setattr(readers, "READ", 2)
     with pytest.raises(ValueError) as e:
         readers._read_body(io.BytesIO(rest), b"")
@@ -456,7 +536,8 @@ def test_every_body_is_put_back_and_counted() -> None:
 
 
 def test_only_a_line_longer_than_line_is_sliced_and_each_body_has_its_mark(
-        tmp_path: Path, small: None) -> None:
+    tmp_path: Path, small: None
+) -> None:
     seen: list[bytes] = []
 
     def load(text: bytes) -> Any:
@@ -471,8 +552,13 @@ def test_only_a_line_longer_than_line_is_sliced_and_each_body_has_its_mark(
     assert seen == [whole]  # read as it is, once
     seen.clear()
     path.write_bytes(b'a:\n  string: "one body, long"\nb:\n  string: "another long body"\n')
-    assert readers.load_yaml(path, load) == {"a": {"string": b"one body, long"},
-                                             "b": {"string": b"another long body"}}
+    assert readers.load_yaml(path, load) == {
+        "a": {"string": b"one body, long"},
+        "b": {"string": b"another long body"},
+    }
     (text,) = seen  # loaded once: the bodies put back, not the file loaded again
-    assert re.fullmatch(rb"a:\n  string: conformance-set-aside-0-[0-9a-f]{16}\n"
-                        rb"b:\n  string: conformance-set-aside-1-[0-9a-f]{16}\n", text), text
+    assert re.fullmatch(
+        rb"a:\n  string: conformance-set-aside-0-[0-9a-f]{16}\n"
+        rb"b:\n  string: conformance-set-aside-1-[0-9a-f]{16}\n",
+        text,
+    ), text

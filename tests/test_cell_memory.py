@@ -51,7 +51,7 @@ MiB = 2**20
 # setup, where a replay loads the cassette; the exchange under vcrpy and the analysis;
 # its teardown, where pytest-recording writes the cassette) to its end, and the peak of
 # each of those three phases above what was allocated when it began.
-PLUGIN = '''
+PLUGIN = """
 import json, os, tracemalloc, pytest
 
 _peaks, _phases = [], {}
@@ -86,7 +86,7 @@ def pytest_runtest_protocol(item, nextitem):
     tracemalloc.stop()
     with open(os.environ["CELLMEM_OUT"], "w") as f:
         json.dump({"cell": item.nodeid, "peak": peak, **_phases}, f)
-'''
+"""
 
 
 def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: Path) -> None:
@@ -94,11 +94,21 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
     (tmp_path / "cellmem.py").write_text(PLUGIN)
     env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json")}
     with fault_server(max_wait=60) as fs:
-        (tmp_path / "providers.yaml").write_text(providers_yaml({"endless": {
-            "base_url": fs.base_url("endless", 0), "model": "reference",
-            "retries": {"max": 0}, "limits": {"max_bytes": max_bytes}}}))
-        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
-                        env=env)
+        (tmp_path / "providers.yaml").write_text(
+            providers_yaml(
+                {
+                    "endless": {
+                        "base_url": fs.base_url("endless", 0),
+                        "model": "reference",
+                        "retries": {"max": 0},
+                        "limits": {"max_bytes": max_bytes},
+                    }
+                }
+            )
+        )
+        rec = run_suite(
+            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
+        )
     assert "1 failed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
     peak = json.loads((tmp_path / "peak.json").read_text())["peak"]
     # k = 1: the transport holds the body as it came (no copy) until a limit ends it,
@@ -109,7 +119,9 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
     assert peak <= max_bytes + 4 * MiB, peak / MiB
     live = cell_result(tmp_path / "reports")
     assert (live["verdict"], live["reason"]) == (
-        "error", "stream exceeded 4194304 bytes (limits.max_bytes)")
+        "error",
+        "stream exceeded 4194304 bytes (limits.max_bytes)",
+    )
 
     cassette = tmp_path / "cassettes" / "endless" / "single.yaml"
     assert cassette.stat().st_size < 400_000  # the prefix, not the 4 MiB
@@ -129,17 +141,21 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
     assert [f["rule"] for f in live["findings"]] == ["R-COMPLETE"]
 
 
-LONG_EVENT = (b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, '
-              b'"model": "m", "choices": [{"index": 0, "delta": {"content": "'
-              + b"the quick brown fox jumps over the lazy dog " * 16
-              + b'"}, "finish_reason": null}]}\n\n')  # 862 bytes
-LONG_END = (b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
-            b'"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", '
-            b'"type": "function", "function": {"name": "get_weather", "arguments": '
-            b'"{\\"city\\": \\"Paris\\"}"}}]}, "finish_reason": null}]}\n\n'
-            b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
-            b'"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}\n\n'
-            b"data: [DONE]\n\n")
+LONG_EVENT = (
+    b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, '
+    b'"model": "m", "choices": [{"index": 0, "delta": {"content": "'
+    + b"the quick brown fox jumps over the lazy dog " * 16
+    + b'"}, "finish_reason": null}]}\n\n'
+)  # 862 bytes
+LONG_END = (
+    b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+    b'"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", '
+    b'"type": "function", "function": {"name": "get_weather", "arguments": '
+    b'"{\\"city\\": \\"Paris\\"}"}}]}, "finish_reason": null}]}\n\n'
+    b'data: {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", '
+    b'"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
 
 
 def _long_body(w: Any, events: int) -> None:
@@ -150,7 +166,8 @@ def _long_body(w: Any, events: int) -> None:
 
 
 def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     max_bytes = 4 * MiB
     events = 4352  # 4352 * 862 bytes + 451 bytes of end: 3.6 MiB, 90 % of max_bytes
     body = len(LONG_EVENT) * events + len(LONG_END)
@@ -158,14 +175,28 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     (tmp_path / "cellmem.py").write_text(PLUGIN)
     # with a key, as a real provider has: the body's redaction then also looks for it
     # split across events (which held every event parsed: 31.6 MiB here before)
-    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json"),
-           "CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
+    env = {
+        "PYTHONPATH": str(tmp_path),
+        "CELLMEM_OUT": str(tmp_path / "peak.json"),
+        "CELLMEM_KEY": "sk-cellmem0123456789abcdef",
+    }
     with stream_server(lambda w: _long_body(w, events)) as base_url:
-        (tmp_path / "providers.yaml").write_text(providers_yaml({"long": {
-            "base_url": base_url, "model": "reference", "retries": {"max": 0},
-            "api_key_env": "CELLMEM_KEY", "limits": {"max_bytes": max_bytes}}}))
-        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
-                        env=env)
+        (tmp_path / "providers.yaml").write_text(
+            providers_yaml(
+                {
+                    "long": {
+                        "base_url": base_url,
+                        "model": "reference",
+                        "retries": {"max": 0},
+                        "api_key_env": "CELLMEM_KEY",
+                        "limits": {"max_bytes": max_bytes},
+                    }
+                }
+            )
+        )
+        rec = run_suite(
+            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
+        )
     assert "1 passed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
     live = json.loads((tmp_path / "peak.json").read_text())
     # k = 1: the body held once, by the transport's buffer handed on to vcrpy without a
@@ -187,8 +218,9 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     assert CUT_HEADER not in t.headers and t.transport_error is None
     assert cell_result(tmp_path / "reports")["verdict"] == "conforms"
 
-    rep = run_suite(tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
-                    env=env)
+    rep = run_suite(
+        tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single", env=env
+    )
     assert "1 passed" in rep.stdout, rep.stdout[-3000:] + rep.stderr[-3000:]
     replay = json.loads((tmp_path / "peak.json").read_text())
     # The replay loads the cassette in the cell's setup: the body, decoded from its line
@@ -202,6 +234,7 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
 
 
 # ------------------------------------------------------------------ the transport's buffer
+
 
 class _Inner(httpx.SyncByteStream):
     def __init__(self, pieces: Iterator[bytes]):
@@ -220,7 +253,7 @@ def _stream(pieces: Iterator[bytes], max_bytes: int) -> _LimitedStream:
 
 def test_one_byte_per_chunk_costs_the_bytes_not_an_object_each() -> None:
     body = b"x" * 150_000
-    s = _stream((body[i:i + 1] for i in range(len(body))), 1_000_000)
+    s = _stream((body[i : i + 1] for i in range(len(body))), 1_000_000)
     out, peak = traced(lambda: list(s))
     assert out == [body]  # handed on as one piece
     # the held pieces (150 kB), the body joined from them (150 kB), a 64 KiB piece being
@@ -230,7 +263,7 @@ def test_one_byte_per_chunk_costs_the_bytes_not_an_object_each() -> None:
 
 def test_a_body_near_max_bytes_is_held_once_not_twice() -> None:
     body = LONG_EVENT * 4352  # 3.6 MiB, read 64 KiB at a time
-    s = _stream((body[i:i + 65536] for i in range(0, len(body), 65536)), 4 * MiB)
+    s = _stream((body[i : i + 65536] for i in range(0, len(body), 65536)), 4 * MiB)
     out, peak = traced(lambda: list(s))
     assert out == [body]
     # the buffer grown in place (an eighth over) and a piece being read, handed on
@@ -252,7 +285,7 @@ def test_a_limit_keeps_the_events_that_end_within_the_prefix_and_says_so() -> No
 def test_a_fault_that_is_no_limit_keeps_the_whole_body() -> None:
     def cut() -> Iterator[bytes]:
         yield b"data: " + b"z" * 300_000 + b"\n\n"
-        yield b"data: {\"half"
+        yield b'data: {"half'
         raise httpx.RemoteProtocolError("peer closed connection (incomplete chunked read)")
 
     s = _stream(cut(), 1_000_000)
@@ -260,7 +293,8 @@ def test_a_fault_that_is_no_limit_keeps_the_whole_body() -> None:
     assert s.response is not None and CUT_HEADER not in s.response.headers
     assert s.response.headers[FAULT_HEADER] == (
         "the server closed the connection in the middle of the response body "
-        "(incomplete chunked read)")
+        "(incomplete chunked read)"
+    )
 
 
 def test_a_limit_before_the_headers_were_handed_on_still_raises() -> None:
@@ -275,7 +309,9 @@ def test_the_limits_are_limits_and_other_faults_are_not() -> None:
     s = _LimitedStream(_Inner(iter(())), Limits(total_timeout=2.5), time.monotonic())
     fault = s._total_fault()
     assert (fault.reason, fault.limit) == (
-        "stream still running after 2.5 s (limits.total_timeout)", True)
+        "stream still running after 2.5 s (limits.total_timeout)",
+        True,
+    )
 
 
 PREFIXES = [  # (pieces, size, kept): written by hand
@@ -296,8 +332,9 @@ PREFIXES = [  # (pieces, size, kept): written by hand
 
 
 @pytest.mark.parametrize("pieces,size,kept", PREFIXES)
-def test_the_prefix_ends_after_the_last_whole_event(pieces: list[bytes], size: int,
-                                                    kept: bytes) -> None:
+def test_the_prefix_ends_after_the_last_whole_event(
+    pieces: list[bytes], size: int, kept: bytes
+) -> None:
     assert _prefix(b"".join(pieces), size) == kept
 
 
@@ -311,10 +348,17 @@ CANARY = "CANARYmem0123456789"
 
 
 def _cassette(body: bytes) -> dict[str, Any]:
-    req = Request("POST", "http://127.0.0.1:1/v1/chat/completions", b'{"stream": true}',
-                  {"content-type": "application/json"})
-    resp = {"status": {"code": 200, "message": "OK"},
-            "headers": {"x-echo": [f"Bearer {CANARY}"]}, "body": {"string": body}}
+    req = Request(
+        "POST",
+        "http://127.0.0.1:1/v1/chat/completions",
+        b'{"stream": true}',
+        {"content-type": "application/json"},
+    )
+    resp = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"x-echo": [f"Bearer {CANARY}"]},
+        "body": {"string": body},
+    }
     return {"requests": [req], "responses": [resp]}
 
 
@@ -328,13 +372,14 @@ def canary() -> Iterator[str]:
 BODIES = [
     b'data: {"choices": [{"delta": {"content": "' + CANARY.encode() + b' la"}}]}\n\n' * 300,
     b"x" * 300_000 + CANARY.encode() + b"x" * 10,  # one line as long as a body
-    "data: {\"content\": \"\u00e9t\u00e9 " .encode() + CANARY.encode() + b'"}\n\n',
+    'data: {"content": "\u00e9t\u00e9 '.encode() + CANARY.encode() + b'"}\n\n',
 ]
 
 
 @pytest.mark.parametrize("body", BODIES, ids=["events", "one-line", "utf8"])
-def test_the_streamed_cassette_is_the_whole_text_write(tmp_path: Path, canary: str,
-                                                        body: bytes) -> None:
+def test_the_streamed_cassette_is_the_whole_text_write(
+    tmp_path: Path, canary: str, body: bytes
+) -> None:
     AtomicPersister.save_cassette(tmp_path / "c.yaml", _cassette(body), yamlserializer)
     whole = secrets.redact(serialize(_cassette(body), yamlserializer)).encode()
     written = (tmp_path / "c.yaml").read_bytes()
@@ -343,8 +388,9 @@ def test_the_streamed_cassette_is_the_whole_text_write(tmp_path: Path, canary: s
 
 
 def test_another_serializer_is_written_whole(tmp_path: Path, canary: str) -> None:
-    AtomicPersister.save_cassette(tmp_path / "c.json", _cassette(b"a " + canary.encode()),
-                                  jsonserializer)
+    AtomicPersister.save_cassette(
+        tmp_path / "c.json", _cassette(b"a " + canary.encode()), jsonserializer
+    )
     text = (tmp_path / "c.json").read_text()
     assert json.loads(text)["interactions"][0]["response"]["body"]["string"] == "a <redacted>"
 
@@ -361,7 +407,7 @@ def test_lines_are_redacted_wherever_the_writes_cut_them(canary: str) -> None:
 
         lines = secrets.RedactingLines(Sink())
         for i in range(0, len(text), size):
-            lines.write(text[i:i + size])
+            lines.write(text[i : i + size])
         lines.flush()
         assert b"".join(out) == want, size
 
@@ -399,6 +445,7 @@ def test_a_line_as_long_as_a_body_is_encoded_a_mebibyte_at_a_time() -> None:
 
 # ------------------------------------------------------------------ the body's redaction
 
+
 def test_a_body_is_redacted_a_slice_at_a_time_and_not_copied_when_clean(canary: str) -> None:
     line = b'data: {"choices": [{"delta": {"content": "' + b"w" * 980 + b'"}}]}\n\n'
     body = line * 3700  # 3.6 MiB, four slices
@@ -432,25 +479,35 @@ SLICE_ENDS = [  # (data, start, end) with SLICE = 4: written by hand
 
 
 @pytest.mark.parametrize("data,start,end", SLICE_ENDS)
-def test_a_slice_ends_after_a_line_end(monkeypatch: pytest.MonkeyPatch, data: bytes,
-                                       start: int, end: int) -> None:
+def test_a_slice_ends_after_a_line_end(
+    monkeypatch: pytest.MonkeyPatch, data: bytes, start: int, end: int
+) -> None:
     monkeypatch.setattr(secrets, "SLICE", 4)
     assert secrets._slice_end(data, start) == end
 
 
-def test_small_slices_redact_what_the_whole_text_does(monkeypatch: pytest.MonkeyPatch,
-                                                      canary: str) -> None:
+def test_small_slices_redact_what_the_whole_text_does(
+    monkeypatch: pytest.MonkeyPatch, canary: str
+) -> None:
     monkeypatch.setattr(secrets, "SLICE", 8)
-    body = (f"a {canary}\r\nb sk-abcdefghijklmnopqrst\rc http://u:p@h/?key=v&x=1\n"
-            "d Basic QWxhZGRpbjpvcGVu\n\u00e9 \u00e9").encode() + b"\xff\n"
-    assert secrets.redact_bytes(body) == (
-        "a <redacted>\r\nb <redacted>\rc http://<redacted>@h/?key=<redacted>&x=1\n"
-        "d Basic <redacted>\n\u00e9 \u00e9").encode() + b"\xff\n"
+    body = (
+        f"a {canary}\r\nb sk-abcdefghijklmnopqrst\rc http://u:p@h/?key=v&x=1\n"
+        "d Basic QWxhZGRpbjpvcGVu\n\u00e9 \u00e9"
+    ).encode() + b"\xff\n"
+    assert (
+        secrets.redact_bytes(body)
+        == (
+            "a <redacted>\r\nb <redacted>\rc http://<redacted>@h/?key=<redacted>&x=1\n"
+            "d Basic <redacted>\n\u00e9 \u00e9"
+        ).encode()
+        + b"\xff\n"
+    )
 
 
 @pytest.mark.parametrize("secret", ["CANARYline\nend42", "CANARYline\rend42"])
-def test_a_secret_holding_a_line_end_is_redacted_whole(monkeypatch: pytest.MonkeyPatch,
-                                                       secret: str) -> None:
+def test_a_secret_holding_a_line_end_is_redacted_whole(
+    monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
     monkeypatch.setattr(secrets, "SLICE", 4)
     secrets.register(secret)
     try:
@@ -460,7 +517,8 @@ def test_a_secret_holding_a_line_end_is_redacted_whole(monkeypatch: pytest.Monke
 
 
 def test_with_no_secret_known_a_body_is_still_redacted_a_slice_at_a_time(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(secrets, "_by_length", ())
     body = b'data: {"choices": [{"delta": {"content": "' + b"v" * 2000 + b'"}}]}\n\n'
     body *= 1800  # 3.5 MiB
@@ -488,8 +546,9 @@ SPLITS = [  # (the data lines, whether redact_split has work): written by hand
 
 
 @pytest.mark.parametrize("lines,found", SPLITS)
-def test_a_split_secret_is_found_holding_one_line_at_a_time(canary: str, lines: list[str],
-                                                             found: bool) -> None:
+def test_a_split_secret_is_found_holding_one_line_at_a_time(
+    canary: str, lines: list[str], found: bool
+) -> None:
     assert secrets._split_found(lines) is found
     text = "\n\n".join(lines) + "\n\n"
     assert (secrets.redact_split(text) is text) is not found
@@ -508,7 +567,8 @@ DATA_LINES = [  # (text, its data lines): written by hand
 def test_the_data_lines_are_those_that_start_a_line(text: str, lines: list[str]) -> None:
     assert [m.group() for m in secrets._DATA_LINE.finditer(text)] == lines
     assert [m.group() for m in secrets._DATA_LINE_B.finditer(text.encode())] == [
-        x.encode() for x in lines]
+        x.encode() for x in lines
+    ]
 
 
 SPLIT_BODY = [  # a body where a split canary sends redact_split to its whole path
@@ -517,8 +577,7 @@ SPLIT_BODY = [  # a body where a split canary sends redact_split to its whole pa
     '"a CANARYmem01"}}]}',
     "data: {bad",
     "data: nope\udcff",
-    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
-    '"23456789 b CANA"}}]}',
+    'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "23456789 b CANA"}}]}',
     'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": '
     '"RYmem0123456789 \u00e9", "role": "assistant"}}]}',
 ]
@@ -544,8 +603,9 @@ def test_a_split_secret_is_redacted_whole_in_text_and_bytes(canary: str) -> None
     assert secrets.redact_bytes(body) == want.encode("utf-8", "surrogateescape")
 
 
-def test_with_no_secret_known_redact_split_returns_the_text(monkeypatch: pytest.MonkeyPatch
-                                                             ) -> None:
+def test_with_no_secret_known_redact_split_returns_the_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(secrets, "_by_length", ())
     text = "\n\n".join(SPLIT_BODY[:2]) + "\n\n"
     assert secrets.redact_split(text) is text
@@ -577,17 +637,23 @@ def test_the_split_search_starts_a_field_from_nothing() -> None:
 
 
 MARKS = [  # (secret, content fragments, what redact_split makes of them): written by hand
-    ("CANARYmem0123456789",  # an unmarked fragment first; three split occurrences
-     ["x", "CANARYmem01", "23456789 CANARYmem01", "23456789 CANARYmem01", "23456789"],
-     ["x", "<redacted>", "<redacted> <redacted>", "<redacted> <redacted>", "<redacted>"]),
-    ("abababab",  # occurrences that overlap: marked once, not past their end
-     ["ababa", "bababXYZXYZXYZ"], ["<redacted>", "<redacted>XYZXYZXYZ"]),
+    (
+        "CANARYmem0123456789",  # an unmarked fragment first; three split occurrences
+        ["x", "CANARYmem01", "23456789 CANARYmem01", "23456789 CANARYmem01", "23456789"],
+        ["x", "<redacted>", "<redacted> <redacted>", "<redacted> <redacted>", "<redacted>"],
+    ),
+    (
+        "abababab",  # occurrences that overlap: marked once, not past their end
+        ["ababa", "bababXYZXYZXYZ"],
+        ["<redacted>", "<redacted>XYZXYZXYZ"],
+    ),
 ]
 
 
 @pytest.mark.parametrize("secret,pieces,redacted", MARKS)
-def test_every_split_occurrence_is_marked_and_nothing_past_it(secret: str, pieces: list[str],
-                                                               redacted: list[str]) -> None:
+def test_every_split_occurrence_is_marked_and_nothing_past_it(
+    secret: str, pieces: list[str], redacted: list[str]
+) -> None:
     secrets.register(secret)
     try:
         text = "".join(_ev(p) + "\n\n" for p in pieces)
@@ -598,33 +664,67 @@ def test_every_split_occurrence_is_marked_and_nothing_past_it(secret: str, piece
 
 # ------------------------------------------------------------------ names and ids as long as a body
 
+
 def _long_names_body() -> bytes:
     """An 8 MiB tool name and a 4 MiB id in one event: a 12 MiB body that ends normally."""
     env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
 
     def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return b"data: " + json.dumps({**env, "choices": [
-            {"index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n\n"
+        return (
+            b"data: "
+            + json.dumps(
+                {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            ).encode()
+            + b"\n\n"
+        )
 
-    return (ev({"role": "assistant", "content": None})
-            + ev({"tool_calls": [{"index": 0, "id": "c" * (4 * MiB), "type": "function",
-                                  "function": {"name": "n" * (8 * MiB), "arguments": ""}}]})
-            + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
-            + ev({}, "tool_calls") + b"data: [DONE]\n\n")
+    return (
+        ev({"role": "assistant", "content": None})
+        + ev(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c" * (4 * MiB),
+                        "type": "function",
+                        "function": {"name": "n" * (8 * MiB), "arguments": ""},
+                    }
+                ]
+            }
+        )
+        + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
+        + ev({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
 
 
 def test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     body = _long_names_body()
     (tmp_path / "cellmem.py").write_text(PLUGIN)
-    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json"),
-           "CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
+    env = {
+        "PYTHONPATH": str(tmp_path),
+        "CELLMEM_OUT": str(tmp_path / "peak.json"),
+        "CELLMEM_KEY": "sk-cellmem0123456789abcdef",
+    }
     with stream_server(lambda w: w.write(body)) as base_url:
-        (tmp_path / "providers.yaml").write_text(providers_yaml({"names": {
-            "base_url": base_url, "model": "reference", "retries": {"max": 0},
-            "api_key_env": "CELLMEM_KEY", "limits": {"max_bytes": 16 * MiB}}}))
-        rec = run_suite(tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single",
-                        env=env)
+        (tmp_path / "providers.yaml").write_text(
+            providers_yaml(
+                {
+                    "names": {
+                        "base_url": base_url,
+                        "model": "reference",
+                        "retries": {"max": 0},
+                        "api_key_env": "CELLMEM_KEY",
+                        "limits": {"max_bytes": 16 * MiB},
+                    }
+                }
+            )
+        )
+        rec = run_suite(
+            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
+        )
     assert "Traceback" not in rec.stdout + rec.stderr, rec.stdout[-3000:]
     live = json.loads((tmp_path / "peak.json").read_text())
     live_cell = cell_result(tmp_path / "reports")
@@ -637,8 +737,9 @@ def test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings(
     # payload's line, its data and its payload copied again by the split-key search,
     # and two findings quoting the id and the name whole (12 MiB of messages held).
     assert live["call"] <= len(body) + 40 * MiB, live["call"] / MiB
-    rep = run_suite(tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single",
-                    env=env)
+    rep = run_suite(
+        tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single", env=env
+    )
     replay = json.loads((tmp_path / "peak.json").read_text())
     # measured the body + 36.9 MiB (its load: the body + 24 MiB); before, the body + 64.7 MiB
     assert replay["peak"] <= len(body) + 40 * MiB, replay["peak"] / MiB

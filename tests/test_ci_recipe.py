@@ -35,10 +35,15 @@ def run_recipe(cwd: Path, base_url: str, model: str) -> tuple[list[tuple[str, in
     """Each step's name and exit status (-1: skipped after a failure), and the summary."""
     job_env, all_steps = steps()
     summary = cwd / "summary.md"
-    env = {**os.environ, **{k: str(v) for k, v in job_env.items()},
-           "CONFORMANCE_BASE_URL": base_url, "CONFORMANCE_MODEL": model,
-           "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ENV": str(cwd / "github.env"),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in job_env.items()},
+        "CONFORMANCE_BASE_URL": base_url,
+        "CONFORMANCE_MODEL": model,
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_ENV": str(cwd / "github.env"),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
     out, failed = [], False
     for step in all_steps:
         if "run" not in step or step.get("id") in NOT_RUN or "pip install" in step["run"]:
@@ -46,9 +51,14 @@ def run_recipe(cwd: Path, base_url: str, model: str) -> tuple[list[tuple[str, in
         if failed and "always()" not in str(step.get("if", "")):
             out.append((step["name"], -1))
             continue
-        r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
-                            step["run"]], cwd=cwd, env=env, capture_output=True, text=True,
-                           timeout=300)
+        r = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         out.append((step["name"], r.returncode))
         failed = failed or r.returncode != 0
     return out, summary.read_text("utf-8") if summary.exists() else ""
@@ -65,7 +75,10 @@ def test_the_workflow_has_the_steps_the_docs_describe() -> None:
     ids = [s.get("id") for s in all_steps]
     assert "server" in ids
     runs = "\n".join(s.get("run", "") for s in all_steps)
-    assert 'toolcall-conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"' in runs
+    assert (
+        'toolcall-conformance run --base-url "$CONFORMANCE_BASE_URL" --model "$CONFORMANCE_MODEL"'
+        in runs
+    )
     assert "toolcall-conformance report --diff" in runs and "--markdown" in runs
     assert '"$GITHUB_STEP_SUMMARY"' in runs
     uploads = [s for s in all_steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
@@ -74,22 +87,30 @@ def test_the_workflow_has_the_steps_the_docs_describe() -> None:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
-def test_a_conforming_server_passes_and_the_summary_holds_the_matrix(server: str,
-                                                                     tmp_path: Path) -> None:
+def test_a_conforming_server_passes_and_the_summary_holds_the_matrix(
+    server: str, tmp_path: Path
+) -> None:
     result, summary = run_recipe(tmp_path, server, "reference")
-    assert result == [("Wait until the server answers", 0), ("Run the conformance suite", 0),
-                      ("Summary", 0)]
+    assert result == [
+        ("Wait until the server answers", 0),
+        ("Run the conformance suite", 0),
+        ("Summary", 0),
+    ]
     assert "reference" in summary and "✓" in summary
     assert (tmp_path / "conformance-reports" / "quirks-matrix.html").exists()
     assert (tmp_path / "conformance-cassettes" / "reference" / "single.yaml").exists()
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
-def test_a_deviating_server_fails_the_job_and_still_writes_the_summary(server: str,
-                                                                       tmp_path: Path) -> None:
+def test_a_deviating_server_fails_the_job_and_still_writes_the_summary(
+    server: str, tmp_path: Path
+) -> None:
     result, summary = run_recipe(tmp_path, server, "dashscope-compatible")
-    assert result == [("Wait until the server answers", 0), ("Run the conformance suite", 1),
-                      ("Summary", 0)]
+    assert result == [
+        ("Wait until the server answers", 0),
+        ("Run the conformance suite", 1),
+        ("Summary", 0),
+    ]
     assert "Q-EMPTY-STRING-OVERWRITE" in summary
 
 
@@ -105,16 +126,26 @@ def test_with_a_committed_baseline_the_summary_is_the_diff(server: str, tmp_path
     assert [code for _, code in again] == [0, 0, 0]
     matrix_md = (tmp_path / "conformance-reports" / "quirks-matrix.md").read_text("utf-8")
     assert summary and summary != matrix_md  # the diff, not the matrix
-    direct = subprocess.run([str(Path(sys.executable).parent / "toolcall-conformance"), "report",
-                             "--diff", str(baseline),
-                             str(tmp_path / "conformance-reports" / "quirks-matrix.json"),
-                             "--markdown"], capture_output=True, text=True, timeout=60)
+    direct = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "toolcall-conformance"),
+            "report",
+            "--diff",
+            str(baseline),
+            str(tmp_path / "conformance-reports" / "quirks-matrix.json"),
+            "--markdown",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert summary == direct.stdout
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
 def test_a_regression_fails_the_run_step_and_the_summary_step_stays_green(
-        server: str, tmp_path: Path) -> None:
+    server: str, tmp_path: Path
+) -> None:
     """The same model name ("reference") served first as OpenAI does, then by a
     deviating profile (the server's /p/<profile>/v1 route): a regression against the
     committed baseline. Only the run step fails; the summary says what regressed."""
@@ -126,14 +157,18 @@ def test_a_regression_fails_the_run_step_and_the_summary_step_stays_green(
     (tmp_path / "summary.md").unlink()
     deviating = server.removesuffix("/v1") + "/p/dashscope-compatible/v1"
     again, summary = run_recipe(tmp_path, deviating, "reference")
-    assert again == [("Wait until the server answers", 0), ("Run the conformance suite", 1),
-                     ("Summary", 0)]
+    assert again == [
+        ("Wait until the server answers", 0),
+        ("Run the conformance suite", 1),
+        ("Summary", 0),
+    ]
     assert "Q-EMPTY-STRING-OVERWRITE" in summary
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the recipe's wait step uses curl")
-def test_the_summary_without_a_baseline_is_about_the_server_only(server: str,
-                                                                 tmp_path: Path) -> None:
+def test_the_summary_without_a_baseline_is_about_the_server_only(
+    server: str, tmp_path: Path
+) -> None:
     _, summary = run_recipe(tmp_path, server, "dashscope-compatible")
     assert "dashscope-compatible" in summary
     for other in ("Anthropic", "Groq", "xAI", "Mistral", "public recordings"):

@@ -44,8 +44,11 @@ def _same(call: dict[str, Any], wire: dict[str, Any]) -> bool:
     got, want = _value(call["arguments"]), _value(wire["arguments"])
     if got == want and got is not NOT_JSON:
         return True
-    return want == {} and not (wire.get("raw_arguments") or "").strip() and \
-        call["arguments"] in (None, "", {})
+    return (
+        want == {}
+        and not (wire.get("raw_arguments") or "").strip()
+        and call["arguments"] in (None, "", {})
+    )
 
 
 def test_every_ok_cell_holds_only_right_or_flagged_calls():
@@ -64,15 +67,23 @@ def test_every_ok_cell_holds_only_right_or_flagged_calls():
         if any(not _is_json(c, field) for c in plain):
             bad.append((cell["client"], cell["stream"], "unflagged arguments that are not JSON"))
         if len(plain) != len(sound):
-            bad.append((cell["client"], cell["stream"],
-                        f"{len(plain)} unflagged calls, the wire holds {len(sound)} sound ones"))
-        if not field and not all(any(_same(c, w) and c.get("name", w["name"]) == w["name"]
-                                     for w in sound) for c in plain):
+            bad.append(
+                (
+                    cell["client"],
+                    cell["stream"],
+                    f"{len(plain)} unflagged calls, the wire holds {len(sound)} sound ones",
+                )
+            )
+        if not field and not all(
+            any(_same(c, w) and c.get("name", w["name"]) == w["name"] for w in sound) for c in plain
+        ):
             bad.append((cell["client"], cell["stream"], "an unflagged call the wire lacks"))
-        if any(w["status"] == "visible" for w in wire) and \
-                sum(bool(c.get("invalid")) for c in calls) < \
-                sum(w["status"] == "visible" for w in wire):
-            bad.append((cell["client"], cell["stream"], "a broken call neither flagged nor refused"))
+        if any(w["status"] == "visible" for w in wire) and sum(
+            bool(c.get("invalid")) for c in calls
+        ) < sum(w["status"] == "visible" for w in wire):
+            bad.append(
+                (cell["client"], cell["stream"], "a broken call neither flagged nor refused")
+            )
     assert not bad, bad[:10]
 
 
@@ -88,9 +99,10 @@ def test_every_failure_shows_what_names_it():
         if outcome == "invalid passed" and all(_is_json(c, field) for c in plain):
             bad.append((cell["client"], cell["stream"], "invalid passed, all arguments JSON"))
         if outcome == "silent partial" and not (
-                "error not surfaced" in cell["problems"]
-                or (plain and any(w["status"] == "visible" for w in wire))
-                or "arguments truncated" in cell["problems"]):
+            "error not surfaced" in cell["problems"]
+            or (plain and any(w["status"] == "visible" for w in wire))
+            or "arguments truncated" in cell["problems"]
+        ):
             bad.append((cell["client"], cell["stream"], "silent partial with nothing partial"))
         if outcome == "n/a" and not any(w["status"] == "hidden" for w in wire):
             bad.append((cell["client"], cell["stream"], "n/a on a stream with right calls"))
@@ -98,11 +110,15 @@ def test_every_failure_shows_what_names_it():
             wire_ids = {w["id"] for w in wire}
             if not any(c.get("id") and c["id"] not in wire_ids for c in calls):
                 bad.append((cell["client"], cell["stream"], "id invented, none new"))
-        if outcome == "merged" and len(calls) >= len(wire) and not any(
-                "calls merged" == p for p in cell["problems"]):
+        if (
+            outcome == "merged"
+            and len(calls) >= len(wire)
+            and not any("calls merged" == p for p in cell["problems"])
+        ):
             bad.append((cell["client"], cell["stream"], "merged, nothing merged"))
-        if outcome == "crashed" and (cell["calls"] is not None or any(
-                w["status"] != "sound" for w in wire)):
+        if outcome == "crashed" and (
+            cell["calls"] is not None or any(w["status"] != "sound" for w in wire)
+        ):
             bad.append((cell["client"], cell["stream"], "crashed where refusing is right"))
     assert not bad, bad[:10]
 

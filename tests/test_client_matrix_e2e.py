@@ -31,8 +31,7 @@ def test_own_client_and_the_openai_adapter_over_http():
     streams += [s for s in provider_streams(ROOT / "cassettes") if s.id == "vllm:parallel"]
     assert len(streams) == 4
     clients = [BY_ID["conformance"], BY_ID["openai-python"]]
-    matrix = run_matrix(clients, streams, root=ROOT, python=sys.executable, node=None,
-                        timeout=20)
+    matrix = run_matrix(clients, streams, root=ROOT, python=sys.executable, node=None, timeout=20)
     validate(matrix)
     cells = _cells(matrix)
     for stream in streams:
@@ -56,7 +55,7 @@ def test_own_client_and_the_openai_adapter_over_http():
 FAKES = {
     "fake_crash.py": "def run(job):\n    raise ValueError('bad chunk\\nmore')\n",
     "fake_hang.py": "import time\n\ndef run(job):\n    if job['job'] != 'warm-up':\n"
-                    "        time.sleep(60)\n    return []\n",
+    "        time.sleep(60)\n    return []\n",
     "fake_empty.py": "def run(job):\n    return []\n",
 }
 
@@ -77,12 +76,19 @@ def fake(name: str) -> Client:
 
 
 def test_runner_outcomes_from_fake_adapters(fake_root: Path):
-    streams = _streams("reference") + [s for s in provider_streams(ROOT / "cassettes")
-                                       if s.id == "vllm:single"]
-    clients = [fake("crash"), fake("hang"), fake("empty"), fake("broken"),
-               Client("node-less", "fake", "npm", "x.mjs", "x")]
-    matrix = run_matrix(clients, streams, root=fake_root, python=sys.executable, node=None,
-                        timeout=2)
+    streams = _streams("reference") + [
+        s for s in provider_streams(ROOT / "cassettes") if s.id == "vllm:single"
+    ]
+    clients = [
+        fake("crash"),
+        fake("hang"),
+        fake("empty"),
+        fake("broken"),
+        Client("node-less", "fake", "npm", "x.mjs", "x"),
+    ]
+    matrix = run_matrix(
+        clients, streams, root=fake_root, python=sys.executable, node=None, timeout=2
+    )
     validate(matrix)
     cells = _cells(matrix)
     for sid in ("profile:reference", "vllm:single"):
@@ -98,5 +104,7 @@ def test_runner_outcomes_from_fake_adapters(fake_root: Path):
     empty = cells[("empty", "vllm:single")]
     assert (empty["outcome"], empty["problems"]) == ("dropped", ["call dropped"])
     empty = cells[("empty", "profile:reference")]
-    assert (empty["outcome"], empty["detail"]) == \
-        ("error", "the client answered without sending any request")
+    assert (empty["outcome"], empty["detail"]) == (
+        "error",
+        "the client answered without sending any request",
+    )

@@ -92,9 +92,17 @@ def test_the_table_is_hand_written_wide_and_covers_every_outcome():
 
 def test_the_committed_report_has_every_expected_outcome():
     cells = _committed()
-    wrong = [(c, p, want, cells[(c, f"profile:{p}")]["outcome"],
-              cells[(c, f"profile:{p}")]["detail"][:120])
-             for c, p, want in EXPECTED if cells[(c, f"profile:{p}")]["outcome"] != want]
+    wrong = [
+        (
+            c,
+            p,
+            want,
+            cells[(c, f"profile:{p}")]["outcome"],
+            cells[(c, f"profile:{p}")]["detail"][:120],
+        )
+        for c, p, want in EXPECTED
+        if cells[(c, f"profile:{p}")]["outcome"] != want
+    ]
     assert not wrong, wrong
 
 
@@ -114,11 +122,13 @@ def test_hung_and_error_from_fake_adapters(tmp_path: Path):
     (py / "fake_hang.py").write_text(
         "import time\nfrom _driver import serve\n\ndef run(job):\n"
         "    if job['job'] != 'warm-up':\n        time.sleep(60)\n    return []\n\n"
-        "serve('fake', run)\n")
+        "serve('fake', run)\n"
+    )
     (py / "fake_broken.py").write_text("import a_module_that_is_not_installed\n")
     clients = [Client(c, "fake", "python", c.replace("-", "_") + ".py", c) for c, *_ in FAKES]
     streams = [s for s in profile_streams() if s.profile == "reference"]
-    matrix = run_matrix(clients, streams, root=tmp_path, python=sys.executable, node=None,
-                        timeout=2)
+    matrix = run_matrix(
+        clients, streams, root=tmp_path, python=sys.executable, node=None, timeout=2
+    )
     got = {(c["client"], c["stream"]): c["outcome"] for c in matrix["cells"]}
     assert all(got[(c, f"profile:{p}")] == o for c, p, o in FAKES), got

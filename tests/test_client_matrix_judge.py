@@ -19,12 +19,22 @@ def sse(*chunks: dict[str, Any]) -> bytes:
 
 def tc(**kw: Any) -> dict[str, Any]:
     """One chunk carrying one tool-call delta."""
-    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": {"tool_calls": [kw]}, "finish_reason": None}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"tool_calls": [kw]}, "finish_reason": None}],
+    }
 
 
-FINISH = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-          "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+FINISH = {
+    "id": "c",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "m",
+    "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+}
 
 
 def opener(index: int | None, id: Any, name: str, args: str = "") -> dict[str, Any]:
@@ -42,16 +52,30 @@ def frag(index: int, args: str, **extra: Any) -> dict[str, Any]:
 
 
 # Two calls, distinct indices (OpenAI's shape).
-TWO_CALLS = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
-                opener(1, "call_b", "get_time"), frag(1, '{"timezone": "Asia/Tokyo"}'), FINISH)
+TWO_CALLS = sse(
+    opener(0, "call_a", "get_weather"),
+    frag(0, '{"city": "Paris"}'),
+    opener(1, "call_b", "get_time"),
+    frag(1, '{"timezone": "Asia/Tokyo"}'),
+    FINISH,
+)
 # Two calls both on index 0, each with its own id (Ollama, seed 004: Q-INDEX-ALL-ZERO).
-ALL_ZERO = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
-               opener(0, "call_b", "get_time"), frag(0, '{"timezone": "Asia/Tokyo"}'), FINISH)
-ONE_CALL = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": '), frag(0, '"Paris"}'),
-               FINISH)
+ALL_ZERO = sse(
+    opener(0, "call_a", "get_weather"),
+    frag(0, '{"city": "Paris"}'),
+    opener(0, "call_b", "get_time"),
+    frag(0, '{"timezone": "Asia/Tokyo"}'),
+    FINISH,
+)
+ONE_CALL = sse(
+    opener(0, "call_a", "get_weather"), frag(0, '{"city": '), frag(0, '"Paris"}'), FINISH
+)
 # Continuations carry id "" and name "" (DashScope, seed 000 §5: Q-EMPTY-STRING-OVERWRITE).
-EMPTY_OVERWRITE = sse(opener(0, "call_a", "get_weather"),
-                      frag(0, '{"city": "Paris"}', id="", function={"name": ""}), FINISH)
+EMPTY_OVERWRITE = sse(
+    opener(0, "call_a", "get_weather"),
+    frag(0, '{"city": "Paris"}', id="", function={"name": ""}),
+    FINISH,
+)
 # The opener has no id at all (seed 000 §5: Q-ID-ABSENT).
 NO_ID = sse(opener(0, None, "get_weather"), frag(0, '{"city": "Paris"}'), FINISH)
 
@@ -68,8 +92,11 @@ def verdict(stream: bytes, calls: list[dict[str, Any]] | None = None, **answer: 
 
 
 def test_merged_calls_are_named_on_the_all_zero_stream():
-    merged = {"id": "call_b", "name": "get_time",
-              "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}'}
+    merged = {
+        "id": "call_b",
+        "name": "get_time",
+        "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}',
+    }
     v = verdict(ALL_ZERO, [merged])
     assert v.outcome == "merged"
     assert v.problems == ["calls merged"]
@@ -78,8 +105,11 @@ def test_merged_calls_are_named_on_the_all_zero_stream():
 
 def test_merged_calls_next_to_a_phantom_call_in_another_order():
     # LangChain.js on Ollama's stream: the merged call second, an empty one first.
-    merged = {"id": "call_a", "name": "get_weather",
-              "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}'}
+    merged = {
+        "id": "call_a",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}{"timezone": "Asia/Tokyo"}',
+    }
     phantom = {"id": "call_b", "name": "get_time", "arguments": {}}
     v = verdict(ALL_ZERO, [phantom, merged])
     assert v.problems == ["calls merged", "extra call"]
@@ -87,21 +117,33 @@ def test_merged_calls_next_to_a_phantom_call_in_another_order():
 
 def test_merged_ids_and_names_are_merged_calls():
     # LlamaIndex on the same stream: ids and names concatenated, arguments unparsable.
-    v = verdict(ALL_ZERO, [{"id": "call_acall_b", "name": "get_weatherget_time",
-                            "arguments": {}}])
+    v = verdict(ALL_ZERO, [{"id": "call_acall_b", "name": "get_weatherget_time", "arguments": {}}])
     assert v.problems == ["calls merged"]
 
 
 # The same call twice (a small model repeating itself, as llama.cpp's cassettes show).
-TWINS = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
-            opener(1, "call_c", "get_weather"), frag(1, '{"city": "Paris"}'), FINISH)
+TWINS = sse(
+    opener(0, "call_a", "get_weather"),
+    frag(0, '{"city": "Paris"}'),
+    opener(1, "call_c", "get_weather"),
+    frag(1, '{"city": "Paris"}'),
+    FINISH,
+)
 
 
 def test_two_identical_calls_kept_apart_are_not_merged():
     twin = dict(WEATHER, id="call_c")
     assert verdict(TWINS, [WEATHER, twin]).outcome == "ok"
-    v = verdict(TWINS, [{"id": "call_c", "name": "get_weather",
-                         "arguments": '{"city": "Paris"}{"city": "Paris"}'}])
+    v = verdict(
+        TWINS,
+        [
+            {
+                "id": "call_c",
+                "name": "get_weather",
+                "arguments": '{"city": "Paris"}{"city": "Paris"}',
+            }
+        ],
+    )
     assert v.problems == ["calls merged"]
 
 
@@ -169,8 +211,10 @@ def test_a_library_that_exposes_no_ids_or_names_is_not_judged_on_them():
 
 def test_concatenated_arguments_are_invalid_json_passed():
     v = verdict(ONE_CALL, [dict(WEATHER, arguments='{"city": "Paris"}{"city": "Paris"}')])
-    assert (v.outcome, v.problems) == ("invalid passed",
-                                       ["invalid arguments passed", "arguments concatenated"])
+    assert (v.outcome, v.problems) == (
+        "invalid passed",
+        ["invalid arguments passed", "arguments concatenated"],
+    )
 
 
 def test_equal_json_with_other_spacing_or_parsed_is_not_concatenated():
@@ -217,14 +261,18 @@ def test_repeated_name_is_named_concatenated():
 
 
 def test_raising_on_a_clean_stream_is_a_crash_with_type_and_first_line():
-    v = verdict(ONE_CALL, exception={"type": "JSONDecodeError", "message": "Expecting value\n"
-                                                                            "second line"})
+    v = verdict(
+        ONE_CALL, exception={"type": "JSONDecodeError", "message": "Expecting value\nsecond line"}
+    )
     assert (v.outcome, v.detail) == ("crashed", "JSONDecodeError: Expecting value")
 
 
 def test_raising_on_an_http_error_is_ok_and_returning_nothing_is_not():
-    err = analyze_bytes(b'{"error": {"message": "Cannot use tools with stream"}}', status=500,
-                        headers={"content-type": "application/json"})
+    err = analyze_bytes(
+        b'{"error": {"message": "Cannot use tools with stream"}}',
+        status=500,
+        headers={"content-type": "application/json"},
+    )
     expected = expected_from(err)
     assert expected.error
     assert judge(expected, {"exception": {"type": "APIError", "message": "500"}}).outcome == "ok"
@@ -248,12 +296,26 @@ def test_extra_call(stream):
 # ------------------------------------------------------------------ refusing a turn is allowed
 
 
-CUT = sse(opener(0, "call_a", "write_note"), frag(0, '{"title": "Essay", "body": "Riv'),
-          {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-           "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
-NO_CALL = sse({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": {"content": "Hello!"},
-                            "finish_reason": "stop"}]})
+CUT = sse(
+    opener(0, "call_a", "write_note"),
+    frag(0, '{"title": "Essay", "body": "Riv'),
+    {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+    },
+)
+NO_CALL = sse(
+    {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "Hello!"}, "finish_reason": "stop"}],
+    }
+)
 RAISED = {"exception": {"type": "LengthFinishReasonError", "message": "length limit"}}
 
 
@@ -275,8 +337,13 @@ def test_raising_when_a_required_call_is_missing_is_ok_and_otherwise_a_crash():
 
 # The second call's arguments end mid-string: the robust reading closes them, which is
 # evidence, not a right answer (Q-ARGS-TRUNCATED).
-TRUNCATED = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
-                opener(1, "call_b", "get_time"), frag(1, '{"timezone": "Asia/Tok'), FINISH)
+TRUNCATED = sse(
+    opener(0, "call_a", "get_weather"),
+    frag(0, '{"city": "Paris"}'),
+    opener(1, "call_b", "get_time"),
+    frag(1, '{"timezone": "Asia/Tok'),
+    FINISH,
+)
 CUT_TIME = {"id": "call_b", "name": "get_time"}
 
 
@@ -302,8 +369,12 @@ def test_truncated_arguments_are_ok_only_when_made_visible():
 
 def test_raw_text_that_is_not_json_is_never_the_right_arguments():
     # Arguments repeated whole (Q-ARGS-DUPLICATED-ON-FLUSH): the right call is the one object.
-    twice = sse(opener(0, "call_a", "get_weather"), frag(0, '{"city": "Paris"}'),
-                frag(0, '{"city": "Paris"}'), FINISH)
+    twice = sse(
+        opener(0, "call_a", "get_weather"),
+        frag(0, '{"city": "Paris"}'),
+        frag(0, '{"city": "Paris"}'),
+        FINISH,
+    )
     expected = expected_from(analyze_bytes(twice))
     assert expected.calls[0]["status"] == "sound"
     assert judge(expected, {"calls": [WEATHER]}).outcome == "ok"
@@ -313,9 +384,19 @@ def test_raw_text_that_is_not_json_is_never_the_right_arguments():
 
 # A call whose arguments never arrived although its tool requires them
 # (Q-ARGS-LOST-MULTITOKEN-DELTA): nothing on the wire is wrong to read, nothing is right.
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "required": ["city"],
-                                          "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "required": ["city"],
+                "properties": {"city": {"type": "string"}},
+            },
+        },
+    }
+]
 LOST = sse(opener(0, "call_a", "get_weather"), FINISH)
 
 
@@ -324,8 +405,7 @@ def test_a_call_no_client_can_know_is_na_unless_flagged():
     assert [c["status"] for c in expected.calls] == ["hidden"]
     v = judge(expected, {"calls": [dict(WEATHER, arguments="{}")]})
     assert (v.outcome, v.problems) == ("n/a", ["not attributable"])
-    assert judge(expected, {"calls": [dict(WEATHER, arguments="{}", invalid=True)]}).outcome \
-        == "ok"
+    assert judge(expected, {"calls": [dict(WEATHER, arguments="{}", invalid=True)]}).outcome == "ok"
     # n/a never hides a worse failure in the same cell.
     v = judge(expected, {"calls": [dict(WEATHER, arguments="{}", name="")]})
     assert v.outcome == "wrong"

@@ -7,9 +7,11 @@ import httpx
 from conformance.client_matrix.harness import running_harness
 from conformance.server.replay import Recorded
 
-SSE = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
-       b'"type":"function","function":{"name":"ping","arguments":"{}"}}]},'
-       b'"finish_reason":null}]}\n\ndata: [DONE]\n\n') * 40  # longer than one write block
+SSE = (
+    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    b'"type":"function","function":{"name":"ping","arguments":"{}"}}]},'
+    b'"finish_reason":null}]}\n\ndata: [DONE]\n\n'
+) * 40  # longer than one write block
 ERROR = b'{"error": {"message": "Cannot use tools with stream", "code": 500}}'
 
 
@@ -25,9 +27,10 @@ def test_replayed_bytes_status_and_type_are_the_recorded_ones_and_are_kept_per_j
         assert missing.status_code == 404
         assert missing.json()["error"]["code"] == "model_not_found"
         # The profile server under the same prefix answers live.
-        live = http.post(f"{root}/j/a.4/p/reference/v1/chat/completions",
-                         json={"model": "x", "stream": True,
-                               "messages": [{"role": "user", "content": "Hi"}]})
+        live = http.post(
+            f"{root}/j/a.4/p/reference/v1/chat/completions",
+            json={"model": "x", "stream": True, "messages": [{"role": "user", "content": "Hi"}]},
+        )
         assert live.status_code == 200 and live.content.endswith(b"data: [DONE]\n\n")
     assert bytes(recorder.exchanges["a.1"][0].body) == SSE
     assert recorder.exchanges["a.2"][0].status == 500

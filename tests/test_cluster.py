@@ -79,11 +79,30 @@ def test_command_against_a_running_scheduler(client, tmp_path: Path, capsys) -> 
     sources = tmp_path / "sources.yaml"
     sources.write_text("routes:\n  gateway: {label: A gateway}\ncaptures: {}\n")
     out = tmp_path / "evidence.json"
-    argv = [str(tmp_path / "logs"), "--scheduler", client.scheduler.address,
-            "--sources", str(sources), "--out", str(out)]
+    argv = [
+        str(tmp_path / "logs"),
+        "--scheduler",
+        client.scheduler.address,
+        "--sources",
+        str(sources),
+        "--out",
+        str(out),
+    ]
     assert cluster.main(argv) == 0
     local = field.analyse_directory(tmp_path / "logs", field.load_sources(sources), jobs=1)
     assert out.read_text("utf-8") == field.dumps(local)
     assert ": 30 captures, " in capsys.readouterr().out
-    assert cluster.main([str(tmp_path / "absent"), "--scheduler", client.scheduler.address,
-                         "--sources", str(sources), "--out", str(out)]) == 2
+    assert (
+        cluster.main(
+            [
+                str(tmp_path / "absent"),
+                "--scheduler",
+                client.scheduler.address,
+                "--sources",
+                str(sources),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )

@@ -35,38 +35,80 @@ def _entry(**kw: Any) -> str:
 
 CASES = [
     # (what, file text, the message after the file name: a regular expression)
-    ("wrong type", _entry(concurrency="four"),
-     r": provider 'p', field 'concurrency': expected integer, got a string"),
-    ("wrong type nested", _entry(limits={"idle_timeout": "soon"}),
-     r": provider 'p', field 'limits\.idle_timeout': expected number, got a string"),
-    ("unknown field", _entry(timeout=3),
-     r": provider 'p', field 'timeout': unknown field 'timeout' \(valid: .*base_url.*\)"),
-    ("a key literally in the file", _entry(api_key=FAKE_KEY),
-     r": provider 'p', field 'api_key': unknown field 'api_key' \(keys are never written in "
-     r"providers\.yaml: name the environment variable that holds the key with api_key_env\)"),
-    ("a key as a header", _entry(headers={"Authorization": f"Bearer {FAKE_KEY}"}),
-     r": provider 'p', field 'headers\.Authorization': credential headers are never written .*"),
-    ("a key in the URL", _entry(base_url=f"https://h.example/v1?key={FAKE_KEY}"),
-     r": provider 'p', field 'base_url': the URL carries a credential .* base_url_env"),
-    ("a key-shaped value anywhere", _entry(extra_body={"user": FAKE_KEY}),
-     r": provider 'p', field 'extra_body\.user': looks like an API key or credential; .*"),
-    ("a key instead of a variable name", _entry(api_key_env=FAKE_KEY),
-     r": provider 'p', field 'api_key_env': must be the NAME of an environment variable "
-     r"\(A-Z, 0-9, _\), not its value"),
-    ("bad scheme", _entry(base_url="ftp://files.example/v1"),
-     r": provider 'p', field 'base_url': not an http\(s\) URL \(scheme 'ftp'\); .*"),
-    ("missing field", providers_yaml({"p": {"base_url": "http://h/v1"}}),
-     r": provider 'p', field 'model': missing required field"),
-    ("bad enum", _entry(auth="basic"),
-     r": provider 'p', field 'auth': must be one of: bearer, api-key, x-api-key"),
-    ("bad version", "version: 2\nproviders: {p: {base_url: 'http://h/v1', model: m}}\n",
-     r": field 'version': must be 1"),
+    (
+        "wrong type",
+        _entry(concurrency="four"),
+        r": provider 'p', field 'concurrency': expected integer, got a string",
+    ),
+    (
+        "wrong type nested",
+        _entry(limits={"idle_timeout": "soon"}),
+        r": provider 'p', field 'limits\.idle_timeout': expected number, got a string",
+    ),
+    (
+        "unknown field",
+        _entry(timeout=3),
+        r": provider 'p', field 'timeout': unknown field 'timeout' \(valid: .*base_url.*\)",
+    ),
+    (
+        "a key literally in the file",
+        _entry(api_key=FAKE_KEY),
+        r": provider 'p', field 'api_key': unknown field 'api_key' \(keys are never written in "
+        r"providers\.yaml: name the environment variable that holds the key with api_key_env\)",
+    ),
+    (
+        "a key as a header",
+        _entry(headers={"Authorization": f"Bearer {FAKE_KEY}"}),
+        r": provider 'p', field 'headers\.Authorization': credential headers are never written .*",
+    ),
+    (
+        "a key in the URL",
+        _entry(base_url=f"https://h.example/v1?key={FAKE_KEY}"),
+        r": provider 'p', field 'base_url': the URL carries a credential .* base_url_env",
+    ),
+    (
+        "a key-shaped value anywhere",
+        _entry(extra_body={"user": FAKE_KEY}),
+        r": provider 'p', field 'extra_body\.user': looks like an API key or credential; .*",
+    ),
+    (
+        "a key instead of a variable name",
+        _entry(api_key_env=FAKE_KEY),
+        r": provider 'p', field 'api_key_env': must be the NAME of an environment variable "
+        r"\(A-Z, 0-9, _\), not its value",
+    ),
+    (
+        "bad scheme",
+        _entry(base_url="ftp://files.example/v1"),
+        r": provider 'p', field 'base_url': not an http\(s\) URL \(scheme 'ftp'\); .*",
+    ),
+    (
+        "missing field",
+        providers_yaml({"p": {"base_url": "http://h/v1"}}),
+        r": provider 'p', field 'model': missing required field",
+    ),
+    (
+        "bad enum",
+        _entry(auth="basic"),
+        r": provider 'p', field 'auth': must be one of: bearer, api-key, x-api-key",
+    ),
+    (
+        "bad version",
+        "version: 2\nproviders: {p: {base_url: 'http://h/v1', model: m}}\n",
+        r": field 'version': must be 1",
+    ),
     ("no providers", "version: 1\n", r": field 'providers': missing required field"),
-    ("bad YAML", "version: 1\nproviders:\n  p:\n    base_url: [http://h\n    model: m\n",
-     r": line \d+: not valid YAML \(.*\)"),
-    ("duplicated provider", "version: 1\nproviders:\n  p: {base_url: 'http://h/v1', model: m}\n"
-                            "  p: {base_url: 'http://i/v1', model: n}\n",
-     r": line 4: not valid YAML \(duplicated key 'p'\)"),
+    (
+        "bad YAML",
+        "version: 1\nproviders:\n  p:\n    base_url: [http://h\n    model: m\n",
+        r": line \d+: not valid YAML \(.*\)",
+    ),
+    (
+        "duplicated provider",
+        "version: 1\nproviders:\n  p: {base_url: 'http://h/v1', model: m}\n"
+        "  p: {base_url: 'http://i/v1', model: n}\n",
+        r": line 4: not valid YAML \(duplicated key 'p'\)",
+    ),
     ("not a mapping", "- a\n- b\n", r": expected a mapping with a 'providers' key"),
 ]
 
@@ -85,14 +127,16 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_base_url_env_must_be_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_URL", f"ftp://h/v1?key={FAKE_KEY}")
     msg = _load(tmp_path, _entry(base_url_env="MY_URL"))
-    assert msg == ": provider 'p', field 'base_url_env': $MY_URL is not an http(s) URL " \
-                  "(scheme 'ftp')"
+    assert (
+        msg == ": provider 'p', field 'base_url_env': $MY_URL is not an http(s) URL (scheme 'ftp')"
+    )
     monkeypatch.setenv("MY_URL", "http://")
     assert _load(tmp_path, _entry(base_url_env="MY_URL")).endswith("is no host in the URL")
 
 
-def test_base_url_env_overrides_and_keeps_the_query(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_base_url_env_overrides_and_keeps_the_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_URL", "https://h.example/v1/?key=CANARYcfgquery01")
     (tmp_path / "providers.yaml").write_text(_entry(base_url_env="MY_URL"))
     p = load_providers(tmp_path / "providers.yaml")["p"]
@@ -103,11 +147,13 @@ def test_base_url_env_overrides_and_keeps_the_query(tmp_path: Path,
 def test_the_repository_providers_file_is_valid() -> None:
     root = Path(__file__).resolve().parents[1]
     providers = load_providers(root / "providers.yaml")
-    assert providers and all(p.base_url.startswith(("http://", "https://"))
-                             for p in providers.values())
+    assert providers and all(
+        p.base_url.startswith(("http://", "https://")) for p in providers.values()
+    )
 
 
 # ------------------------------------------------------------------ through pytest
+
 
 def _usage_error(tmp_path: Path, text: str | None, *args: str) -> str:
     if text is not None:
@@ -121,8 +167,10 @@ def _usage_error(tmp_path: Path, text: str | None, *args: str) -> str:
     return lines[0].removeprefix("ERROR: ")
 
 
-@pytest.mark.parametrize("what", ["wrong type", "a key literally in the file", "bad scheme",
-                                  "bad YAML", "a key in the URL"])
+@pytest.mark.parametrize(
+    "what",
+    ["wrong type", "a key literally in the file", "bad scheme", "bad YAML", "a key in the URL"],
+)
 def test_pytest_reports_a_bad_file_as_one_usage_line(tmp_path: Path, what: str) -> None:
     _, text, expected = next(c for c in CASES if c[0] == what)
     line = _usage_error(tmp_path, text)
@@ -144,19 +192,33 @@ def test_pytest_base_url_env_not_http(tmp_path: Path) -> None:
     (tmp_path / "providers.yaml").write_text(_entry(base_url_env="MY_URL"))
     r = run_suite(tmp_path, env={"MY_URL": "file:///etc/passwd"})
     assert r.returncode == 4 and "Traceback" not in r.stdout + r.stderr
-    assert r.stderr.strip() == (f"ERROR: {tmp_path / 'providers.yaml'}: provider 'p', field "
-                                "'base_url_env': $MY_URL is not an http(s) URL (scheme 'file')")
+    assert r.stderr.strip() == (
+        f"ERROR: {tmp_path / 'providers.yaml'}: provider 'p', field "
+        "'base_url_env': $MY_URL is not an http(s) URL (scheme 'file')"
+    )
 
 
 def test_unset_key_skips_that_provider_and_the_others_run(tmp_path: Path) -> None:
     with fault_server() as fs:
-        entries = {"openai": {"base_url": fs.base_url("ok"), "model": "reference",
-                              "api_key_env": "OPENAI_API_KEY"},
-                   "local": {"base_url": fs.base_url("ok"), "model": "reference",
-                             "api_key_env": None}}
+        entries = {
+            "openai": {
+                "base_url": fs.base_url("ok"),
+                "model": "reference",
+                "api_key_env": "OPENAI_API_KEY",
+            },
+            "local": {"base_url": fs.base_url("ok"), "model": "reference", "api_key_env": None},
+        }
         (tmp_path / "providers.yaml").write_text(providers_yaml(entries))
-        r = run_suite(tmp_path, "--record-mode=all", "-rs", "--scenario", "single",
-                      "--scenario", "parallel", env={"OPENAI_API_KEY": ""})
+        r = run_suite(
+            tmp_path,
+            "--record-mode=all",
+            "-rs",
+            "--scenario",
+            "single",
+            "--scenario",
+            "parallel",
+            env={"OPENAI_API_KEY": ""},
+        )
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "Traceback" not in out, out
     assert "2 passed, 2 skipped" in out, out

@@ -44,9 +44,15 @@ def run(
     transport error makes a live transcript of the SSE bytes (what the transport hands on)."""
     if transport_error is not None:
         events = parse_sse_bytes(stream.encode())
-        t = Transcript("live", "live", True, lambda: iter(events), status=200,
-                       headers={"content-type": "text/event-stream"},
-                       transport_error=transport_error)
+        t = Transcript(
+            "live",
+            "live",
+            True,
+            lambda: iter(events),
+            status=200,
+            headers={"content-type": "text/event-stream"},
+            transport_error=transport_error,
+        )
         if transport_quirk:
             t.meta["transport_quirk"] = transport_quirk
         return analyze(t)
@@ -110,13 +116,23 @@ INDEX_AND_ID_REUSED = """\
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\\"tz\\":\\"UTC\\"}"}}]},"finish_reason":null}]}
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 """
-TOOLS_WEATHER_TIME = [*S.TOOLS_WEATHER, {"type": "function", "function": {
-    "name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}}}}]
+TOOLS_WEATHER_TIME = [
+    *S.TOOLS_WEATHER,
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
+        },
+    },
+]
 TWO_TOOLS = {"model": "m", "stream": True, "tools": TOOLS_WEATHER_TIME}
 # When each line of S.REFERENCE_SINGLE_SSE arrived (tests/test_timing.py): the role at
 # 0.2 s, a silence, the call in one burst; the finish later (not progressive) or with it.
-TIMED_NOT_PROGRESSIVE = {"content-type": "text/event-stream",
-                         "x-conformance-line-times": "2:0.200 8:2.500 14:5.000"}
+TIMED_NOT_PROGRESSIVE = {
+    "content-type": "text/event-stream",
+    "x-conformance-line-times": "2:0.200 8:2.500 14:5.000",
+}
 TIMED_HELD = {"content-type": "text/event-stream", "x-conformance-line-times": "2:0.200 14:2.500"}
 WHOLE = "Q-ARGS-WHOLE-IN-ONE-DELTA"  # INFO: a stream written with one delta per call
 
@@ -274,30 +290,50 @@ _CASES: dict[str, tuple] = {
     "Q-ARGS-NULL": case(S.ARGS_NULL, event=0, pointer=tc(0, "function/arguments")),
     # the suite's transport sent the request again on a new connection (it records why)
     "Q-KEEPALIVE-DROPPED": case(
-        S.REFERENCE_SINGLE_SSE, ["Q-USAGE-EMPTY-CHOICES"], event=None, verdict="conforms",
-        status=200, why="the reference stream ends with its usage chunk",
-        headers={"content-type": "text/event-stream",
-                 "x-conformance-connection-retry": "the server dropped the kept-alive "
-                 "connection between two requests; sent again on a new connection"}),
+        S.REFERENCE_SINGLE_SSE,
+        ["Q-USAGE-EMPTY-CHOICES"],
+        event=None,
+        verdict="conforms",
+        status=200,
+        why="the reference stream ends with its usage chunk",
+        headers={
+            "content-type": "text/event-stream",
+            "x-conformance-connection-retry": "the server dropped the kept-alive "
+            "connection between two requests; sent again on a new connection",
+        },
+    ),
     "Q-ARGS-CONTROL-MARKUP": case(S.ARGS_CONTROL_MARKUP, event=1, verdict="fails"),
     "Q-TOOLCALLS-NOT-ARRAY": case(
-        TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"),
+        TOOLCALLS_NOT_ARRAY, event=1, pointer="/choices/0/delta/tool_calls"
+    ),
     "Q-ARGS-NOT-PROGRESSIVE": case(
-        S.REFERENCE_SINGLE_SSE, ["Q-USAGE-EMPTY-CHOICES"], event=1, pointer=tc(0, "function/arguments"),
-        headers=TIMED_NOT_PROGRESSIVE),
+        S.REFERENCE_SINGLE_SSE,
+        ["Q-USAGE-EMPTY-CHOICES"],
+        event=1,
+        pointer=tc(0, "function/arguments"),
+        headers=TIMED_NOT_PROGRESSIVE,
+    ),
     "Q-TOOLCALL-HELD-UNTIL-FINISH": case(
-        S.REFERENCE_SINGLE_SSE, ["Q-ARGS-NOT-PROGRESSIVE", "Q-USAGE-EMPTY-CHOICES"], event=1,
-        pointer=tc(0), headers=TIMED_HELD,
-        why="the held call's two fragments arrive in the same burst; OpenAI's usage chunk"),
+        S.REFERENCE_SINGLE_SSE,
+        ["Q-ARGS-NOT-PROGRESSIVE", "Q-USAGE-EMPTY-CHOICES"],
+        event=1,
+        pointer=tc(0),
+        headers=TIMED_HELD,
+        why="the held call's two fragments arrive in the same burst; OpenAI's usage chunk",
+    ),
     "Q-NAME-NEVER-SENT": case(
-        NAME_NEVER_SENT, event=1, pointer=tc(0, "function/name"), verdict="fails",
-        request=TWO_TOOLS),
+        NAME_NEVER_SENT, event=1, pointer=tc(0, "function/name"), verdict="fails", request=TWO_TOOLS
+    ),
     "Q-INDEX-AND-ID-REUSED": case(
-        INDEX_AND_ID_REUSED, event=3, pointer=tc(0, "index"), request=TWO_TOOLS),
+        INDEX_AND_ID_REUSED, event=3, pointer=tc(0, "index"), request=TWO_TOOLS
+    ),
     "Q-STREAM-STALLS": case(
-        S.REFERENCE_SINGLE_SSE[:400], event=None, verdict="error",
+        S.REFERENCE_SINGLE_SSE[:400],
+        event=None,
+        verdict="error",
         transport_error="stalled: no byte for 30 s (limits.idle_timeout)",
-        transport_quirk="Q-STREAM-STALLS"),
+        transport_quirk="Q-STREAM-STALLS",
+    ),
     "Q-ARGS-TRUNCATED": case(S.ARGS_TRUNCATED, event=0),
     # --- G. finish
     "Q-FINISH-STOP-WITH-TOOLCALLS": case(S.FINISH_STOP_WITH_TOOLCALLS, event=2),
@@ -398,8 +434,14 @@ def test_every_reportable_quirk_has_a_control():
 @pytest.mark.parametrize("quirk", sorted(CASES))
 def test_control_triggers_exactly_its_quirk(quirk):
     c = CASES[quirk]
-    r = run(c.stream, request=c.request, status=c.status, headers=c.headers,
-            transport_error=c.transport_error, transport_quirk=c.transport_quirk)
+    r = run(
+        c.stream,
+        request=c.request,
+        status=c.status,
+        headers=c.headers,
+        transport_error=c.transport_error,
+        transport_quirk=c.transport_quirk,
+    )
     assert set(r.quirks) == c.quirks
     mine = [f for f in r.findings if f.quirk == quirk]
     assert mine, f"{quirk} is in quirks but no finding carries it"
@@ -435,8 +477,12 @@ def test_missing_calls_need_a_forcing_request():
 # --------------------------------------------------------------------------- issue 13 ids
 
 WEATHER_CUT = {"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "max_tokens": 14}
-PING_TOOL = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {}}}}]
+PING_TOOL = [
+    {
+        "type": "function",
+        "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+    }
+]
 
 
 def test_invented_arguments_need_a_cut_and_a_tool_that_wants_parameters():
@@ -445,15 +491,17 @@ def test_invented_arguments_need_a_cut_and_a_tool_that_wants_parameters():
     no_params = dict(WEATHER_CUT, tools=PING_TOOL)
     assert invented not in run(S.ARGS_INVENTED_ON_TRUNCATION, request=no_params).quirks
     # ... and with finish_reason "tool_calls" nothing was cut
-    whole = S.ARGS_INVENTED_ON_TRUNCATION.replace('"finish_reason":"length"',
-                                                  '"finish_reason":"tool_calls"')
+    whole = S.ARGS_INVENTED_ON_TRUNCATION.replace(
+        '"finish_reason":"length"', '"finish_reason":"tool_calls"'
+    )
     assert invented not in run(whole, request=WEATHER_CUT).quirks
     # a tool the request never declared (vLLM once named one itself): invented too
     other = S.ARGS_INVENTED_ON_TRUNCATION.replace('"get_weather"', '"weather_lookup"')
     r = run(other, request=WEATHER_CUT)
     assert invented in r.quirks
     assert "'weather_lookup' is not a declared tool" in next(
-        f.message for f in r.findings if f.quirk == invented)
+        f.message for f in r.findings if f.quirk == invented
+    )
     # a bare capture: judged on the "{}" and the cut alone
     assert invented in run(S.ARGS_INVENTED_ON_TRUNCATION).quirks
 
@@ -472,7 +520,8 @@ def test_prose_instead_of_a_required_call_is_a_must_finding_not_missing_calls():
     assert f.message == 'tool_choice "required" but the model answered in prose, with no tool call'
     # an empty turn under "required" stays the catalogued missing-calls quirk
     assert run(S.TOOLCALLS_MISSING_IN_STREAM, request=REQUIRED).quirks == [
-        "Q-TOOLCALLS-MISSING-IN-STREAM"]
+        "Q-TOOLCALLS-MISSING-IN-STREAM"
+    ]
 
 
 def test_invalid_arguments_are_the_server_parsers_only_with_the_models_text_on_the_wire():
@@ -482,8 +531,10 @@ def test_invalid_arguments_are_the_server_parsers_only_with_the_models_text_on_t
     seen = run(S.ARGS_SERVER_PARSER_CORRUPTION_SEEN)
     assert seen.impact["robust"].detail == "Q-ARGS-SERVER-PARSER-CORRUPTION"
     (f,) = [f for f in seen.findings if f.quirk == "Q-ARGS-SERVER-PARSER-CORRUPTION"]
-    assert f.message.endswith("the model's own text of the 'add_items' call is in content "
-                              "(event 0) with valid arguments: the server's parser broke them")
+    assert f.message.endswith(
+        "the model's own text of the 'add_items' call is in content "
+        "(event 0) with valid arguments: the server's parser broke them"
+    )
     # the model's text with arguments as broken as the call's: no evidence of a parse
     chunks = S.chunks(S.ARGS_SERVER_PARSER_CORRUPTION_SEEN)
     delta = chunks[0]["choices"][0]["delta"]
@@ -721,10 +772,20 @@ RULE_CASES = {
         _ok(S.REFERENCE_TEXT_SSE, **SSE_OK),
     ),
     "R-TOOL-DECLARED": (  # the reference streams call get_weather
-        _ok(S.REFERENCE_SINGLE_JSONL, request={"model": "m", "tools": [
-            {"type": "function", "function": {"name": "get_time"}}]}),
-        _ok(S.REFERENCE_SINGLE_JSONL, request={"model": "m", "tools": [
-            {"type": "function", "function": {"name": "get_weather"}}]}),
+        _ok(
+            S.REFERENCE_SINGLE_JSONL,
+            request={
+                "model": "m",
+                "tools": [{"type": "function", "function": {"name": "get_time"}}],
+            },
+        ),
+        _ok(
+            S.REFERENCE_SINGLE_JSONL,
+            request={
+                "model": "m",
+                "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+            },
+        ),
         _ok(S.REFERENCE_SINGLE_JSONL),  # no request: nothing declared to compare with
     ),
     "R-LENGTH-CUT": (

@@ -26,7 +26,8 @@ def _anchors(markdown: str) -> set[str]:
 
 def test_quirks_doc_is_up_to_date() -> None:
     assert QUIRKS_DOC.read_text("utf-8") == render_quirks_doc(), (
-        "docs/quirks.md is out of date: python -m conformance.report.catalogue")
+        "docs/quirks.md is out of date: python -m conformance.report.catalogue"
+    )
 
 
 def test_quirks_doc_has_every_quirk_with_its_detector() -> None:
@@ -39,10 +40,19 @@ def test_quirks_doc_has_every_quirk_with_its_detector() -> None:
 
 
 def test_quirks_doc_entry_from_hand_written_data() -> None:
-    cat = {"Q-DEMO-ONE": {"title": "a demo | quirk", "group": "D", "group_title": "id",
-                          "breaks": "clients", "workaround": "keep it", "sources": "a#1",
-                          "providers": "", "reference_behaviour": True,
-                          "level": "SHOULD"}}
+    cat = {
+        "Q-DEMO-ONE": {
+            "title": "a demo | quirk",
+            "group": "D",
+            "group_title": "id",
+            "breaks": "clients",
+            "workaround": "keep it",
+            "sources": "a#1",
+            "providers": "",
+            "reference_behaviour": True,
+            "level": "SHOULD",
+        }
+    }
     text = render_quirks_doc(cat, found={"Q-DEMO-ONE": ["detect_demo"]}, seen={})
     assert "| [Q-DEMO-ONE](#q-demo-one) | a demo \\| quirk | SHOULD |" in text
     assert "## D. id\n\n### Q-DEMO-ONE\n\n**a demo | quirk** · level SHOULD · reference" in text
@@ -64,24 +74,41 @@ def test_every_quirk_link_reaches_an_entry(path: str) -> None:
 def test_readme_is_a_front_page() -> None:
     text = README.read_text("utf-8")
     assert len(text.splitlines()) <= 330  # a front page, with a short glossary
-    for word in ("seed 000", "§", "the team", "catalogue group", "../shared", "DESIGN.md",
-                 "<redacted>"):
+    for word in (
+        "seed 000",
+        "§",
+        "the team",
+        "catalogue group",
+        "../shared",
+        "DESIGN.md",
+        "<redacted>",
+    ):
         assert word not in text, word
-    assert "pip install toolcall-conformance" in text and 'pip install "toolcall-conformance[suite]"' in text
+    assert (
+        "pip install toolcall-conformance" in text
+        and 'pip install "toolcall-conformance[suite]"' in text
+    )
     assert "python3 noxw -s matrix" in text and "python3 noxw -s tests" in text
     assert "<!-- matrix:start -->" in text and "<!-- matrix:end -->" in text
     for target in re.findall(r"\]\(((?:docs|reports)/[^)#]+)", text):
-        if target in ("docs/ci.md", "docs/clients.md", "reports/client-matrix.md",
-                      "docs/mutation.md", "docs/lanes/litellm.md",
-                      "docs/lanes/llama-cpp-python.md"):
+        if target in (
+            "docs/ci.md",
+            "docs/clients.md",
+            "reports/client-matrix.md",
+            "docs/mutation.md",
+            "docs/lanes/litellm.md",
+            "docs/lanes/llama-cpp-python.md",
+        ):
             continue  # pages other parts of the project add
         assert (ROOT / target).exists(), target
 
 
 def test_readme_update_is_not_redacted(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
-    readme.write_text("# x\n\n<!-- matrix:start -->\n<!-- matrix:end -->\n\n"
-                      "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678.\n")
+    readme.write_text(
+        "# x\n\n<!-- matrix:start -->\n<!-- matrix:end -->\n\n"
+        "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678.\n"
+    )
     assert update_readme(readme, "| a | b |\n")
     text = readme.read_text()
     assert "A `?key=` or a password in `base_url`; Bearer abcdefgh12345678." in text
@@ -97,7 +124,7 @@ def test_readme_clients_table_is_the_committed_client_matrix() -> None:
 
     text = (ROOT / "README.md").read_text("utf-8")
     start, end = markers("clients")
-    block = text[text.index(start) + len(start): text.index(end)].strip("\n")
+    block = text[text.index(start) + len(start) : text.index(end)].strip("\n")
     matrix = json.loads((ROOT / "reports" / "client-matrix.json").read_text("utf-8"))
     assert block == readme_table(matrix)
 
@@ -109,8 +136,9 @@ def test_readme_mutation_table_is_docs_mutation_json() -> None:
     import json
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("mutation_report",
-                                                  root / "tools" / "mutation_report.py")
+    spec = importlib.util.spec_from_file_location(
+        "mutation_report", root / "tools" / "mutation_report.py"
+    )
     assert spec and spec.loader
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)

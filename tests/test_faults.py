@@ -32,11 +32,15 @@ from conformance.scenarios import SCENARIOS, build_request
 from conformance.transcript import Transcript
 from conformance.transport import Limits, RetryPolicy, exchange, make_client
 
-FAST = Limits(connect_timeout=2, first_byte_timeout=0.5, idle_timeout=0.5, total_timeout=5,
-              max_bytes=32 * 1024 * 1024)
+FAST = Limits(
+    connect_timeout=2,
+    first_byte_timeout=0.5,
+    idle_timeout=0.5,
+    total_timeout=5,
+    max_bytes=32 * 1024 * 1024,
+)
 NO_RETRY = RetryPolicy(max=0)
-BODY = build_request(SCENARIOS["single"], Provider("fault", "http://127.0.0.1:1/v1",
-                                                   "reference"))
+BODY = build_request(SCENARIOS["single"], Provider("fault", "http://127.0.0.1:1/v1", "reference"))
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +73,13 @@ ERRORS: list[tuple[str, Any, dict[str, Any], str]] = [
     # (fault, arg, limits overrides, the reason: a regular expression)
     ("no-headers", None, {}, r"no response headers within 0\.5 s \(limits\.first_byte_timeout\)"),
     ("stall", None, {}, r"stream stalled: no bytes for 0\.5 s \(limits\.idle_timeout\)"),
-    ("disconnect-mid-event", None, {},
-     r"the server closed the connection in the middle of the response body "
-     r"\(incomplete chunked read\)"),
+    (
+        "disconnect-mid-event",
+        None,
+        {},
+        r"the server closed the connection in the middle of the response body "
+        r"\(incomplete chunked read\)",
+    ),
     ("status", 400, {}, r"HTTP 400: simulated HTTP 400"),
     ("status", 401, {}, r"HTTP 401: simulated HTTP 401"),
     ("status", 404, {}, r"HTTP 404: simulated HTTP 404"),
@@ -79,24 +87,49 @@ ERRORS: list[tuple[str, Any, dict[str, Any], str]] = [
     ("status", 500, {}, r"HTTP 500: simulated HTTP 500"),
     ("status", 503, {}, r"HTTP 503: simulated HTTP 503"),
     ("json-error-200", None, {}, r".*The model is overloaded, try again later"),
-    ("html-200", None, {}, r"stream requested; got text/html that is neither SSE nor JSON: "
-                           r"<!DOCTYPE html>.*"),
+    (
+        "html-200",
+        None,
+        {},
+        r"stream requested; got text/html that is neither SSE nor JSON: "
+        r"<!DOCTYPE html>.*",
+    ),
     ("error-event", None, {}, r"error inside the stream: upstream model crashed mid-generation"),
-    ("endless", None, {"total_timeout": 1.0},
-     r"stream still running after 1 s \(limits\.total_timeout\)"),
-    ("endless", None, {"max_bytes": 1_000_000},
-     r"stream exceeded 1000000 bytes \(limits\.max_bytes\)"),
-    ("big-event", 10, {"max_bytes": 5_000_000},
-     r"stream exceeded 5000000 bytes \(limits\.max_bytes\)"),
-    ("gzip-bomb", 200, {"max_bytes": 4_000_000},
-     r"stream exceeded 4000000 bytes \(limits\.max_bytes\)"),
+    (
+        "endless",
+        None,
+        {"total_timeout": 1.0},
+        r"stream still running after 1 s \(limits\.total_timeout\)",
+    ),
+    (
+        "endless",
+        None,
+        {"max_bytes": 1_000_000},
+        r"stream exceeded 1000000 bytes \(limits\.max_bytes\)",
+    ),
+    (
+        "big-event",
+        10,
+        {"max_bytes": 5_000_000},
+        r"stream exceeded 5000000 bytes \(limits\.max_bytes\)",
+    ),
+    (
+        "gzip-bomb",
+        200,
+        {"max_bytes": 4_000_000},
+        r"stream exceeded 4000000 bytes \(limits\.max_bytes\)",
+    ),
 ]
 
 
-@pytest.mark.parametrize("fault,arg,over,reason", ERRORS,
-                         ids=[f"{f}-{a or ''}-{'-'.join(o)}".strip("-") for f, a, o, _ in ERRORS])
-def test_fault_is_an_error_with_one_line(fs: FaultServer, fault: str, arg: Any,
-                                         over: dict[str, Any], reason: str) -> None:
+@pytest.mark.parametrize(
+    "fault,arg,over,reason",
+    ERRORS,
+    ids=[f"{f}-{a or ''}-{'-'.join(o)}".strip("-") for f, a, o, _ in ERRORS],
+)
+def test_fault_is_an_error_with_one_line(
+    fs: FaultServer, fault: str, arg: Any, over: dict[str, Any], reason: str
+) -> None:
     limits = Limits(**{**FAST.__dict__, **over})
     t, r, took = run(fs.base_url(fault, arg), limits)
     assert r.verdict == "error", (r.verdict, r.error)
@@ -135,13 +168,16 @@ def test_first_byte_and_idle_limits_are_separate(fs: FaultServer) -> None:
 
 # ------------------------------------------------------------------ unit: still judgeable
 
+
 def test_close_mid_event_is_an_error_with_its_reason(fs: FaultServer) -> None:
     """A 200 body cut inside an event with no finish_reason: the server closed the stream
     mid-answer (issue 13), an `error`, not Q-FINISH-NEVER-SENT; the framing finding stays."""
     t, r, _ = run(fs.base_url("close-mid-event"))
     assert t.transport_error is None and r.verdict == "error"
-    assert r.error == ("HTTP 200 body cut inside an event after 2 event(s), with no "
-                       "finish_reason: the server closed the stream mid-answer")
+    assert r.error == (
+        "HTTP 200 body cut inside an event after 2 event(s), with no "
+        "finish_reason: the server closed the stream mid-answer"
+    )
     assert "Q-FINISH-NEVER-SENT" not in r.quirks and "Q-SSE-DONE-MISSING" not in r.quirks
     msgs = [f.message for f in r.findings if f.rule == "R-SSE-WELL-FORMED"]
     assert msgs and msgs[0].startswith("stream ended inside an event"), msgs
@@ -149,8 +185,10 @@ def test_close_mid_event_is_an_error_with_its_reason(fs: FaultServer) -> None:
 
 # The calls of the healthy reference answer to BODY, read off its wire by hand (the
 # server is seeded by the request body): what a fault that spares the calls must keep.
-REFERENCE_CALLS = [("call_A56gUPT3fzZ2sqpXrwC1rzdF", "get_weather", '{"city": "Paris"}'),
-                   ("call_HfsZ8P7S9a6NzDHXMRaLLOD2", "get_time", '{"timezone": "Asia/Tokyo"}')]
+REFERENCE_CALLS = [
+    ("call_A56gUPT3fzZ2sqpXrwC1rzdF", "get_weather", '{"city": "Paris"}'),
+    ("call_HfsZ8P7S9a6NzDHXMRaLLOD2", "get_time", '{"timezone": "Asia/Tokyo"}'),
+]
 
 
 def calls(r: CaptureResult) -> list[tuple[str, str, str]]:
@@ -193,6 +231,7 @@ def test_a_server_cannot_forge_the_transport_verdict(fs: FaultServer) -> None:
 
 # ------------------------------------------------------------------ unit: keep-alive, deadline
 
+
 def test_a_dropped_keepalive_connection_is_retried_once_and_shown(fs: FaultServer) -> None:
     """The xllamacpp wheel's server closes a kept-alive connection after a streamed
     answer: the next request on it gets no response. It is sent again on a new
@@ -206,7 +245,8 @@ def test_a_dropped_keepalive_connection_is_retried_once_and_shown(fs: FaultServe
     assert t2.transport_error is None and t2.status == 200
     assert t2.meta["connection_retry"] == (
         "the server dropped the kept-alive connection between two requests (Server "
-        "disconnected without sending a response.); sent again on a new connection")
+        "disconnected without sending a response.); sent again on a new connection"
+    )
     r1, r2 = analyze(t1), analyze(t2)
     assert r1.verdict == r2.verdict == "conforms"
     assert "Q-KEEPALIVE-DROPPED" not in r1.quirks and "Q-KEEPALIVE-DROPPED" in r2.quirks
@@ -221,10 +261,19 @@ def test_connections_that_close_are_never_retried(fs: FaultServer) -> None:
     """Negative control: a server that says `Connection: close` shows no drop, and a
     connection refused is an error, not a retry."""
     with make_client(FAST) as client:
-        ts = [exchange(client, fs.base_url("ok") + "/chat/completions", BODY, limits=FAST,
-                       retry=NO_RETRY) for _ in range(3)]
-        refused = exchange(client, f"http://127.0.0.1:{closed_port()}/v1/chat/completions",
-                           BODY, limits=FAST, retry=NO_RETRY)
+        ts = [
+            exchange(
+                client, fs.base_url("ok") + "/chat/completions", BODY, limits=FAST, retry=NO_RETRY
+            )
+            for _ in range(3)
+        ]
+        refused = exchange(
+            client,
+            f"http://127.0.0.1:{closed_port()}/v1/chat/completions",
+            BODY,
+            limits=FAST,
+            retry=NO_RETRY,
+        )
     assert all("connection_retry" not in t.meta for t in ts + [refused])
     assert refused.transport_error == "connection refused"
     assert refused.meta["transport_stage"] == "connect"
@@ -262,8 +311,9 @@ def test_a_read_blocked_at_the_total_deadline_is_ended_there() -> None:
     stream.response = response
     assert b"".join(stream) == b"data: {}\n\n"
     assert sock.down.is_set()
-    assert response.headers[FAULT_HEADER] == \
-        "stream still running after 0.2 s (limits.total_timeout)"
+    assert (
+        response.headers[FAULT_HEADER] == "stream still running after 0.2 s (limits.total_timeout)"
+    )
 
 
 def test_a_provider_that_is_down_fails_fast(fs: FaultServer) -> None:
@@ -271,10 +321,8 @@ def test_a_provider_that_is_down_fails_fast(fs: FaultServer) -> None:
     once with the same reason, saying so; the endpoint sees no further request."""
     from conformance.runner import FAIL_FAST_AFTER, CellRunner
 
-    lim = {"connect_timeout": 2, "first_byte_timeout": 0.3, "idle_timeout": 1,
-           "total_timeout": 2}
-    down = Provider("down", fs.base_url("no-headers"), "reference", limits=lim,
-                    retries={"max": 0})
+    lim = {"connect_timeout": 2, "first_byte_timeout": 0.3, "idle_timeout": 1, "total_timeout": 2}
+    down = Provider("down", fs.base_url("no-headers"), "reference", limits=lim, retries={"max": 0})
     healthy = Provider("healthy", fs.base_url("ok"), "reference", limits=lim)
     before = len(fs.hits_for("no-headers"))
     runner = CellRunner(replay=False)
@@ -289,8 +337,10 @@ def test_a_provider_that_is_down_fails_fast(fs: FaultServer) -> None:
     assert [c.reason for c in cells[:FAIL_FAST_AFTER]] == [reason] * FAIL_FAST_AFTER
     for c in cells[FAIL_FAST_AFTER:]:
         assert c.verdict == "error" and c.meta == {"failed_fast": True}
-        assert c.reason == (f"{reason} (not sent: the endpoint failed the same way on "
-                            f"{FAIL_FAST_AFTER} cells in a row)")
+        assert c.reason == (
+            f"{reason} (not sent: the endpoint failed the same way on "
+            f"{FAIL_FAST_AFTER} cells in a row)"
+        )
     assert len(fs.hits_for("no-headers")) - before == FAIL_FAST_AFTER
 
 
@@ -299,15 +349,26 @@ def test_replay_never_fails_fast() -> None:
 
     runner = CellRunner(replay=True)
     runner._down["p"] = (99, "connection refused")
-    assert runner._failed_fast(Provider("p", "http://127.0.0.1:1/v1", "m"),
-                               SCENARIOS["single"]) is None
+    assert (
+        runner._failed_fast(Provider("p", "http://127.0.0.1:1/v1", "m"), SCENARIOS["single"])
+        is None
+    )
 
 
 def test_limits_come_from_providers_yaml(tmp_path: Path) -> None:
     from conformance.providers import load_providers
-    (tmp_path / "providers.yaml").write_text(providers_yaml({"p": {
-        "base_url": "http://127.0.0.1:1/v1", "model": "m",
-        "limits": {"total_timeout": 2.5, "max_bytes": 1234, "idle_timeout": 0.7}}}))
+
+    (tmp_path / "providers.yaml").write_text(
+        providers_yaml(
+            {
+                "p": {
+                    "base_url": "http://127.0.0.1:1/v1",
+                    "model": "m",
+                    "limits": {"total_timeout": 2.5, "max_bytes": 1234, "idle_timeout": 0.7},
+                }
+            }
+        )
+    )
     p = load_providers(tmp_path / "providers.yaml")["p"]
     lim = Limits.from_dict(p.limits)
     assert (lim.total_timeout, lim.max_bytes, lim.idle_timeout) == (2.5, 1234, 0.7)
@@ -315,15 +376,19 @@ def test_limits_come_from_providers_yaml(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ end to end
 
-LIM = {"connect_timeout": 2, "first_byte_timeout": 1, "idle_timeout": 1, "total_timeout": 1.5,
-       "max_bytes": 8_000_000}
+LIM = {
+    "connect_timeout": 2,
+    "first_byte_timeout": 1,
+    "idle_timeout": 1,
+    "total_timeout": 1.5,
+    "max_bytes": 8_000_000,
+}
 NO_RETRIES = {"max": 0}
 
 
 def _entries(fs: FaultServer, own: FaultServer) -> dict[str, dict[str, Any]]:
     def e(url: str, **kw: Any) -> dict[str, Any]:
-        return {"base_url": url, "model": "reference", "limits": LIM, "retries": NO_RETRIES,
-                **kw}
+        return {"base_url": url, "model": "reference", "limits": LIM, "retries": NO_RETRIES, **kw}
 
     return {
         # on a server of its own: a kept-alive connection is pooled per host and port
@@ -336,11 +401,13 @@ def _entries(fs: FaultServer, own: FaultServer) -> dict[str, dict[str, Any]]:
         "stall": e(fs.base_url("stall")),
         "cut": e(fs.base_url("disconnect-mid-event")),
         "endless": e(fs.base_url("endless", 5)),
-        "flood": e(fs.base_url("endless"), limits={**LIM, "total_timeout": 30,
-                                                    "max_bytes": 500_000}),
+        "flood": e(
+            fs.base_url("endless"), limits={**LIM, "total_timeout": 30, "max_bytes": 500_000}
+        ),
         "http-500": e(fs.base_url("status", 500)),
-        "http-429": e(fs.base_url("status", 429),
-                      retries={"max": 2, "base_delay": 0.01, "max_delay": 0.2}),
+        "http-429": e(
+            fs.base_url("status", 429), retries={"max": 2, "base_delay": 0.01, "max_delay": 0.2}
+        ),
         "html": e(fs.base_url("html-200")),
         "json-error": e(fs.base_url("json-error-200")),
         "error-event": e(fs.base_url("error-event")),
@@ -356,8 +423,11 @@ EXPECTED = {  # provider -> (verdict, reason regex or None)
     "dns": ("error", r"the host name does not resolve"),
     "no-headers": ("error", r"no response headers within 1 s \(limits\.first_byte_timeout\)"),
     "stall": ("error", r"stream stalled: no bytes for 1 s \(limits\.idle_timeout\)"),
-    "cut": ("error", r"the server closed the connection in the middle of the response body "
-                     r"\(incomplete chunked read\)"),
+    "cut": (
+        "error",
+        r"the server closed the connection in the middle of the response body "
+        r"\(incomplete chunked read\)",
+    ),
     "endless": ("error", r"stream still running after 1\.5 s \(limits\.total_timeout\)"),
     "flood": ("error", r"stream exceeded 500000 bytes \(limits\.max_bytes\)"),
     "http-500": ("error", r"HTTP 500: simulated HTTP 500"),
@@ -402,15 +472,19 @@ def test_suite_end_to_end_faults_side_by_side(tmp_path: Path) -> None:
     _check(cells, set(EXPECTED))
     assert len(cells) == 2 * len(EXPECTED)
     # the kept-alive connection dropped between two requests: retried, shown as a finding
-    dropped = [c for (p, _), c in cells.items() if p == "keepalive"
-               and "Q-KEEPALIVE-DROPPED" in c["quirks"]]
+    dropped = [
+        c
+        for (p, _), c in cells.items()
+        if p == "keepalive" and "Q-KEEPALIVE-DROPPED" in c["quirks"]
+    ]
     assert dropped, [(k, c["quirks"]) for k, c in cells.items() if k[0] == "keepalive"]
     # the retries of the 429 provider are in its cell
     assert [r["status"] for r in cells[("http-429", "single")]["retries"]] == [429]
     matrix = json.loads((tmp_path / "reports" / "quirks-matrix.json").read_text())
     assert {c["id"] for c in matrix["columns"]} == set(EXPECTED)
     assert {(c["column"], c["row"]): c["verdict"] for c in matrix["cells"]}[
-        ("stall", "single")] == "error"
+        ("stall", "single")
+    ] == "error"
     # every failure line pytest printed for a cell is a one-line reason
     for line in out.splitlines():
         if line.startswith("error: "):

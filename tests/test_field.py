@@ -24,8 +24,10 @@ from conformance.report import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURES = ROOT.parent / "shared" / "captures"
-DASHSCOPE_SOURCE = ("https://github.com/vercel/ai/blob/3d37805ee587e48c51bc7b4f1e8a1f203100ce7a"
-                    "/packages/alibaba/src/__fixtures__/alibaba-tool-call.chunks.txt")
+DASHSCOPE_SOURCE = (
+    "https://github.com/vercel/ai/blob/3d37805ee587e48c51bc7b4f1e8a1f203100ce7a"
+    "/packages/alibaba/src/__fixtures__/alibaba-tool-call.chunks.txt"
+)
 
 
 def _jsonl(path: Path, chunks: list[dict[str, Any]]) -> Path:
@@ -51,20 +53,46 @@ def evidence_doc() -> dict[str, Any]:
     route without a column."""
     ok = {"status": "ok"}
     return {
-        "format": field.FORMAT, "note": field.NOTE, "unreadable": [],
-        "routes": {"mistral": {"label": "Mistral (public)", "column": "mistral"},
-                   "acme": {"label": "Acme Cloud", "column": None}},
+        "format": field.FORMAT,
+        "note": field.NOTE,
+        "unreadable": [],
+        "routes": {
+            "mistral": {"label": "Mistral (public)", "column": "mistral"},
+            "acme": {"label": "Acme Cloud", "column": None},
+        },
         "entries": [
-            {"capture": "m.jsonl", "route": "mistral", "column": "mistral",
-             "source": "https://example.org/m", "model": "m-large", "verdict": "quirk",
-             "reason": None, "quirks": ["Q-EMPTY-STRING-OVERWRITE"], "finish_reason": "tool_calls",
-             "events": 4, "calls": 1,
-             "impact": {"naive": {"status": "wrong", "detail": "name ''"}, "guarded": ok,
-                        "robust": ok}},
-            {"capture": "a.jsonl", "route": "acme", "column": None,
-             "source": "https://github.com/acme/fixtures/blob/0/a.jsonl", "model": "acme-1",
-             "verdict": "conforms", "reason": None, "quirks": [], "finish_reason": "tool_calls",
-             "events": 4, "calls": 1, "impact": {"naive": ok, "guarded": ok, "robust": ok}},
+            {
+                "capture": "m.jsonl",
+                "route": "mistral",
+                "column": "mistral",
+                "source": "https://example.org/m",
+                "model": "m-large",
+                "verdict": "quirk",
+                "reason": None,
+                "quirks": ["Q-EMPTY-STRING-OVERWRITE"],
+                "finish_reason": "tool_calls",
+                "events": 4,
+                "calls": 1,
+                "impact": {
+                    "naive": {"status": "wrong", "detail": "name ''"},
+                    "guarded": ok,
+                    "robust": ok,
+                },
+            },
+            {
+                "capture": "a.jsonl",
+                "route": "acme",
+                "column": None,
+                "source": "https://github.com/acme/fixtures/blob/0/a.jsonl",
+                "model": "acme-1",
+                "verdict": "conforms",
+                "reason": None,
+                "quirks": [],
+                "finish_reason": "tool_calls",
+                "events": 4,
+                "calls": 1,
+                "impact": {"naive": ok, "guarded": ok, "robust": ok},
+            },
         ],
     }
 
@@ -81,7 +109,8 @@ def test_committed_data_file_matches_a_regeneration_from_the_captures() -> None:
         pytest.skip(f"{CAPTURES} is absent: the public captures are not in this checkout")
     fresh = field.analyse_directory(CAPTURES, field.load_sources())
     assert field.dumps(fresh) == field.EVIDENCE_FILE.read_text("utf-8"), (
-        "conformance/data/field-evidence.json is out of date: python3 noxw -s field")
+        "conformance/data/field-evidence.json is out of date: python3 noxw -s field"
+    )
 
 
 def test_committed_data_file_covers_the_five_columns_with_sources() -> None:
@@ -194,8 +223,12 @@ def test_headline_answers_what_happens_with_a_provider() -> None:
     row = next(x for x in text.splitlines() if x.startswith("| ◇"))
     assert row.endswith(
         "| ◇ \\~1 [`Q-EMPTY-STRING-OVERWRITE`](docs/quirks.md#q-empty-string-overwrite) "
-        "[example.org](https://example.org/m) |")
-    assert "| Acme Cloud | ◇ ✓1 | – | ✓ 1/1 | ✓ 1/1 | ✓ 1/1 | [acme/fixtures](https://github.com/acme/fixtures/blob/0/a.jsonl) |" in text
+        "[example.org](https://example.org/m) |"
+    )
+    assert (
+        "| Acme Cloud | ◇ ✓1 | – | ✓ 1/1 | ✓ 1/1 | ✓ 1/1 | [acme/fixtures](https://github.com/acme/fixtures/blob/0/a.jsonl) |"
+        in text
+    )
     assert "[^" not in text  # no footnotes in the README's table
 
 

@@ -42,9 +42,15 @@ from conformance.sse import iter_sse
 from conformance.transcript import Transcript
 
 DEPTH = 1.0 if os.environ.get("CI") or os.environ.get("CONFORMANCE_FUZZ") == "full" else 0.2
-FUZZ = settings(max_examples=int(1000 * DEPTH), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=int(1000 * DEPTH),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 VERDICTS = {"conforms", "quirk", "fails", "error"}
 
 
@@ -53,12 +59,22 @@ ALNUM = string.ascii_letters + string.digits
 
 # ------------------------------------------------------------------ the grammar
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
-                         st.floats(allow_nan=False, allow_infinity=False, width=32),
-                         st.text(max_size=12))
-arguments = st.dictionaries(st.text(min_size=1, max_size=8), st.one_of(
-    json_scalars, st.lists(json_scalars, max_size=3),
-    st.dictionaries(st.text(max_size=4), json_scalars, max_size=2)), max_size=4)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=12),
+)
+arguments = st.dictionaries(
+    st.text(min_size=1, max_size=8),
+    st.one_of(
+        json_scalars,
+        st.lists(json_scalars, max_size=3),
+        st.dictionaries(st.text(max_size=4), json_scalars, max_size=2),
+    ),
+    max_size=4,
+)
 
 
 @st.composite
@@ -79,16 +95,27 @@ def call_plans(draw: Any) -> list[dict[str, Any]]:
     calls = []
     for i in range(n):
         args = json.dumps(draw(arguments), ensure_ascii=draw(st.booleans()))
-        calls.append({"index": i, "id": "call_" + draw(st.text(ALNUM, min_size=24, max_size=24)),
-                      "name": draw(st.sampled_from(NAMES)), "arguments": args,
-                      "pieces": draw(fragments(args))})
+        calls.append(
+            {
+                "index": i,
+                "id": "call_" + draw(st.text(ALNUM, min_size=24, max_size=24)),
+                "name": draw(st.sampled_from(NAMES)),
+                "arguments": args,
+                "pieces": draw(fragments(args)),
+            }
+        )
     return calls
 
 
 def envelope(cid: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": cid, "object": "chat.completion.chunk", "created": 1767778776,
-            "model": "fuzz-model", "system_fingerprint": "fp_fuzz",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 1767778776,
+        "model": "fuzz-model",
+        "system_fingerprint": "fp_fuzz",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 @st.composite
@@ -98,28 +125,57 @@ def valid_streams(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     cid = "chatcmpl-" + draw(st.text(ALNUM, min_size=10, max_size=10))
     chunks = [envelope(cid, {"role": "assistant", "content": None})]
     for c in calls:
-        chunks.append(envelope(cid, {"tool_calls": [{
-            "index": c["index"], "id": c["id"], "type": "function",
-            "function": {"name": c["name"], "arguments": ""}}]}))
+        chunks.append(
+            envelope(
+                cid,
+                {
+                    "tool_calls": [
+                        {
+                            "index": c["index"],
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": ""},
+                        }
+                    ]
+                },
+            )
+        )
         for piece in c["pieces"]:
-            chunks.append(envelope(cid, {"tool_calls": [{
-                "index": c["index"], "function": {"arguments": piece}}]}))
+            chunks.append(
+                envelope(
+                    cid, {"tool_calls": [{"index": c["index"], "function": {"arguments": piece}}]}
+                )
+            )
     chunks.append(envelope(cid, {}, "tool_calls"))
     usage = draw(st.booleans())
     if usage:
-        chunks.append({"id": cid, "object": "chat.completion.chunk", "created": 1767778776,
-                       "model": "fuzz-model", "system_fingerprint": "fp_fuzz", "choices": [],
-                       "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                 "total_tokens": 15}})
+        chunks.append(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": 1767778776,
+                "model": "fuzz-model",
+                "system_fingerprint": "fp_fuzz",
+                "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
     return chunks, calls, usage
 
 
 def request_for(calls: list[dict[str, Any]], usage: bool) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "model": "fuzz-model", "stream": True,
+        "model": "fuzz-model",
+        "stream": True,
         "messages": [{"role": "user", "content": "call the tools"}],
-        "tools": [{"type": "function", "function": {"name": n, "parameters": {
-            "type": "object", "properties": {}}}} for n in NAMES]}
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": n, "parameters": {"type": "object", "properties": {}}},
+            }
+            for n in NAMES
+        ],
+    }
     if usage:
         body["stream_options"] = {"include_usage": True}
     return body
@@ -129,9 +185,14 @@ def request_for(calls: list[dict[str, Any]], usage: bool) -> dict[str, Any]:
 def framings(draw: Any, comments: bool = True) -> dict[str, Any]:
     """SSE framing variants. A comment line is a catalogued quirk
     (Q-SSE-COMMENT-KEEPALIVE), not reference behaviour: off for the "conforms" check."""
-    return {"space": draw(st.booleans()), "crlf": draw(st.booleans()),
-            "ascii": draw(st.booleans()), "compact": draw(st.booleans()),
-            "comments": comments and draw(st.booleans()), "done": True}
+    return {
+        "space": draw(st.booleans()),
+        "crlf": draw(st.booleans()),
+        "ascii": draw(st.booleans()),
+        "compact": draw(st.booleans()),
+        "comments": comments and draw(st.booleans()),
+        "done": True,
+    }
 
 
 def render(chunks: list[Any], f: dict[str, Any]) -> bytes:
@@ -143,8 +204,9 @@ def render(chunks: list[Any], f: dict[str, Any]) -> bytes:
         if isinstance(c, _Raw):
             out.append(c.text)
             continue
-        data = json.dumps(c, ensure_ascii=f["ascii"],
-                          separators=(",", ":") if f["compact"] else None)
+        data = json.dumps(
+            c, ensure_ascii=f["ascii"], separators=(",", ":") if f["compact"] else None
+        )
         out.append(("data: " if f["space"] else "data:") + data + nl + nl)
     if f["done"]:
         out.append(("data: " if f["space"] else "data:") + "[DONE]" + nl + nl)
@@ -161,10 +223,22 @@ class _Raw:
 # ------------------------------------------------------------------ mutations
 
 SWAPS: list[Any] = [None, 0, -1, 1.5, "", "x", [], {}, True, [None], {"a": 1}, "0", 10**20]
-JUNK = ["data: not json\n\n", "data: {\"truncated\": \n\n", ": comment\n\n", "event: error\n",
-        "data: [DONE]\n\n", "\n\n\n", "id: 7\nretry: 10\n", "data: 42\n\n", "data: null\n\n",
-        "data: {\"error\": {\"message\": \"boom\"}}\n\n", "data:\n\n", "garbage-line\n",
-        "data: \"\\ud800\"\n\n", "data: {\"choices\": 5}\n\n"]
+JUNK = [
+    "data: not json\n\n",
+    'data: {"truncated": \n\n',
+    ": comment\n\n",
+    "event: error\n",
+    "data: [DONE]\n\n",
+    "\n\n\n",
+    "id: 7\nretry: 10\n",
+    "data: 42\n\n",
+    "data: null\n\n",
+    'data: {"error": {"message": "boom"}}\n\n',
+    "data:\n\n",
+    "garbage-line\n",
+    'data: "\\ud800"\n\n',
+    'data: {"choices": 5}\n\n',
+]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -184,10 +258,16 @@ def _parent(value: Any, path: tuple[Any, ...]) -> Any:
     return value
 
 
-mutation_ops = st.lists(st.tuples(
-    st.sampled_from(["drop", "swap", "dup", "remove", "reorder", "junk", "empty-delta"]),
-    st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1,
-    max_size=5)
+mutation_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["drop", "swap", "dup", "remove", "reorder", "junk", "empty-delta"]),
+        st.integers(0, 10**6),
+        st.integers(0, 10**6),
+        st.integers(0, 10**6),
+    ),
+    min_size=1,
+    max_size=5,
+)
 
 
 def mutate(chunks: list[dict[str, Any]], ops: list[tuple[str, int, int, int]]) -> list[Any]:
@@ -208,8 +288,9 @@ def mutate(chunks: list[dict[str, Any]], ops: list[tuple[str, int, int, int]]) -
             else:
                 parent[path[-1]] = copy.deepcopy(SWAPS[c % len(SWAPS)])  # never shared
         elif kind == "dup":
-            out.insert(i, json.loads(json.dumps(target)) if not isinstance(target, _Raw)
-                       else target)
+            out.insert(
+                i, json.loads(json.dumps(target)) if not isinstance(target, _Raw) else target
+            )
         elif kind == "remove":
             out.pop(i)
         elif kind == "reorder" and len(out) > 1:
@@ -217,8 +298,11 @@ def mutate(chunks: list[dict[str, Any]], ops: list[tuple[str, int, int, int]]) -
             out[i], out[j] = out[j], out[i]
         elif kind == "junk":
             out.insert(i, _Raw(JUNK[b % len(JUNK)]))
-        elif kind == "empty-delta" and isinstance(target, dict) and \
-                isinstance(target.get("choices"), list):
+        elif (
+            kind == "empty-delta"
+            and isinstance(target, dict)
+            and isinstance(target.get("choices"), list)
+        ):
             for ch in target["choices"]:
                 if isinstance(ch, dict):
                     ch["delta"] = {} if c % 2 else {"tool_calls": []}
@@ -227,13 +311,22 @@ def mutate(chunks: list[dict[str, Any]], ops: list[tuple[str, int, int, int]]) -
 
 # ------------------------------------------------------------------ helpers
 
-def analyze_blocks(raw: bytes, blocks: list[bytes], request: dict[str, Any] | None
-                   ) -> CaptureResult:
+
+def analyze_blocks(
+    raw: bytes, blocks: list[bytes], request: dict[str, Any] | None
+) -> CaptureResult:
     """The analyzer fed through ``iter_sse(blocks)``, the blocks being ``raw`` split."""
     assert b"".join(blocks) == raw
-    t = Transcript("<fuzz>", "sse", True, lambda: iter_sse(blocks),
-                   request={"body": request} if request is not None else None, status=200,
-                   headers={"content-type": "text/event-stream"}, raw=raw)
+    t = Transcript(
+        "<fuzz>",
+        "sse",
+        True,
+        lambda: iter_sse(blocks),
+        request={"body": request} if request is not None else None,
+        status=200,
+        headers={"content-type": "text/event-stream"},
+        raw=raw,
+    )
     return analyze(t)
 
 
@@ -248,10 +341,16 @@ def split_at(raw: bytes, cuts: list[int]) -> list[bytes]:
 
 
 def signature(r: CaptureResult) -> dict[str, Any]:
-    return {"findings": [f.to_json() for f in r.findings], "robust": r.tool_calls["robust"],
-            "naive": r.tool_calls["naive"], "guarded": r.tool_calls["guarded"],
-            "verdict": r.verdict, "finish_reason": r.finish_reason, "error": r.error,
-            "events": r.events}
+    return {
+        "findings": [f.to_json() for f in r.findings],
+        "robust": r.tool_calls["robust"],
+        "naive": r.tool_calls["naive"],
+        "guarded": r.tool_calls["guarded"],
+        "verdict": r.verdict,
+        "finish_reason": r.finish_reason,
+        "error": r.error,
+        "events": r.events,
+    }
 
 
 def sane(r: CaptureResult) -> None:
@@ -269,16 +368,18 @@ def same_everywhere(raw: bytes, request: dict[str, Any] | None, cuts: list[int])
     want = signature(whole)
     assert signature(analyze_blocks(raw, [raw], request)) == want
     assert signature(analyze_blocks(raw, split_at(raw, cuts), request)) == want
-    ones = [raw[i:i + 1] for i in range(len(raw))]
+    ones = [raw[i : i + 1] for i in range(len(raw))]
     assert signature(analyze_blocks(raw, ones, request)) == want
 
 
 # ------------------------------------------------------------------ properties
 
+
 @FUZZ
 @given(valid_streams(), framings(comments=False), st.lists(st.integers(0, 10**6), max_size=8))
-def test_valid_streams_conform_and_assemble_the_calls(stream: Any, framing: dict[str, Any],
-                                                      cuts: list[int]) -> None:
+def test_valid_streams_conform_and_assemble_the_calls(
+    stream: Any, framing: dict[str, Any], cuts: list[int]
+) -> None:
     chunks, calls, usage = stream
     request = request_for(calls, usage)
     raw = render(chunks, framing)
@@ -288,8 +389,7 @@ def test_valid_streams_conform_and_assemble_the_calls(stream: Any, framing: dict
     assert r.verdict == "conforms", judged
     want = [(c["id"], c["name"], json.loads(c["arguments"])) for c in calls]
     for strategy in ("naive", "guarded", "robust"):
-        got = [(c["id"], c["name"], json.loads(c["arguments"]))
-               for c in r.tool_calls[strategy]]
+        got = [(c["id"], c["name"], json.loads(c["arguments"])) for c in r.tool_calls[strategy]]
         assert got == want, strategy
     assert r.finish_reason == "tool_calls"
     same_everywhere(raw, request, cuts)
@@ -297,18 +397,25 @@ def test_valid_streams_conform_and_assemble_the_calls(stream: Any, framing: dict
 
 @FUZZ
 @given(valid_streams(), framings(), mutation_ops, st.lists(st.integers(0, 10**6), max_size=8))
-def test_mutated_streams_never_raise_and_rechunk_the_same(stream: Any, framing: dict[str, Any],
-                                                          ops: Any, cuts: list[int]) -> None:
+def test_mutated_streams_never_raise_and_rechunk_the_same(
+    stream: Any, framing: dict[str, Any], ops: Any, cuts: list[int]
+) -> None:
     chunks, calls, usage = stream
     raw = render(mutate(chunks, ops), framing)
     same_everywhere(raw, request_for(calls, usage), cuts)
 
 
 @FUZZ
-@given(valid_streams(), framings(), st.integers(0, 10**6), st.booleans(),
-       st.lists(st.integers(0, 10**6), max_size=8))
+@given(
+    valid_streams(),
+    framings(),
+    st.integers(0, 10**6),
+    st.booleans(),
+    st.lists(st.integers(0, 10**6), max_size=8),
+)
 def test_truncated_streams_never_raise_and_rechunk_the_same(
-        stream: Any, framing: dict[str, Any], cut: int, mutated: bool, cuts: list[int]) -> None:
+    stream: Any, framing: dict[str, Any], cut: int, mutated: bool, cuts: list[int]
+) -> None:
     chunks, calls, usage = stream
     raw = render(chunks, framing)
     raw = raw[: cut % (len(raw) + 1)]
@@ -337,19 +444,57 @@ def test_arbitrary_bytes_never_raise(raw: bytes, cuts: list[int]) -> None:
     sane(r)
     assert signature(analyze_blocks(raw, split_at(raw, cuts), None)) == signature(r)
     for ctype in ("application/json", "text/html", ""):
-        sane(analyze_bytes(raw, request={"stream": True}, status=200,
-                           headers={"content-type": ctype} if ctype else {}))
+        sane(
+            analyze_bytes(
+                raw,
+                request={"stream": True},
+                status=200,
+                headers={"content-type": ctype} if ctype else {},
+            )
+        )
 
 
-sse_lines = st.lists(st.tuples(
-    st.sampled_from(["data: ", "data:", ": ", "event: ", "id: ", "retry: ", "", "dat"]),
-    st.one_of(st.text(max_size=30), st.sampled_from(JUNK),
-              st.builds(json.dumps, st.recursive(json_scalars, lambda c: st.one_of(
-                  st.lists(c, max_size=3), st.dictionaries(st.sampled_from(
-                      ["choices", "delta", "tool_calls", "index", "id", "function",
-                       "arguments", "name", "finish_reason", "error", "usage", "type"]),
-                      c, max_size=4)), max_leaves=12))),
-    st.sampled_from(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n"])), max_size=20)
+sse_lines = st.lists(
+    st.tuples(
+        st.sampled_from(["data: ", "data:", ": ", "event: ", "id: ", "retry: ", "", "dat"]),
+        st.one_of(
+            st.text(max_size=30),
+            st.sampled_from(JUNK),
+            st.builds(
+                json.dumps,
+                st.recursive(
+                    json_scalars,
+                    lambda c: st.one_of(
+                        st.lists(c, max_size=3),
+                        st.dictionaries(
+                            st.sampled_from(
+                                [
+                                    "choices",
+                                    "delta",
+                                    "tool_calls",
+                                    "index",
+                                    "id",
+                                    "function",
+                                    "arguments",
+                                    "name",
+                                    "finish_reason",
+                                    "error",
+                                    "usage",
+                                    "type",
+                                ]
+                            ),
+                            c,
+                            max_size=4,
+                        ),
+                    ),
+                    max_leaves=12,
+                ),
+            ),
+        ),
+        st.sampled_from(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n"]),
+    ),
+    max_size=20,
+)
 
 
 @FUZZ
@@ -360,12 +505,37 @@ def test_sse_like_text_never_raises(lines: list[tuple[str, str, str]], cuts: lis
     same_everywhere(raw, request, cuts)
 
 
-json_values = st.recursive(json_scalars, lambda c: st.one_of(
-    st.lists(c, max_size=4),
-    st.dictionaries(st.sampled_from(["id", "object", "choices", "delta", "tool_calls", "index",
-                                     "function", "name", "arguments", "type", "finish_reason",
-                                     "usage", "error", "role", "content", "x"]), c,
-                    max_size=5)), max_leaves=25)
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.one_of(
+        st.lists(c, max_size=4),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "id",
+                    "object",
+                    "choices",
+                    "delta",
+                    "tool_calls",
+                    "index",
+                    "function",
+                    "name",
+                    "arguments",
+                    "type",
+                    "finish_reason",
+                    "usage",
+                    "error",
+                    "role",
+                    "content",
+                    "x",
+                ]
+            ),
+            c,
+            max_size=5,
+        ),
+    ),
+    max_leaves=25,
+)
 
 
 @FUZZ
@@ -381,18 +551,40 @@ def test_every_byte_boundary_of_fixed_streams() -> None:
     """Deterministic and exhaustive: every single split point of two reference streams
     (one with CRLF and non-ASCII arguments)."""
     for crlf, args in ((False, '{"city": "Paris"}'), (True, '{"note": "Zürich ☃ 東京 😀"}')):
-        chunks = [envelope("chatcmpl-x", {"role": "assistant", "content": None}),
-                  envelope("chatcmpl-x", {"tool_calls": [{"index": 0, "id": "call_" + "a" * 24,
-                                                           "type": "function", "function": {
-                                                               "name": "get_weather",
-                                                               "arguments": ""}}]}),
-                  envelope("chatcmpl-x", {"tool_calls": [{"index": 0, "function": {
-                      "arguments": args[:7]}}]}),
-                  envelope("chatcmpl-x", {"tool_calls": [{"index": 0, "function": {
-                      "arguments": args[7:]}}]}),
-                  envelope("chatcmpl-x", {}, "tool_calls")]
-        raw = render(chunks, {"space": True, "crlf": crlf, "ascii": False, "compact": True,
-                              "comments": False, "done": True})
+        chunks = [
+            envelope("chatcmpl-x", {"role": "assistant", "content": None}),
+            envelope(
+                "chatcmpl-x",
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_" + "a" * 24,
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": ""},
+                        }
+                    ]
+                },
+            ),
+            envelope(
+                "chatcmpl-x", {"tool_calls": [{"index": 0, "function": {"arguments": args[:7]}}]}
+            ),
+            envelope(
+                "chatcmpl-x", {"tool_calls": [{"index": 0, "function": {"arguments": args[7:]}}]}
+            ),
+            envelope("chatcmpl-x", {}, "tool_calls"),
+        ]
+        raw = render(
+            chunks,
+            {
+                "space": True,
+                "crlf": crlf,
+                "ascii": False,
+                "compact": True,
+                "comments": False,
+                "done": True,
+            },
+        )
         request = request_for([], False)
         whole = signature(analyze_bytes(raw, request=request, status=200))
         assert whole["verdict"] == "conforms"
@@ -402,33 +594,38 @@ def test_every_byte_boundary_of_fixed_streams() -> None:
 
 # ------------------------------------------------------------------ analyzer bugs found here
 
+
 @pytest.mark.parametrize("value", ["true", "1", "1.5"])
 def test_scalar_tool_calls_does_not_crash(value: str) -> None:
     """Found by this fuzzer (TypeError: 'bool' object is not iterable in
     detect_choice_shape); fixed in analysis.py; kept as a regression test."""
-    raw = ('data: {"choices":[{"index":0,"delta":{"tool_calls":' + value + '},'
-           '"finish_reason":null}]}\n\ndata: [DONE]\n\n').encode()
+    raw = (
+        'data: {"choices":[{"index":0,"delta":{"tool_calls":' + value + "},"
+        '"finish_reason":null}]}\n\ndata: [DONE]\n\n'
+    ).encode()
     sane(analyze_bytes(raw, status=200))
 
 
 def test_cut_event_message_is_one_line() -> None:
     """Found by this fuzzer: sse.py quoted a cut event's data lines joined with "\\n";
     fixed in sse.py; kept as a regression test."""
-    r = analyze_bytes(b"data: {\"a\":\ndata: 1}", status=200)
+    r = analyze_bytes(b'data: {"a":\ndata: 1}', status=200)
     msgs = [f.message for f in r.findings if f.rule == "R-SSE-WELL-FORMED"]
     assert msgs and all("\n" not in m for m in msgs), msgs
 
 
-@pytest.mark.parametrize("status,raw", [
-    (500, b'{"error": {"message": "upstream failed\\n  at line 2"}}'),
-    (200, b'data: {"error": {"message": "boom\\nsecond line"}}\n\n'),
-])
+@pytest.mark.parametrize(
+    "status,raw",
+    [
+        (500, b'{"error": {"message": "upstream failed\\n  at line 2"}}'),
+        (200, b'data: {"error": {"message": "boom\\nsecond line"}}\n\n'),
+    ],
+)
 def test_error_reason_is_one_line(status: int, raw: bytes) -> None:
     """Found by this fuzzer: a server's multi-line error message made a multi-line cell
     reason (analysis.py _error_text/_body_message); fixed there; a regression test."""
     ctype = "application/json" if status != 200 else "text/event-stream"
-    r = analyze_bytes(raw, request={"stream": True}, status=status,
-                      headers={"content-type": ctype})
+    r = analyze_bytes(raw, request={"stream": True}, status=status, headers={"content-type": ctype})
     assert r.verdict == "error"
     assert r.error and "\n" not in r.error, r.error
 
@@ -441,34 +638,68 @@ def test_error_reason_is_one_line(status: int, raw: bytes) -> None:
 # mutated where their structure is: a field of the wrong type, a missing key, a list
 # where a mapping belongs.
 
-FILES = settings(max_examples=int(300 * DEPTH), deadline=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                        HealthCheck.filter_too_much])
+FILES = settings(
+    max_examples=int(300 * DEPTH),
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 GO_VCR = __import__("pathlib").Path(__file__).parent / "data" / "go-vcr"
-_SSE_BODY = ('data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
-             '"type":"function","function":{"name":"f","arguments":""}}]}}]}\n\n'
-             'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":'
-             '{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
+_SSE_BODY = (
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    '"type":"function","function":{"name":"f","arguments":""}}]}}]}\n\n'
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":'
+    '{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+)
 
 
 def _vcrpy_doc() -> dict[str, Any]:
-    return {"version": 1, "interactions": [{
-        "request": {"body": '{"stream": true}', "headers": {"Content-Type": ["application/json"]},
-                    "method": "POST", "uri": "https://h.example/v1/chat/completions"},
-        "response": {"body": {"string": _SSE_BODY},
-                     "headers": {"Content-Type": ["text/event-stream"]},
-                     "status": {"code": 200, "message": "OK"}},
-        "conformance": {"scenario": "single"}}]}
+    return {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "body": '{"stream": true}',
+                    "headers": {"Content-Type": ["application/json"]},
+                    "method": "POST",
+                    "uri": "https://h.example/v1/chat/completions",
+                },
+                "response": {
+                    "body": {"string": _SSE_BODY},
+                    "headers": {"Content-Type": ["text/event-stream"]},
+                    "status": {"code": 200, "message": "OK"},
+                },
+                "conformance": {"scenario": "single"},
+            }
+        ],
+    }
 
 
 def _har_doc() -> dict[str, Any]:
-    return {"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [{
-        "request": {"method": "POST", "url": "https://h.example/v1/chat/completions",
-                    "headers": [{"name": "content-type", "value": "application/json"}],
-                    "postData": {"mimeType": "application/json", "text": '{"stream":true}'}},
-        "response": {"status": 200,
-                     "headers": [{"name": "Content-Type", "value": "text/event-stream"}],
-                     "content": {"mimeType": "text/event-stream", "text": _SSE_BODY}}}]}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "t", "version": "1"},
+            "entries": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "url": "https://h.example/v1/chat/completions",
+                        "headers": [{"name": "content-type", "value": "application/json"}],
+                        "postData": {"mimeType": "application/json", "text": '{"stream":true}'},
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": [{"name": "Content-Type", "value": "text/event-stream"}],
+                        "content": {"mimeType": "text/event-stream", "text": _SSE_BODY},
+                    },
+                }
+            ],
+        }
+    }
 
 
 def _yaml_doc(name: str) -> dict[str, Any]:
@@ -477,8 +708,9 @@ def _yaml_doc(name: str) -> dict[str, Any]:
     return yaml.safe_load((GO_VCR / name).read_text())  # type: ignore[no-any-return]
 
 
-file_values = st.one_of(json_values, st.binary(max_size=20), st.just({"string": 5}),
-                        st.just([{"name": 1}]))
+file_values = st.one_of(
+    json_values, st.binary(max_size=20), st.just({"string": 5}), st.just([{"name": 1}])
+)
 
 
 @st.composite
@@ -525,8 +757,7 @@ def _write_yaml(doc: Any, go_style: bool) -> Any:
     return __import__("pathlib").Path(name)
 
 
-@pytest.mark.parametrize("base", ["vcrpy", "v2-tool-call-streams.yaml",
-                                  "v1-tool-call-stream.yaml"])
+@pytest.mark.parametrize("base", ["vcrpy", "v2-tool-call-streams.yaml", "v1-tool-call-stream.yaml"])
 def test_mutated_cassettes_never_raise(base: str) -> None:
     doc = _vcrpy_doc() if base == "vcrpy" else _yaml_doc(base)
 
@@ -557,19 +788,41 @@ def test_mutated_har_files_never_raise(bad: Any) -> None:
         Path(name).unlink()
 
 
-sse_file_lines = st.lists(st.tuples(
-    st.sampled_from(["data: ", "data:", "data", ": ", "event: ", "id: ", "retry: ", "\ufeff",
-                     "DATA: ", " data: ", "data:\t", "", "id: \x00"]),
-    st.one_of(st.text(max_size=20), st.sampled_from(JUNK),
-              st.sampled_from(_SSE_BODY.split("\n\n")[:2]).map(lambda e: e[6:])),
-    st.sampled_from(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n", "\n\r", ""])), max_size=15)
+sse_file_lines = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "data: ",
+                "data:",
+                "data",
+                ": ",
+                "event: ",
+                "id: ",
+                "retry: ",
+                "\ufeff",
+                "DATA: ",
+                " data: ",
+                "data:\t",
+                "",
+                "id: \x00",
+            ]
+        ),
+        st.one_of(
+            st.text(max_size=20),
+            st.sampled_from(JUNK),
+            st.sampled_from(_SSE_BODY.split("\n\n")[:2]).map(lambda e: e[6:]),
+        ),
+        st.sampled_from(["\n", "\r\n", "\r", "\n\n", "\r\n\r\n", "\n\r", ""]),
+    ),
+    max_size=15,
+)
 
 
 @FILES
-@given(st.sampled_from(["data: ", ": ", "event: x\n", "retry: 5\n"]), sse_file_lines,
-       st.booleans())
-def test_sse_files_with_odd_framing_never_raise(first: str, lines: list[tuple[str, str, str]],
-                                                binary_tail: bool) -> None:
+@given(st.sampled_from(["data: ", ": ", "event: x\n", "retry: 5\n"]), sse_file_lines, st.booleans())
+def test_sse_files_with_odd_framing_never_raise(
+    first: str, lines: list[tuple[str, str, str]], binary_tail: bool
+) -> None:
     import tempfile
     from pathlib import Path
 

@@ -20,19 +20,33 @@ ROOT = Path(__file__).resolve().parent.parent
 GATEWAY = ROOT / "cassettes" / "_gateway" / "litellm"
 
 
-def _cell(quirks: list[str], calls: list[tuple[int | None, str]], verdict: str = "quirk",
-          rules: tuple[str, ...] = ()) -> dict[str, Any]:
-    robust = [{"index": i, "id": cid, "type": "function", "name": "f", "arguments": "{}"}
-              for i, cid in calls]
+def _cell(
+    quirks: list[str],
+    calls: list[tuple[int | None, str]],
+    verdict: str = "quirk",
+    rules: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    robust = [
+        {"index": i, "id": cid, "type": "function", "name": "f", "arguments": "{}"}
+        for i, cid in calls
+    ]
     findings = [{"rule": r, "level": "SHOULD", "quirk": None} for r in rules]
-    return {"verdict": verdict, "quirks": quirks, "findings": findings, "cassette": "c.yaml",
-            "tool_calls": {"naive": robust, "guarded": robust, "robust": robust}}
+    return {
+        "verdict": verdict,
+        "quirks": quirks,
+        "findings": findings,
+        "cassette": "c.yaml",
+        "tool_calls": {"naive": robust, "guarded": robust, "robust": robust},
+    }
 
 
 def test_compare_sorts_quirks_into_passed_normalised_added() -> None:
     up = _cell(["Q-INDEX-ALL-ZERO", "Q-SSE-COMMENT-KEEPALIVE"], [(0, "call_a"), (0, "call_b")])
-    through = _cell(["Q-INDEX-ALL-ZERO", "Q-ENVELOPE-FIELDS-MISSING"],
-                    [(0, "call_a"), (0, "call_b")], rules=("R-CONT-TYPE-ABSENT",))
+    through = _cell(
+        ["Q-INDEX-ALL-ZERO", "Q-ENVELOPE-FIELDS-MISSING"],
+        [(0, "call_a"), (0, "call_b")],
+        rules=("R-CONT-TYPE-ABSENT",),
+    )
     row = compare("p", "parallel", ["Q-INDEX-ALL-ZERO"], up, through)
     assert row["passed"] == ["Q-INDEX-ALL-ZERO"]
     assert row["normalised"] == ["Q-SSE-COMMENT-KEEPALIVE"]
@@ -68,11 +82,27 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pytest.fail(f"{GATEWAY} is missing: record it with `nox -s litellm`")
     out = tmp_path_factory.mktemp("gateway")
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "suite"), "-q",
-         "-p", "no:cacheprovider", f"--rootdir={ROOT}", "--reference-profiles",
-         "--provider=profile:*", "--provider=gateway:litellm:*", "--record-mode=none",
-         f"--cassette-dir={ROOT / 'cassettes'}", f"--report-dir={out}"],
-        capture_output=True, text=True, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "conformance" / "suite"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={ROOT}",
+            "--reference-profiles",
+            "--provider=profile:*",
+            "--provider=gateway:litellm:*",
+            "--record-mode=none",
+            f"--cassette-dir={ROOT / 'cassettes'}",
+            f"--report-dir={out}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     # Each gateway cell is judged against what providers.yaml declares LiteLLM does.
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     doc: dict[str, Any] = json.loads((out / "quirks-matrix.json").read_text())
@@ -93,15 +123,18 @@ def test_every_reference_profile_went_through_the_gateway(replayed: dict[str, An
     # through it, never a guess; every recorded one went through.
     recorded = {p.name for p in GATEWAY.iterdir() if p.is_dir()}
     assert recorded and recorded <= set(PROFILES)
-    assert all((r["through"] is not None) == (name in recorded) and r["upstream"] is not None
-               for name, r in rows.items())
+    assert all(
+        (r["through"] is not None) == (name in recorded) and r["upstream"] is not None
+        for name, r in rows.items()
+    )
     prov = replayed["gateways"]["litellm"]["provenance"]
     assert prov["software"] == "LiteLLM proxy"
     assert prov["version"].startswith("1.109.3 (upstream: conformance serve")
 
 
 def test_litellm_keeps_ids_and_passes_index_and_empty_string_quirks(
-        replayed: dict[str, Any]) -> None:
+    replayed: dict[str, Any],
+) -> None:
     rows = _rows(replayed)
     assert rows["ollama-parallel"]["passed"] == ["Q-INDEX-ALL-ZERO"]
     assert "Q-EMPTY-STRING-OVERWRITE" in rows["dashscope-compatible"]["passed"]

@@ -59,28 +59,67 @@ def answering(status: int, body: bytes, ctype: str = "text/event-stream") -> Ite
 def sse(*chunks: dict) -> bytes:
     """Chunks as SSE; ``ensure_ascii`` so a lone surrogate is the JSON escape ``\\ud800``
     (valid JSON, as a hostile endpoint sends it)."""
-    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) \
-        + b"data: [DONE]\n\n"
+    return (
+        b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    )
 
 
 def call_stream(name: str = "get_weather", index: object = 0, model: str = "m") -> bytes:
     return sse(
-        {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": [
-            {"index": 0, "delta": {"role": "assistant", "tool_calls": [
-                {"index": index, "id": "call_1", "type": "function",
-                 "function": {"name": name, "arguments": '{"city": "Paris"}'}}]},
-             "finish_reason": None}]},
-        {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": model,
-         "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": '{"city": "Paris"}'},
+                            }
+                        ],
+                    },
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        },
+    )
 
 
 def run(tmp: Path, url: str) -> subprocess.CompletedProcess[bytes]:
     """``conformance run`` on one scenario; bytes out (a raw ESC must be seen as one)."""
-    return subprocess.run([str(BIN / "conformance"), "run", "--base-url", url, "--model", "m",
-                           "--scenario", "single", "--report-dir", "out", "-v"], cwd=tmp,
-                          capture_output=True, timeout=300,
-                          env={k: v for k, v in os.environ.items()
-                               if not k.startswith("PYTEST_")})
+    return subprocess.run(
+        [
+            str(BIN / "conformance"),
+            "run",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--scenario",
+            "single",
+            "--report-dir",
+            "out",
+            "-v",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+    )
 
 
 def files_under(d: Path) -> list[Path]:
@@ -91,8 +130,10 @@ def files_under(d: Path) -> list[Path]:
 
 
 def test_terminal_escapes_every_control_and_keeps_the_rest() -> None:
-    assert textsafe.terminal(f"a{ESC_TITLE}b\nc\ud800\u202e é ✓") == \
-        "a\\u001b]0;pwned\\u0007\\u001b[2Jb\\u000ac\\ud800\\u202e é ✓"
+    assert (
+        textsafe.terminal(f"a{ESC_TITLE}b\nc\ud800\u202e é ✓")
+        == "a\\u001b]0;pwned\\u0007\\u001b[2Jb\\u000ac\\ud800\\u202e é ✓"
+    )
     assert textsafe.terminal_lines("one\x9b\ntwo") == "one\\u009b\ntwo"
     text = json.dumps({"n": "x\ud800\x7f\x85"}, ensure_ascii=False)
     assert json.loads(textsafe.for_file(text)) == {"n": "x\ud800\x7f\x85"}
@@ -111,8 +152,9 @@ def test_log_records_are_escaped(caplog: pytest.LogCaptureFixture) -> None:
 
 @pytest.mark.parametrize("where", ["model", "tool name"])
 def test_a_lone_surrogate_is_written_escaped_by_run(tmp_path: Path, where: str) -> None:
-    body = call_stream(model="m\ud800") if where == "model" else \
-        call_stream(name="get_weather\ud800")
+    body = (
+        call_stream(model="m\ud800") if where == "model" else call_stream(name="get_weather\ud800")
+    )
     with answering(200, body) as url:
         r = run(tmp_path, url)
     out = (r.stdout + r.stderr).decode("utf-8")
@@ -139,30 +181,47 @@ def test_an_index_that_is_true_is_judged_and_the_matrix_written(tmp_path: Path) 
     assert "matrix not written" not in out and "Traceback" not in out
     cell = json.loads(next((tmp_path / "out" / "results").glob("*.json")).read_text())
     assert cell["verdict"] in ("fails", "quirk")
-    assert all(type(c["index"]) in (int, type(None))
-               for s in cell["tool_calls"].values() for c in s)
+    assert all(
+        type(c["index"]) in (int, type(None)) for s in cell["tool_calls"].values() for c in s
+    )
     assert (tmp_path / "out" / "quirks-matrix.html").exists()
 
 
-ODD = [("index", True), ("index", 1.5), ("index", "0"), ("id", 7), ("id", ["x"]),
-       ("type", None), ("name", "\ud800"), ("name", {"a": 1}), ("arguments", {"a": 1}),
-       ("arguments", None)]
+ODD = [
+    ("index", True),
+    ("index", 1.5),
+    ("index", "0"),
+    ("id", 7),
+    ("id", ["x"]),
+    ("type", None),
+    ("name", "\ud800"),
+    ("name", {"a": 1}),
+    ("arguments", {"a": 1}),
+    ("arguments", None),
+]
 
 
 @pytest.mark.parametrize(("field", "value"), ODD, ids=[f"{f}={v!r}" for f, v in ODD])
-def test_analyze_takes_odd_values_in_every_mode(tmp_path: Path, field: str, value: object,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    tc = {"index": 0, "id": "call_1", "type": "function",
-          "function": {"name": "f", "arguments": "{}"}}
+def test_analyze_takes_odd_values_in_every_mode(
+    tmp_path: Path, field: str, value: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tc = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
     if field in ("name", "arguments"):
         tc["function"][field] = value
     else:
         tc[field] = value
     path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps({"model": "m\ud800", "choices": [
-        {"index": 0, "delta": {"tool_calls": [tc]}}]}) + "\n"
+    path.write_text(
+        json.dumps({"model": "m\ud800", "choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]})
+        + "\n"
         + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
-        + "\n")
+        + "\n"
+    )
     assert main(["analyze", str(path)]) == 0
     capsys.readouterr()
     assert main(["analyze", "--json", str(path)]) == 0
@@ -175,11 +234,16 @@ def test_analyze_takes_odd_values_in_every_mode(tmp_path: Path, field: str, valu
 
 def test_analyze_with_a_surrogate_prints_and_reports(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    path.write_bytes(call_stream(name="get_\ud800", model="m\ud800").replace(b"data: ", b"")
-                     .replace(b"\n\n", b"\n").replace(b"[DONE]\n", b""))
+    path.write_bytes(
+        call_stream(name="get_\ud800", model="m\ud800")
+        .replace(b"data: ", b"")
+        .replace(b"\n\n", b"\n")
+        .replace(b"[DONE]\n", b"")
+    )
     for mode in ([], ["--json"], ["--report", str(tmp_path / "r")]):
-        r = subprocess.run([str(BIN / "conformance"), "analyze", *mode, str(path)],
-                           capture_output=True, timeout=60)
+        r = subprocess.run(
+            [str(BIN / "conformance"), "analyze", *mode, str(path)], capture_output=True, timeout=60
+        )
         assert r.returncode == 0, r.stderr
         assert b"Traceback" not in r.stderr
         r.stdout.decode("utf-8")
@@ -212,25 +276,31 @@ def test_analyze_prints_tool_names_and_errors_escaped(tmp_path: Path) -> None:
     path = tmp_path / "c.sse"
     path.write_bytes(call_stream(name=f"x{OSC52}{ESC_TITLE}\x9b31m"))
     for mode in ([], ["--json"]):
-        r = subprocess.run([str(BIN / "conformance"), "analyze", *mode, str(path)],
-                           capture_output=True, timeout=60)
+        r = subprocess.run(
+            [str(BIN / "conformance"), "analyze", *mode, str(path)], capture_output=True, timeout=60
+        )
         assert r.returncode == 0
         assert b"\x1b" not in r.stdout and b"\x07" not in r.stdout
         assert "\x9b" not in r.stdout.decode("utf-8")
         assert b"\\u001b]52;c;" in r.stdout
-    r = subprocess.run([str(BIN / "conformance"), "analyze", "--json", str(path)],
-                       capture_output=True, timeout=60)
-    assert json.loads(r.stdout)["captures"][0]["tool_calls"]["robust"][0]["name"] == \
-        f"x{OSC52}{ESC_TITLE}\x9b31m"  # the same document: only its spelling is escaped
+    r = subprocess.run(
+        [str(BIN / "conformance"), "analyze", "--json", str(path)], capture_output=True, timeout=60
+    )
+    assert (
+        json.loads(r.stdout)["captures"][0]["tool_calls"]["robust"][0]["name"]
+        == f"x{OSC52}{ESC_TITLE}\x9b31m"
+    )  # the same document: only its spelling is escaped
     bad = tmp_path / f"evil{ESC_TITLE}.jsonl"
     bad.write_text("{not json\n")
-    r = subprocess.run([str(BIN / "conformance"), "analyze", str(bad)], capture_output=True,
-                       timeout=60)
+    r = subprocess.run(
+        [str(BIN / "conformance"), "analyze", str(bad)], capture_output=True, timeout=60
+    )
     assert r.returncode == 2 and b"\x1b" not in r.stderr
 
 
 def test_reports_hold_no_raw_control_and_the_diff_prints_none(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """C1 controls (U+009B is CSI on many terminals) and DEL are not escaped by JSON:
     ``cat quirks-matrix.json`` must not act on a terminal either."""
     path = tmp_path / "c.sse"
@@ -241,8 +311,14 @@ def test_reports_hold_no_raw_control_and_the_diff_prints_none(
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "quirks-matrix.json").write_text(json.dumps(doc))
     capsys.readouterr()
-    main(["report", "--diff", str(tmp_path / "a" / "quirks-matrix.json"),
-          str(tmp_path / "b" / "quirks-matrix.json")])
+    main(
+        [
+            "report",
+            "--diff",
+            str(tmp_path / "a" / "quirks-matrix.json"),
+            str(tmp_path / "b" / "quirks-matrix.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert "\x1b" not in out
     for p in files_under(tmp_path / "a"):

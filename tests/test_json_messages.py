@@ -16,18 +16,27 @@ TOOLS = {"stream": True, "tools": [{"type": "function", "function": {"name": "f"
 PYTHON_NAMES = re.compile(r"\b(NoneType|dict|list|int|float|bool|str|tuple)\b")
 
 
-def _chunk(tc: dict[str, Any] | None = None, finish: str | None = None,
-           **delta: Any) -> dict[str, Any]:
+def _chunk(
+    tc: dict[str, Any] | None = None, finish: str | None = None, **delta: Any
+) -> dict[str, Any]:
     if tc is not None:
         delta["tool_calls"] = [tc]
-    return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _stream(opener_args: Any, continuation: dict[str, Any] | None = None) -> list[Any]:
     fn: dict[str, Any] = {"name": "f", "arguments": opener_args}
-    out = [_chunk({"index": 0, "id": "call_abcdefghijklmnopqrstuvwx", "type": "function",
-                   "function": fn})]
+    out = [
+        _chunk(
+            {"index": 0, "id": "call_abcdefghijklmnopqrstuvwx", "type": "function", "function": fn}
+        )
+    ]
     if continuation is not None:
         out.append(_chunk({"index": 0, "function": continuation}))
     out.append(_chunk({"index": 0, "function": {"arguments": "{}"}}))
@@ -35,18 +44,32 @@ def _stream(opener_args: Any, continuation: dict[str, Any] | None = None) -> lis
     return out
 
 
-@pytest.mark.parametrize("chunks, quirk, message", [
-    (_stream(None), "Q-ARGS-NULL", "arguments is null, not a string"),
-    (_stream("", {"arguments": None}), "Q-ARGS-NULL", "arguments is null, not a string"),
-    (_stream({"a": 1}), "Q-ARGS-JSON-OBJECT", "arguments is an object, not a string"),
-    (_stream("", {"arguments": 5}), "Q-ARGS-JSON-OBJECT", "arguments is a number, not a string"),
-    (_stream("", {"arguments": [1]}), "Q-ARGS-JSON-OBJECT",
-     "arguments is an array, not a string"),
-    (_stream("", {"arguments": True}), "Q-ARGS-JSON-OBJECT",
-     "arguments is a boolean, not a string"),
-])
-def test_arguments_of_the_wrong_type_are_named_in_json(chunks: list[Any], quirk: str,
-                                                       message: str) -> None:
+@pytest.mark.parametrize(
+    "chunks, quirk, message",
+    [
+        (_stream(None), "Q-ARGS-NULL", "arguments is null, not a string"),
+        (_stream("", {"arguments": None}), "Q-ARGS-NULL", "arguments is null, not a string"),
+        (_stream({"a": 1}), "Q-ARGS-JSON-OBJECT", "arguments is an object, not a string"),
+        (
+            _stream("", {"arguments": 5}),
+            "Q-ARGS-JSON-OBJECT",
+            "arguments is a number, not a string",
+        ),
+        (
+            _stream("", {"arguments": [1]}),
+            "Q-ARGS-JSON-OBJECT",
+            "arguments is an array, not a string",
+        ),
+        (
+            _stream("", {"arguments": True}),
+            "Q-ARGS-JSON-OBJECT",
+            "arguments is a boolean, not a string",
+        ),
+    ],
+)
+def test_arguments_of_the_wrong_type_are_named_in_json(
+    chunks: list[Any], quirk: str, message: str
+) -> None:
     r = analyze_chunks(chunks, request=TOOLS)
     (f,) = [f for f in r.findings if f.rule == "R-ARGS-STRING"]
     assert (f.quirk, f.message) == (quirk, message)
@@ -61,12 +84,15 @@ def test_absent_or_empty_arguments_are_no_finding(continuation: dict[str, Any]) 
     assert "Q-ARGS-NULL" not in r.quirks
 
 
-@pytest.mark.parametrize("payload, says", [
-    ([1, 2], "payload is an array, not an object"),
-    ("text", "payload is a string, not an object"),
-    (7, "payload is a number, not an object"),
-    (None, "payload is null, not an object"),
-])
+@pytest.mark.parametrize(
+    "payload, says",
+    [
+        ([1, 2], "payload is an array, not an object"),
+        ("text", "payload is a string, not an object"),
+        (7, "payload is a number, not an object"),
+        (None, "payload is null, not an object"),
+    ],
+)
 def test_a_payload_that_is_not_an_object_is_named_in_json(payload: Any, says: str) -> None:
     r = analyze_chunks([payload], request=TOOLS)
     (f,) = [f for f in r.findings if f.rule == "R-CHUNK-OBJECT"]

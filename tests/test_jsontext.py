@@ -58,8 +58,11 @@ json_values = st.recursive(
 )
 
 
-@given(json_values, st.sampled_from(["", " ", "\n", "x", "}", "{}", "\ufeff"]),
-       st.sampled_from(["", " ", "\t"]))
+@given(
+    json_values,
+    st.sampled_from(["", " ", "\n", "x", "}", "{}", "\ufeff"]),
+    st.sampled_from(["", " ", "\t"]),
+)
 def test_any_document_with_any_prefix_or_suffix(value, suffix, prefix) -> None:
     text = prefix + json.dumps(value) + suffix
     assert outcome(loads, text) == outcome(json.loads, text)

@@ -25,8 +25,9 @@ def test_a_scripted_column_sends_its_scenario_script_and_nothing_else_changes():
     assert body["vllm_xargs"]["script"].startswith("<tool_call>")
     plain = build_request(SCENARIOS["single"], Provider("x", "http://127.0.0.1:1/v1", "m"))
     assert "vllm_xargs" not in plain
-    assert {k: v for k, v in body.items() if k not in ("vllm_xargs", "model")} == \
-        {k: v for k, v in plain.items() if k != "model"}
+    assert {k: v for k, v in body.items() if k not in ("vllm_xargs", "model")} == {
+        k: v for k, v in plain.items() if k != "model"
+    }
 
 
 def test_round_trip_scripts_carry_the_second_turn_and_the_family_marker():
@@ -38,8 +39,9 @@ def test_round_trip_scripts_carry_the_second_turn_and_the_family_marker():
 def test_a_bracketed_column_name_selects_that_column_not_a_glob_class():
     cols = {p.name: p for p in scripted_providers()}
     assert [p.name for p in select(cols, ["vllm[hermes]"])] == ["vllm[hermes]"]
-    assert [p.name for p in select(cols, ["vllm[glm45]@steps4-load8"])] == \
-        ["vllm[glm45]@steps4-load8"]
+    assert [p.name for p in select(cols, ["vllm[glm45]@steps4-load8"])] == [
+        "vllm[glm45]@steps4-load8"
+    ]
 
 
 def test_every_family_has_a_script_for_every_scenario():
@@ -124,12 +126,15 @@ def test_a_script_that_does_not_tokenize_to_itself_is_refused_with_where(fake_to
         sp.check(params(script="abÿc"), "m")
 
 
-@pytest.mark.parametrize("xa, message", [
-    ({"script": 3}, "must be a string"),
-    ({"script": ""}, "is empty"),
-    ({"script": "a\x00b"}, "end-of-sequence"),
-    ({"script": "a", "tool_marker": "<x>"}, "go together"),
-])
+@pytest.mark.parametrize(
+    "xa, message",
+    [
+        ({"script": 3}, "must be a string"),
+        ({"script": ""}, "is empty"),
+        ({"script": "a\x00b"}, "end-of-sequence"),
+        ({"script": "a", "tool_marker": "<x>"}, "go together"),
+    ],
+)
 def test_malformed_scripts_are_refused(fake_tok, xa, message):
     with pytest.raises(sp.ScriptError, match=message):
         sp.check(params(**xa), "m")
@@ -139,8 +144,7 @@ def test_no_script_leaves_the_request_alone(fake_tok):
     sp.check(params(), "m")
     proc = sp.V1.__new__(sp.V1)
     proc.path, proc.eos, proc.rows = "m", 0, {}
-    proc.update_state(SimpleNamespace(removed=[], moved=[],
-                                      added=[(0, params(), [1], [])]))
+    proc.update_state(SimpleNamespace(removed=[], moved=[], added=[(0, params(), [1], [])]))
     assert proc.rows == {}
 
 
@@ -156,10 +160,16 @@ def test_v1_bookkeeping_follows_added_removed_and_swapped_rows(fake_tok):
     proc = sp.V1.__new__(sp.V1)
     proc.path, proc.eos, proc.rows = "m", 0, {}
     out_a, out_b = [], [ord("q")]
-    proc.update_state(SimpleNamespace(removed=[], moved=[], added=[
-        (0, params(script="ab"), [], out_a), (1, params(script="qr"), [], out_b)]))
-    proc.update_state(SimpleNamespace(removed=[], added=[],
-                                      moved=[(0, 1, "MoveDirectionality.SWAP")]))
+    proc.update_state(
+        SimpleNamespace(
+            removed=[],
+            moved=[],
+            added=[(0, params(script="ab"), [], out_a), (1, params(script="qr"), [], out_b)],
+        )
+    )
+    proc.update_state(
+        SimpleNamespace(removed=[], added=[], moved=[(0, 1, "MoveDirectionality.SWAP")])
+    )
     script, outs = proc.rows[0]
     assert outs is out_b and script.next_token(len(outs)) == ord("r")
     proc.update_state(SimpleNamespace(removed=[0], added=[], moved=[]))
@@ -167,21 +177,40 @@ def test_v1_bookkeeping_follows_added_removed_and_swapped_rows(fake_tok):
 
 
 def _cell(col, row, quirks=(), calls=(("get_weather", '{"city": "Paris"}'),), finish="tool_calls"):
-    return {"column": col, "row": row, "verdict": "quirk" if quirks else "conforms",
-            "quirks": list(quirks), "finish_reason": finish, "cassette": None,
-            "tool_calls": {"robust": [{"name": n, "arguments": a} for n, a in calls]}}
+    return {
+        "column": col,
+        "row": row,
+        "verdict": "quirk" if quirks else "conforms",
+        "quirks": list(quirks),
+        "finish_reason": finish,
+        "cassette": None,
+        "tool_calls": {"robust": [{"name": n, "arguments": a} for n, a in calls]},
+    }
 
 
 def test_steps_and_load_compare_calls_and_quirks():
     base = _cell("a", "single", ["Q-ID-FORMAT"])
     assert parsers.compare(base, _cell("b", "single", ["Q-ID-FORMAT"]))["status"] == "same"
-    d = parsers.compare(base, _cell("b", "single", ["Q-ID-FORMAT", "Q-ARGS-TRUNCATED"],
-                                    calls=(("get_weather", '{"city": "Par'),)))
+    d = parsers.compare(
+        base,
+        _cell(
+            "b",
+            "single",
+            ["Q-ID-FORMAT", "Q-ARGS-TRUNCATED"],
+            calls=(("get_weather", '{"city": "Par'),),
+        ),
+    )
     assert d["status"] == "differs"
     assert d["differences"] == ["+Q-ARGS-TRUNCATED", "assembled arguments differ"]
     # the delta shape changes with bigger steps and load: listed, not a difference
-    n = parsers.compare(base, _cell("b", "single", ["Q-ID-FORMAT", "Q-ARGS-WHOLE-IN-ONE-DELTA",
-                                                    "Q-FINISH-SAME-CHUNK-AS-CALL"]))
+    n = parsers.compare(
+        base,
+        _cell(
+            "b",
+            "single",
+            ["Q-ID-FORMAT", "Q-ARGS-WHOLE-IN-ONE-DELTA", "Q-FINISH-SAME-CHUNK-AS-CALL"],
+        ),
+    )
     assert n["status"] == "same"
     assert n["info"] == ["+Q-ARGS-WHOLE-IN-ONE-DELTA", "+Q-FINISH-SAME-CHUNK-AS-CALL"]
 
@@ -205,16 +234,27 @@ def test_the_section_is_separate_from_the_provider_columns_and_validates(tmp_pat
 
 def test_every_family_template_renders_a_round_trip():
     jinja2 = pytest.importorskip("jinja2", reason="jinja2 is in the vLLM venv, not here")
-    msgs = [{"role": "user", "content": "hi"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "{\"t\": 15}"}]
+    msgs = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"t": 15}'},
+    ]
     for fam in FAMILIES.values():
         env = jinja2.Environment()
         env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
         text = env.from_string(fam.chat_template()).render(
-            messages=msgs, tools=[SCENARIOS["single"].tools[0]], add_generation_prompt=True)
+            messages=msgs, tools=[SCENARIOS["single"].tools[0]], add_generation_prompt=True
+        )
         assert fam.tool_marker in text and "Paris" in text, fam.parser
 
 
@@ -223,13 +263,21 @@ def test_declared_quirks_come_from_a_recording_and_keep_unrecorded_scenarios(tmp
 
     res = tmp_path / "r" / "results"
     res.mkdir(parents=True)
-    for row, quirks in (("single", ["Q-ARGS-LOST-MULTITOKEN-DELTA", "Q-EXTRA-FIELDS",
-                                    "Q-FINISH-SAME-CHUNK-AS-CALL"]),
-                        ("parallel", [])):
-        (res / f"x__{row}.json").write_text(json.dumps(
-            {"column": "vllm[hermes]", "row": row, "quirks": quirks}))
-    old = {"vllm[hermes]": {"Q-ARGS-LOST-MULTITOKEN-DELTA": {"reason": "r",
-                                                             "scenarios": ["parallel", "usage"]}}}
+    for row, quirks in (
+        (
+            "single",
+            ["Q-ARGS-LOST-MULTITOKEN-DELTA", "Q-EXTRA-FIELDS", "Q-FINISH-SAME-CHUNK-AS-CALL"],
+        ),
+        ("parallel", []),
+    ):
+        (res / f"x__{row}.json").write_text(
+            json.dumps({"column": "vllm[hermes]", "row": row, "quirks": quirks})
+        )
+    old = {
+        "vllm[hermes]": {
+            "Q-ARGS-LOST-MULTITOKEN-DELTA": {"reason": "r", "scenarios": ["parallel", "usage"]}
+        }
+    }
     doc = declare([tmp_path / "r"], old)
     # INFO quirks are not declared, nor delta-shape ones (tolerated); parallel was re-recorded
     # without Q-ARGS-LOST-MULTITOKEN-DELTA, usage was not re-run

@@ -189,7 +189,8 @@ def expected_calls(quirk: str, calls: list[CallSpec]) -> list[tuple[str, str, An
     if quirk == "Q-ARGS-INVENTED-ON-TRUNCATION":  # the cut call as sent: "{}", kept as is
         cut = max(k for k, c in enumerate(calls) if c.arguments != "{}")
         return [(c.id, c.name, json.loads(c.arguments)) for c in calls[:cut]] + [
-            (calls[cut].id, calls[cut].name, {})]
+            (calls[cut].id, calls[cut].name, {})
+        ]
     return [(c.id, c.name, json.loads(c.arguments)) for c in calls]
 
 
@@ -207,7 +208,10 @@ def test_mutations_cover_the_detectable_quirks():
     assert set(MUTATIONS) - INVISIBLE == detectable - INVISIBLE - set(NO_MUTATION)
     # the transport reports a stall (R-COMPLETE); the timing ids need arrival times
     assert INVISIBLE == {
-        "Q-STREAM-STALLS", "Q-ARGS-NOT-PROGRESSIVE", "Q-TOOLCALL-HELD-UNTIL-FINISH"}
+        "Q-STREAM-STALLS",
+        "Q-ARGS-NOT-PROGRESSIVE",
+        "Q-TOOLCALL-HELD-UNTIL-FINISH",
+    }
     assert not set(NO_MUTATION) & set(MUTATIONS)
 
 
@@ -287,8 +291,11 @@ BARE_LOOK_ALIKE = {
 
 @pytest.mark.parametrize("quirk", sorted(q for q in MUTATIONS if q not in INVISIBLE))
 def test_bare_capture_reports_the_quirk_or_its_look_alike(quirk):
-    shape = "parallel" if quirk in (
-        "Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS", "Q-INDEX-AND-ID-REUSED") else "single"
+    shape = (
+        "parallel"
+        if quirk in ("Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS", "Q-INDEX-AND-ID-REUSED")
+        else "single"
+    )
     if quirk == "Q-INDEX-ABSENT-PARALLEL-SPLIT":
         shape = "parallel"
     if quirk == "Q-ARGS-ABSENT-NO-PARAMS":

@@ -21,10 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
 
-def sh(*cmd: str | Path, cwd: Path | None = None, timeout: int = 300
-       ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+def sh(
+    *cmd: str | Path, cwd: Path | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +34,21 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from a copy of this checkout (offline: uv, or pip's setuptools)."""
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"  # a copy, so that the build leaves nothing in the checkout
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".*", "__pycache__", "*.egg-info", "build", "cassettes", "reports", "tests",
-        "benchmarks", "test-artifacts"))
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".*",
+            "__pycache__",
+            "*.egg-info",
+            "build",
+            "cassettes",
+            "reports",
+            "tests",
+            "benchmarks",
+            "test-artifacts",
+        ),
+    )
     dist = tmp / "dist"
     if UV:
         build = sh(UV, "build", "-q", "--wheel", "--out-dir", dist, src)
@@ -51,22 +65,33 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fresh_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtualenv holding the wheel built from this checkout, and pytest."""
     venv, wheel = tmp_path_factory.mktemp("venv") / "venv", built_wheel
-    make = (sh(UV, "venv", "-q", "--python", sys.executable, venv) if UV else
-            sh(sys.executable, "-m", "venv", "--without-pip", venv))
+    make = (
+        sh(UV, "venv", "-q", "--python", sys.executable, venv)
+        if UV
+        else sh(sys.executable, "-m", "venv", "--without-pip", venv)
+    )
     assert make.returncode == 0, make.stderr
     py = venv / "bin" / "python"
-    install = (sh(UV, "pip", "install", "-q", "--python", py, wheel, "pytest") if UV else
-               sh(sys.executable, "-m", "pip", "--python", py, "install", "-q", wheel, "pytest"))
+    install = (
+        sh(UV, "pip", "install", "-q", "--python", py, wheel, "pytest")
+        if UV
+        else sh(sys.executable, "-m", "pip", "--python", py, "install", "-q", wheel, "pytest")
+    )
     assert install.returncode == 0, install.stderr
     return venv
 
 
-def test_the_plain_package_leaves_an_unrelated_pytest_run_alone(fresh_venv: Path,
-                                                               tmp_path: Path) -> None:
+def test_the_plain_package_leaves_an_unrelated_pytest_run_alone(
+    fresh_venv: Path, tmp_path: Path
+) -> None:
     py = fresh_venv / "bin" / "python"
     # The premise: pytest is there, the suite's pieces are not.
-    probe = sh(py, "-c", "import importlib.util as u; print([m for m in ('pytest', "
-                         "'pytest_recording', 'vcr') if u.find_spec(m)])")
+    probe = sh(
+        py,
+        "-c",
+        "import importlib.util as u; print([m for m in ('pytest', "
+        "'pytest_recording', 'vcr') if u.find_spec(m)])",
+    )
     assert probe.stdout.strip() == "['pytest']", probe.stderr
     (tmp_path / "test_unrelated.py").write_text("def test_sum():\n    assert sum([1, 2]) == 3\n")
     r = sh(py, "-m", "pytest", "-p", "no:cacheprovider", cwd=tmp_path)
@@ -77,29 +102,54 @@ def test_the_plain_package_leaves_an_unrelated_pytest_run_alone(fresh_venv: Path
 
 def test_the_base_install_works_without_the_suite(fresh_venv: Path, tmp_path: Path) -> None:
     py = fresh_venv / "bin" / "python"
-    r = sh(py, "-c", "import sys, conformance.client, conformance.analysis, "
-                     "conformance.server.app; print('pytest' in sys.modules)")
+    r = sh(
+        py,
+        "-c",
+        "import sys, conformance.client, conformance.analysis, "
+        "conformance.server.app; print('pytest' in sys.modules)",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
     sse = tmp_path / "one.sse"
-    sse.write_text('data: {"choices":[{"index":0,"delta":{"content":"hi"},'
-                   '"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    sse.write_text(
+        'data: {"choices":[{"index":0,"delta":{"content":"hi"},'
+        '"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
     r = sh(fresh_venv / "bin" / "toolcall-conformance", "analyze", "--json", sse)
     assert r.returncode == 0, r.stderr
     assert '"source": "' + str(sse) + '"' in r.stdout
 
 
 def test_the_suite_doors_name_the_extra_they_need(fresh_venv: Path, tmp_path: Path) -> None:
-    r = sh(fresh_venv / "bin" / "toolcall-conformance", "run", "--base-url", "http://127.0.0.1:9/v1",
-           "--model", "m", cwd=tmp_path)
+    r = sh(
+        fresh_venv / "bin" / "toolcall-conformance",
+        "run",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert r.returncode == 4
     assert r.stderr.strip().endswith("pip install 'toolcall-conformance[suite]'")
     assert len(r.stderr.strip().splitlines()) == 1
-    r = sh(fresh_venv / "bin" / "python", "-m", "pytest", "-p", "no:cacheprovider",
-           "--pyargs", "conformance.suite", "--base-url=http://127.0.0.1:9/v1", "--model=m",
-           cwd=tmp_path)
+    r = sh(
+        fresh_venv / "bin" / "python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "conformance.suite",
+        "--base-url=http://127.0.0.1:9/v1",
+        "--model=m",
+        cwd=tmp_path,
+    )
     assert r.returncode == 4
-    assert "the conformance suite needs its extra: pip install 'toolcall-conformance[suite]'" in r.stderr
+    assert (
+        "the conformance suite needs its extra: pip install 'toolcall-conformance[suite]'"
+        in r.stderr
+    )
 
 
 def _wheel_metadata(wheel: Path) -> tuple[str, configparser.ConfigParser]:
@@ -108,8 +158,9 @@ def _wheel_metadata(wheel: Path) -> tuple[str, configparser.ConfigParser]:
         meta = z.read(info).decode()
         eps = configparser.ConfigParser()
         eps.read_string(z.read(info.replace("METADATA", "entry_points.txt")).decode())
-    name = next(line.split(":", 1)[1].strip() for line in meta.splitlines()
-                if line.startswith("Name:"))
+    name = next(
+        line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Name:")
+    )
     return name, eps
 
 
@@ -139,8 +190,9 @@ def test_the_release_workflow_builds_checks_and_publishes_on_a_tag() -> None:
     assert "python -m build" in runs and "twine check" in runs
     publish = doc["jobs"]["publish"]
     assert publish["permissions"] == {"id-token": "write"}
-    assert any(str(s.get("uses", "")).startswith("pypa/gh-action-pypi-publish@")
-               for s in publish["steps"])
+    assert any(
+        str(s.get("uses", "")).startswith("pypa/gh-action-pypi-publish@") for s in publish["steps"]
+    )
 
 
 def test_the_test_only_fakes_are_not_part_of_the_package() -> None:

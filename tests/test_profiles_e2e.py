@@ -22,14 +22,32 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def suite(tmp: Path, url: str, mode: str, report: str, cassettes: Path) -> str:
-    (tmp / "providers.yaml").write_text("providers:\n  unused: {base_url: 'http://127.0.0.1:9/v1', "
-                                        "model: m}\n")
+    (tmp / "providers.yaml").write_text(
+        "providers:\n  unused: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+    )
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "conformance" / "suite"), "-q",
-         "-p", "no:cacheprovider", f"--rootdir={ROOT}", f"--providers={tmp}/providers.yaml",
-         "--reference-profiles", f"--profile-server={url}", "--provider=profile:*",
-         f"--cassette-dir={cassettes}", f"--report-dir={tmp}/{report}",
-         f"--record-mode={mode}"], capture_output=True, text=True, cwd=tmp, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "conformance" / "suite"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={ROOT}",
+            f"--providers={tmp}/providers.yaml",
+            "--reference-profiles",
+            f"--profile-server={url}",
+            "--provider=profile:*",
+            f"--cassette-dir={cassettes}",
+            f"--report-dir={tmp}/{report}",
+            f"--record-mode={mode}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert "Traceback" not in r.stdout + r.stderr
     return r.stdout
@@ -83,7 +101,10 @@ def test_the_reference_profile_conforms_and_quirks_break_naive_clients(live: Pat
     ref = cells["profile:reference"]
     assert ref["verdict"] == "conforms"
     assert {k: v["status"] for k, v in ref["impact"].items()} == {
-        "naive": "crashed", "guarded": "ok", "robust": "ok"}  # the usage chunk's choices: []
+        "naive": "crashed",
+        "guarded": "ok",
+        "robust": "ok",
+    }  # the usage chunk's choices: []
     dash = cells["profile:dashscope-compatible"]
     assert dash["impact"]["naive"]["status"] != "ok" and dash["impact"]["robust"]["status"] == "ok"
     oll = cells["profile:ollama-parallel"]

@@ -23,28 +23,33 @@ from conformance.readers import (
 )
 from conformance.transcript import CHUNK, DONE, InputError
 
-SSE = (b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
-       b"data: [DONE]\n\n")
+SSE = (
+    b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+    b"data: [DONE]\n\n"
+)
 
 
 def kinds(t: Any) -> list[str]:
     return [e.kind for e in t.events()]
 
 
-@pytest.mark.parametrize(("head", "fmt"), [
-    (b"data: {}\n\n", "sse"),
-    (b"event: message\ndata: {}\n\n", "sse"),
-    (b": keep-alive\n\n", "sse"),
-    (b"id: 1\ndata: {}\n\n", "sse"),
-    (b"retry: 10\n\n", "sse"),
-    (b"\xef\xbb\xbf  \n\ndata: {}\n\n", "sse"),
-    (b"interactions:\n- request: {}\n", "cassette"),
-    (b"# recorded\nversion: 1\ninteractions: []\n", "cassette"),
-    (b'{"log": {"creator": {"name": "x"}, "entries": []}}', "har"),
-    (b'{"log": 1}\n{"entries": 2}\n', "har"),
-    (b'{"choices": []}\n', "jsonl"),
-    (b"[1, 2]\n", "jsonl"),
-])
+@pytest.mark.parametrize(
+    ("head", "fmt"),
+    [
+        (b"data: {}\n\n", "sse"),
+        (b"event: message\ndata: {}\n\n", "sse"),
+        (b": keep-alive\n\n", "sse"),
+        (b"id: 1\ndata: {}\n\n", "sse"),
+        (b"retry: 10\n\n", "sse"),
+        (b"\xef\xbb\xbf  \n\ndata: {}\n\n", "sse"),
+        (b"interactions:\n- request: {}\n", "cassette"),
+        (b"# recorded\nversion: 1\ninteractions: []\n", "cassette"),
+        (b'{"log": {"creator": {"name": "x"}, "entries": []}}', "har"),
+        (b'{"log": 1}\n{"entries": 2}\n', "har"),
+        (b'{"choices": []}\n', "jsonl"),
+        (b"[1, 2]\n", "jsonl"),
+    ],
+)
 def test_sniff(tmp_path: Path, head: bytes, fmt: str) -> None:
     p = tmp_path / "x.txt"
     p.write_bytes(head)
@@ -56,9 +61,10 @@ def test_sniff_refuses_with_one_line(tmp_path: Path) -> None:
     p.write_bytes(b"hello world")
     with pytest.raises(InputError) as e:
         sniff(p)
-    assert str(e.value) == (f"{p}: not JSONL, SSE, a vcrpy cassette or a HAR file "
-                            "(starts with 'hello world')")
-    p.write_bytes(b"{\"a\":1}\x00")
+    assert str(e.value) == (
+        f"{p}: not JSONL, SSE, a vcrpy cassette or a HAR file (starts with 'hello world')"
+    )
+    p.write_bytes(b'{"a":1}\x00')
     with pytest.raises(InputError, match="binary data, not a text capture$"):
         sniff(p)
 
@@ -76,18 +82,22 @@ def test_decode_body_gzip_deflate_and_garbage() -> None:
     assert decode_body(zlib.compress(SSE), {"content-encoding": "br"}) == zlib.compress(SSE)
 
 
-@pytest.mark.parametrize(("ctype", "stream", "body", "framing"), [
-    ("text/event-stream; charset=utf-8", False, SSE, True),
-    ("TEXT/EVENT-STREAM", False, SSE, True),
-    (None, False, SSE, True),  # no content type: the body's shape decides
-    (None, False, b'{"choices": []}', False),
-    ("application/json", True, b"\n" + SSE, True),  # asked for a stream, got SSE anyway
-    ("application/json", False, SSE, False),
-    ("application/json", True, b'{"choices": []}', False),
-    ("text/plain", True, b"ndata: x", False),
-])
-def test_framing_from_headers_request_and_body(ctype: str | None, stream: bool, body: bytes,
-                                               framing: bool) -> None:
+@pytest.mark.parametrize(
+    ("ctype", "stream", "body", "framing"),
+    [
+        ("text/event-stream; charset=utf-8", False, SSE, True),
+        ("TEXT/EVENT-STREAM", False, SSE, True),
+        (None, False, SSE, True),  # no content type: the body's shape decides
+        (None, False, b'{"choices": []}', False),
+        ("application/json", True, b"\n" + SSE, True),  # asked for a stream, got SSE anyway
+        ("application/json", False, SSE, False),
+        ("application/json", True, b'{"choices": []}', False),
+        ("text/plain", True, b"ndata: x", False),
+    ],
+)
+def test_framing_from_headers_request_and_body(
+    ctype: str | None, stream: bool, body: bytes, framing: bool
+) -> None:
     headers = {"Content-Type": ctype} if ctype else {}
     request = {"body": {"stream": stream}}
     t = exchange_transcript("s", "har", request, 200, headers, body)
@@ -102,64 +112,100 @@ def test_framing_with_a_request_without_a_body() -> None:
         assert t.framing is False
 
 
-def _cassette(tmp_path: Path, response: dict[str, Any], request_body: Any = None,
-              extra: dict[str, Any] | None = None) -> Path:
-    interaction = {"request": {"method": "POST", "uri": "https://h/v1/chat/completions",
-                               "headers": {"Content-Type": ["application/json"]},
-                               "body": request_body},
-                   "response": response, **(extra or {})}
+def _cassette(
+    tmp_path: Path,
+    response: dict[str, Any],
+    request_body: Any = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    interaction = {
+        "request": {
+            "method": "POST",
+            "uri": "https://h/v1/chat/completions",
+            "headers": {"Content-Type": ["application/json"]},
+            "body": request_body,
+        },
+        "response": response,
+        **(extra or {}),
+    }
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
     return p
 
 
 def test_cassette_gzip_binary_body_without_an_encoding_header(tmp_path: Path) -> None:
-    p = _cassette(tmp_path, {"status": {"code": 200, "message": "OK"},
-                             "headers": {"Content-Type": ["text/event-stream"]},
-                             "body": {"string": gzip.compress(SSE)}},
-                  request_body='{"stream": true, "model": "m"}')
+    p = _cassette(
+        tmp_path,
+        {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["text/event-stream"]},
+            "body": {"string": gzip.compress(SSE)},
+        },
+        request_body='{"stream": true, "model": "m"}',
+    )
     (t,) = read_path(p)
     assert (t.source, t.fmt, t.status, t.raw) == (f"{p}#0", "cassette", 200, SSE)
-    assert t.request == {"method": "POST", "uri": "https://h/v1/chat/completions",
-                         "headers": {"Content-Type": "application/json"},
-                         "body": {"stream": True, "model": "m"}}
+    assert t.request == {
+        "method": "POST",
+        "uri": "https://h/v1/chat/completions",
+        "headers": {"Content-Type": "application/json"},
+        "body": {"stream": True, "model": "m"},
+    }
     assert kinds(t) == [CHUNK, DONE] and t.transport_error is None
 
 
 def test_cassette_headers_lists_are_joined_and_bodies_kept_as_text(tmp_path: Path) -> None:
-    p = _cassette(tmp_path, {"status": {"code": 400},
-                             "headers": {"X-A": ["1", "2"], "X-B": "three"},
-                             "body": {"string": '{"error": "bad"}'}},
-                  request_body="not json", extra={"conformance": {"trial": 2}})
+    p = _cassette(
+        tmp_path,
+        {
+            "status": {"code": 400},
+            "headers": {"X-A": ["1", "2"], "X-B": "three"},
+            "body": {"string": '{"error": "bad"}'},
+        },
+        request_body="not json",
+        extra={"conformance": {"trial": 2}},
+    )
     (t,) = read_path(p)
     assert t.headers == {"X-A": "1, 2", "X-B": "three"}
-    assert (t.status, t.raw, t.request["body"], t.meta) == \
-        (400, b'{"error": "bad"}', "not json", {"trial": 2})
+    assert (t.status, t.raw, t.request["body"], t.meta) == (
+        400,
+        b'{"error": "bad"}',
+        "not json",
+        {"trial": 2},
+    )
 
 
 def test_a_transport_fault_recorded_in_a_cassette_is_read_back(tmp_path: Path) -> None:
-    headers = {"Content-Type": ["text/event-stream"],
-               "x-conformance-transport-error": ["stalled: no byte for 5 s"],
-               "x-conformance-transport-quirk": ["Q-STREAM-STALLS"]}
-    p = _cassette(tmp_path, {"status": {"code": 200}, "headers": headers,
-                             "body": {"string": SSE[:40]}})
+    headers = {
+        "Content-Type": ["text/event-stream"],
+        "x-conformance-transport-error": ["stalled: no byte for 5 s"],
+        "x-conformance-transport-quirk": ["Q-STREAM-STALLS"],
+    }
+    p = _cassette(
+        tmp_path, {"status": {"code": 200}, "headers": headers, "body": {"string": SSE[:40]}}
+    )
     (t,) = read_path(p)
     assert t.transport_error == "stalled: no byte for 5 s"
     assert t.meta == {"transport_quirk": "Q-STREAM-STALLS"}
     del headers["x-conformance-transport-quirk"]
-    (t,) = read_path(_cassette(tmp_path, {"status": {"code": 200}, "headers": headers,
-                                          "body": {"string": SSE}}))
+    (t,) = read_path(
+        _cassette(tmp_path, {"status": {"code": 200}, "headers": headers, "body": {"string": SSE}})
+    )
     assert t.transport_error == "stalled: no byte for 5 s" and t.meta == {}
-    (t,) = read_path(_cassette(tmp_path, {"status": {"code": 200}, "headers": {},
-                                          "body": {"string": SSE}}))
+    (t,) = read_path(
+        _cassette(tmp_path, {"status": {"code": 200}, "headers": {}, "body": {"string": SSE}})
+    )
     assert t.transport_error is None and t.meta == {}
 
 
 def test_cassette_interactions_must_be_mappings_with_text_or_binary_bodies() -> None:
     with pytest.raises(InputError, match=r"^src: interaction 1 is a string, not a mapping$"):
         cassette_transcripts({"interactions": [{}, "x"]}, "src")
-    with pytest.raises(InputError, match=r"^src: interaction 0: response body is a number, "
-                                         r"neither text nor binary$"):
+    with pytest.raises(
+        InputError,
+        match=r"^src: interaction 0: response body is a number, "
+        r"neither text nor binary$",
+    ):
         cassette_transcripts({"interactions": [{"response": {"body": {"string": 7}}}]}, "src")
     (t,) = cassette_transcripts({"interactions": [{}]}, "src")
     assert (t.source, t.status, t.raw, t.headers) == ("src#0", None, b"", {})
@@ -168,27 +214,52 @@ def test_cassette_interactions_must_be_mappings_with_text_or_binary_bodies() -> 
 
 def test_har_entries(tmp_path: Path) -> None:
     gz_text = base64.b64encode(SSE).decode()
-    har = {"log": {"creator": {"name": "t"}, "entries": [
-        {"request": {"method": "POST", "url": "https://h/v1/chat/completions",
-                     "headers": [{"name": "Content-Type", "value": "application/json"}],
-                     "postData": {"text": '{"stream": true}'}},
-         "response": {"status": 200, "headers": [
-             {"name": "Content-Encoding", "value": "gzip"},
-             {"name": "content-encoding", "value": "gzip"}],
-             "content": {"mimeType": "text/event-stream", "encoding": "base64",
-                         "text": gz_text}}},
-        {"request": {}, "response": {"status": 500, "headers": [
-            {"name": "Content-Type", "value": "application/json"}],
-            "content": {"mimeType": "text/plain", "text": '{"error": "x"}'}}},
-    ]}}
+    har = {
+        "log": {
+            "creator": {"name": "t"},
+            "entries": [
+                {
+                    "request": {
+                        "method": "POST",
+                        "url": "https://h/v1/chat/completions",
+                        "headers": [{"name": "Content-Type", "value": "application/json"}],
+                        "postData": {"text": '{"stream": true}'},
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": [
+                            {"name": "Content-Encoding", "value": "gzip"},
+                            {"name": "content-encoding", "value": "gzip"},
+                        ],
+                        "content": {
+                            "mimeType": "text/event-stream",
+                            "encoding": "base64",
+                            "text": gz_text,
+                        },
+                    },
+                },
+                {
+                    "request": {},
+                    "response": {
+                        "status": 500,
+                        "headers": [{"name": "Content-Type", "value": "application/json"}],
+                        "content": {"mimeType": "text/plain", "text": '{"error": "x"}'},
+                    },
+                },
+            ],
+        }
+    }
     p = tmp_path / "a.har"
     p.write_text(json.dumps(har))
     first, second = read_path(p)
     assert (first.source, first.fmt, first.status, first.raw) == (f"{p}#0", "har", 200, SSE)
     assert first.headers == {"content-type": "text/event-stream"}
-    assert first.request == {"method": "POST", "uri": "https://h/v1/chat/completions",
-                             "headers": {"Content-Type": "application/json"},
-                             "body": {"stream": True}}
+    assert first.request == {
+        "method": "POST",
+        "uri": "https://h/v1/chat/completions",
+        "headers": {"Content-Type": "application/json"},
+        "body": {"stream": True},
+    }
     assert kinds(first) == [CHUNK, DONE]
     assert second.headers == {"Content-Type": "application/json"}  # its own type is kept
     assert (second.status, second.raw, second.framing) == (500, b'{"error": "x"}', False)
@@ -209,8 +280,7 @@ def test_jsonl_lines_blank_lines_and_bad_lines(tmp_path: Path) -> None:
     assert (t.fmt, t.framing) == ("jsonl", False)
     events = t.events()
     first, second = next(events), next(events)
-    assert [(e.n, e.line, e.chunk) for e in (first, second)] == [(0, 1, {"a": 1}),
-                                                                  (1, 4, {"b": 2})]
+    assert [(e.n, e.line, e.chunk) for e in (first, second)] == [(0, 1, {"a": 1}), (1, 4, {"b": 2})]
     with pytest.raises(InputError) as e:
         next(events)
     assert str(e.value) == f"{p}:5: not a JSON line: not json"
@@ -238,6 +308,7 @@ def test_jsonl_numbers_every_event_and_cuts_a_long_bad_line(tmp_path: Path) -> N
 
 def test_har_that_is_json_but_not_an_object(tmp_path: Path) -> None:
     from conformance.readers import read_har_file
+
     p = tmp_path / "a.har"
     p.write_text("[1, 2]")
     with pytest.raises(InputError) as e:
@@ -246,10 +317,20 @@ def test_har_that_is_json_but_not_an_object(tmp_path: Path) -> None:
 
 
 def test_har_entry_without_text_or_header_fields(tmp_path: Path) -> None:
-    har = {"log": {"entries": [{
-        "request": {"headers": [{"value": "v"}, {"name": "n"}]},
-        "response": {"status": 204, "headers": [{"value": "w"}, {"name": "m"}],
-                     "content": {}}}]}}
+    har = {
+        "log": {
+            "entries": [
+                {
+                    "request": {"headers": [{"value": "v"}, {"name": "n"}]},
+                    "response": {
+                        "status": 204,
+                        "headers": [{"value": "w"}, {"name": "m"}],
+                        "content": {},
+                    },
+                }
+            ]
+        }
+    }
     p = tmp_path / "a.har"
     p.write_text(json.dumps(har))
     (t,) = read_path(p)
@@ -268,17 +349,23 @@ def test_broken_cassette_yaml_names_the_problem_and_its_line(tmp_path: Path) -> 
     p.write_bytes(b"interactions:\n- a: 1\n\xff\n")  # a reader error has no mark
     with pytest.raises(InputError) as e:
         read_path(p)
-    assert str(e.value) == (f"{p}: not valid YAML (unacceptable character #x00ff: invalid "
-                            "leading UTF-8 octet)")
+    assert str(e.value) == (
+        f"{p}: not valid YAML (unacceptable character #x00ff: invalid leading UTF-8 octet)"
+    )
     assert e.value.line is None
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b"", "empty file"),
-    (b" \n\t ", "empty file"),
-    (b"XYZ says hello to everyone", "not JSONL, SSE, a vcrpy cassette or a HAR file "
-                                    "(starts with 'XYZ says hello to ev')"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty file"),
+        (b" \n\t ", "empty file"),
+        (
+            b"XYZ says hello to everyone",
+            "not JSONL, SSE, a vcrpy cassette or a HAR file (starts with 'XYZ says hello to ev')",
+        ),
+    ],
+)
 def test_sniff_refusals_word_for_word(tmp_path: Path, data: bytes, message: str) -> None:
     p = tmp_path / "x.txt"
     p.write_bytes(data)
@@ -322,8 +409,10 @@ def test_sniff_looks_for_markers_within_their_windows(tmp_path: Path) -> None:
             return "refused"
 
     # `interactions:` among the first three lines that are not comments, directives or ---
-    assert sniffed("# " + "p" * 300 + "\n%YAML 1.1\n---\nversion: 1\nx: 2\n"
-                   "interactions: []\n") == "cassette"
+    assert (
+        sniffed("# " + "p" * 300 + "\n%YAML 1.1\n---\nversion: 1\nx: 2\ninteractions: []\n")
+        == "cassette"
+    )
     assert sniffed("version: 1\nx: 2\ny: 3\ninteractions: []\n") == "refused"
     # a HAR file: '"log"' within 200 characters, '"creator"' within 400 (or "entries")
     assert sniffed('{"a": "' + "q" * 185 + '", "log": {"creator": {}}}') == "har"
@@ -335,8 +424,11 @@ def test_sniff_looks_for_markers_within_their_windows(tmp_path: Path) -> None:
 
 def test_cassette_request_bodies_of_every_kind(tmp_path: Path) -> None:
     def body_of(request_body: Any) -> Any:
-        p = _cassette(tmp_path, {"status": {"code": 200}, "headers": {},
-                                 "body": {"string": SSE}}, request_body=request_body)
+        p = _cassette(
+            tmp_path,
+            {"status": {"code": 200}, "headers": {}, "body": {"string": SSE}},
+            request_body=request_body,
+        )
         return read_path(p)[0].request["body"]
 
     assert body_of(b'{"stream": true}') == {"stream": True}
@@ -347,9 +439,14 @@ def test_cassette_request_bodies_of_every_kind(tmp_path: Path) -> None:
 
 
 def test_exchange_transcript_undoes_a_declared_deflate_and_finds_sse_without_a_type() -> None:
-    t = exchange_transcript("s", "live", None, 200, {"Content-Encoding": "deflate",
-                                                     "Content-Type": "text/event-stream"},
-                            zlib.compress(SSE))
+    t = exchange_transcript(
+        "s",
+        "live",
+        None,
+        200,
+        {"Content-Encoding": "deflate", "Content-Type": "text/event-stream"},
+        zlib.compress(SSE),
+    )
     assert (t.raw, kinds(t)) == (SSE, [CHUNK, DONE])
     t = exchange_transcript("s", "live", None, 200, {}, b"\n\n" + SSE)
     assert t.framing is True

@@ -293,9 +293,15 @@ def _without(c: Any, what: str) -> Any:
     """The failing control ``c`` analysed without ``what``."""
     from conformance.sse import parse_sse_bytes
     from conformance.transcript import CHUNK
+
     if what == "request":
-        return run(c.stream, status=c.status, headers=c.headers,
-                   transport_error=c.transport_error, transport_quirk=c.transport_quirk)
+        return run(
+            c.stream,
+            status=c.status,
+            headers=c.headers,
+            transport_error=c.transport_error,
+            transport_quirk=c.transport_quirk,
+        )
     if what == "timings":
         return run(c.stream, request=c.request)  # the same bytes, no arrival times
     if what in ("framing", "http"):  # the chunks alone, as a JSONL capture holds them
@@ -332,10 +338,16 @@ def test_every_analysed_id_has_a_passing_control(qid: str) -> None:
     """OpenAI's own shapes (one call, two parallel calls, text), with the request that
     produced them, and timed as a progressive stream: no id fires on them (an id that is
     OpenAI's own behaviour, without the chunk that shows it)."""
-    request = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True},
-               "tools": S.TOOLS_WEATHER}
-    progressive = {"content-type": "text/event-stream",
-                   "x-conformance-line-times": " ".join(f"{k}:{k / 10:.3f}" for k in range(1, 40))}
+    request = {
+        "model": "gpt-4o",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": S.TOOLS_WEATHER,
+    }
+    progressive = {
+        "content-type": "text/event-stream",
+        "x-conformance-line-times": " ".join(f"{k}:{k / 10:.3f}" for k in range(1, 40)),
+    }
     for stream in (S.REFERENCE_SINGLE_SSE, S.REFERENCE_PARALLEL_SSE, S.REFERENCE_TEXT_SSE):
         if registry.spec(qid).entry["reference_behaviour"]:  # OpenAI's own: without it
             stream = "\n\n".join(e for e in stream.split("\n\n") if '"choices":[]' not in e)
@@ -349,10 +361,16 @@ def test_the_strict_check_fails_passes_and_is_not_applicable() -> None:
     from conformance.runner import _schema_findings
     from conformance.scenarios import Scenario
 
-    params = {"type": "object", "properties": {"city": {"type": "string"}},
-              "required": ["city"], "additionalProperties": False}
-    tool = {"type": "function", "function": {"name": "get_weather", "strict": True,
-                                             "parameters": params}}
+    params = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    tool = {
+        "type": "function",
+        "function": {"name": "get_weather", "strict": True, "parameters": params},
+    }
     scenario = Scenario("strict", "t", "d", "u", tools=(tool,))
 
     def call(args: str, name: str = "get_weather", valid: bool = True) -> ToolCall:
@@ -362,4 +380,6 @@ def test_the_strict_check_fails_passes_and_is_not_applicable() -> None:
     assert f["quirk"] == "Q-STRICT-IGNORED"
     assert _schema_findings(scenario, [call('{"city": "Paris"}')]) == []
     # not applicable: a call to an undeclared tool, or arguments that are not JSON
-    assert _schema_findings(scenario, [call('{"x": 1}', name="other"), call("{", valid=False)]) == []
+    assert (
+        _schema_findings(scenario, [call('{"x": 1}', name="other"), call("{", valid=False)]) == []
+    )

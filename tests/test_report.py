@@ -478,7 +478,8 @@ def test_page_data_is_a_lossless_compaction(doc: dict[str, Any]) -> None:
         prefix = small.get("evidence_prefix", "")
         suffix = small.get("evidence_suffix", "")
         restored = [
-            prefix + e["data"] + ("" if e.get("x") else suffix) if e["kind"] == "chunk"
+            prefix + e["data"] + ("" if e.get("x") else suffix)
+            if e["kind"] == "chunk"
             else e["data"]
             for e in small.get("evidence", [])
         ]
@@ -486,10 +487,12 @@ def test_page_data_is_a_lossless_compaction(doc: dict[str, Any]) -> None:
         shown = ("index", "id", "name", "arguments")  # the calls table's columns
         full_robust = (full.get("tool_calls") or {}).get("robust")
         assert small.get("tool_calls", {}).get("robust") == (
-            None if full_robust is None else [{k: x[k] for k in shown} for x in full_robust])
+            None if full_robust is None else [{k: x[k] for k in shown} for x in full_robust]
+        )
         strings = compact["strings"]
-        for f_full, f_small in zip(full.get("findings", []), small.get("findings", []),
-                                   strict=True):
+        for f_full, f_small in zip(
+            full.get("findings", []), small.get("findings", []), strict=True
+        ):
             msg = f_small["message"]
             assert (strings[msg] if isinstance(msg, int) else msg) == f_full["message"]
     dash = next(c for c in compact["cells"] if (c["column"], c["row"]) == ("dashscope", "single"))
@@ -595,7 +598,11 @@ def test_diff_command_and_cli(
     (tmp_path / "bad.json").write_text("{}")
     assert main(["report", "--diff", str(old), str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("toolcall-conformance report: ") and "bad.json: $: " in err and "\n" not in err
+    assert (
+        err.startswith("toolcall-conformance report: ")
+        and "bad.json: $: " in err
+        and "\n" not in err
+    )
     assert main(["report", "--diff", str(old), str(tmp_path / "missing.json")]) == 2
     assert "missing.json: no such file" in capsys.readouterr().err
 

@@ -153,7 +153,8 @@ def test_inconclusive_cell_reads_apart_from_conforming_ones(page_for: Any) -> No
     assert cell.inner_text() == "?"
     colour = "getComputedStyle(el).backgroundColor"
     green = page.locator("td.c[data-column='openai'][data-row='single']").evaluate(
-        f"el => {colour}")
+        f"el => {colour}"
+    )
     assert cell.evaluate(f"el => {colour}") not in (green, "rgba(0, 0, 0, 0)")
     tally = page.locator("tbody.tally td[data-column='openai'] .sw").all_inner_texts()
     assert tally == ["✓\u202f2", "?\u202f1"]
@@ -185,12 +186,15 @@ def test_field_evidence_mark_in_a_real_browser(page_for: Any) -> None:
     header = page.locator("tbody.field th")
     assert "seen in public recordings, not recorded by this suite" in header.inner_text()
     assert {c for c in _visible_cells(page) if c.startswith("mistral/")} == {
-        "mistral/single=not recorded", "mistral/parallel=not recorded",
-        "mistral/truncated=not recorded"}
+        "mistral/single=not recorded",
+        "mistral/parallel=not recorded",
+        "mistral/truncated=not recorded",
+    }
     # its own look: not a verdict's colour
     colours = page.eval_on_selector_all(
         "td.fe.hit, td.c[data-verdict='quirk']",
-        "els => els.map(e => getComputedStyle(e).backgroundImage + getComputedStyle(e).backgroundColor)")
+        "els => els.map(e => getComputedStyle(e).backgroundImage + getComputedStyle(e).backgroundColor)",
+    )
     assert len(set(colours)) > 1
     mark.locator("a").click()
     section = page.locator("#public-recordings")
@@ -216,6 +220,7 @@ def test_quirk_titles_are_whole_and_the_table_uses_the_width(page_for: Any) -> N
     assert "continuation deltas" in shown[1]
     widths = page.evaluate(
         "[document.querySelector('.grid-wrap').getBoundingClientRect().width,"
-        " document.querySelector('main').clientWidth]")
+        " document.querySelector('main').clientWidth]"
+    )
     assert widths[0] >= widths[1] - 48 - 2  # main's padding aside, the full width
     assert page.errors == []

@@ -114,8 +114,13 @@ def _reasoning_first(f, c, r):
 
 @shape("Q-RT-GEMINI-THOUGHT-SIGNATURE")
 def _thought_signatures(f, c, r):
-    openers = [tc for x in f if isinstance(x, dict) and x.get("choices")
-               for tc in x["choices"][0]["delta"].get("tool_calls") or [] if "id" in tc]
+    openers = [
+        tc
+        for x in f
+        if isinstance(x, dict) and x.get("choices")
+        for tc in x["choices"][0]["delta"].get("tool_calls") or []
+        if "id" in tc
+    ]
     assert openers and all(tc["extra_content"]["google"]["thought_signature"] for tc in openers)
 
 
@@ -381,8 +386,9 @@ def _args_corrupt(f, c, r):
     text = args_of(f, 0)
     assert not is_json_prefix(text) and len(text) < len(c[0]["arguments"])
     # the evidence: the model's own text of the call, with its whole arguments, in content
-    assert json.dumps({"arguments": json.loads(c[0]["arguments"])}, ensure_ascii=False)[1:-1] \
-        in content(f)
+    assert json.dumps({"arguments": json.loads(c[0]["arguments"])}, ensure_ascii=False)[
+        1:-1
+    ] in content(f)
 
 
 @shape("Q-ARGS-INVENTED-ON-TRUNCATION")
@@ -394,8 +400,9 @@ def _args_invented(f, c, r):
 @shape("Q-REQUIRED-NOT-ENFORCED")
 def _required_prose(f, c, r):
     assert content(f) and not content(r) and assemble(f) == c
-    first_call = next(k for k, ch in enumerate(choices(f)) if (ch.get("delta") or {}).get(
-        "tool_calls"))
+    first_call = next(
+        k for k, ch in enumerate(choices(f)) if (ch.get("delta") or {}).get("tool_calls")
+    )
     assert all(not (ch.get("delta") or {}).get("content") for ch in choices(f)[first_call:])
 
 
@@ -512,8 +519,7 @@ def _parallel_ignored(f, c, r):
 
 
 def test_every_streamed_quirk_has_a_shape_check():
-    quirks = set().union(*(p.quirks for p in PROFILES.values()
-                           if p.mutations or p.ignore_strict))
+    quirks = set().union(*(p.quirks for p in PROFILES.values() if p.mutations or p.ignore_strict))
     assert quirks | {"Q-PARALLEL-TOOL-CALLS-IGNORED"} <= set(SHAPES)
 
 

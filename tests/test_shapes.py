@@ -225,8 +225,9 @@ def test_a_name_that_never_arrives_is_the_one_declared_tool() -> None:
 
 
 def test_a_late_name_is_not_a_name_never_sent() -> None:
-    late = _call_stream(_opener(None), {"index": 0, "function": {"name": "get_weather"}},
-                        _frag('{"city":"Paris"}'))
+    late = _call_stream(
+        _opener(None), {"index": 0, "function": {"name": "get_weather"}}, _frag('{"city":"Paris"}')
+    )
     r = analyze_chunks(late, request=TWO_TOOLS)
     assert "Q-NAME-NEVER-SENT" not in r.quirks and r.impact["robust"].status == "ok"
 
@@ -236,7 +237,10 @@ def test_a_late_name_is_not_a_name_never_sent() -> None:
 
 def _reused_index_and_id() -> list[dict[str, Any]]:
     return _call_stream(
-        _opener("get_weather"), _frag('{"city":"Paris"}'), _opener("get_time"), _frag('{"tz":"UTC"}')
+        _opener("get_weather"),
+        _frag('{"city":"Paris"}'),
+        _opener("get_time"),
+        _frag('{"tz":"UTC"}'),
     )
 
 
@@ -288,7 +292,9 @@ def test_a_flush_after_an_incomplete_prefix_keeps_the_resent_object() -> None:
 
 def test_cumulative_streaming_is_not_a_flush() -> None:
     cumulative = _call_stream(
-        _opener("get_weather"), _frag('{"city": '), _frag('{"city": "Par'),
+        _opener("get_weather"),
+        _frag('{"city": '),
+        _frag('{"city": "Par'),
         _frag('{"city": "Paris"}'),
     )
     r = analyze_chunks(cumulative, request=REQUEST)

@@ -17,45 +17,70 @@ from conformance.analysis import analyzer
 from conformance.client import RoundTripPolicy
 
 SAID = "Checking the weather."  # 21 characters, streamed as words
-CALL = {"id": WEATHER.id, "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
-NOT_SENT = ("round trip: not sent: the turn's {} was cut (the first {} of {} characters "
-            "kept): sent back, it would not be what was received")
+CALL = {
+    "id": WEATHER.id,
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+NOT_SENT = (
+    "round trip: not sent: the turn's {} was cut (the first {} of {} characters "
+    "kept): sent back, it would not be what was received"
+)
 
 
 @pytest.mark.parametrize("kept", [21, 1000])
 def test_round_trip_of_content_within_the_bound_is_sent_unchanged(
-        monkeypatch: pytest.MonkeyPatch, kept: int) -> None:
+    monkeypatch: pytest.MonkeyPatch, kept: int
+) -> None:
     monkeypatch.setattr(analyzer, "TEXT_KEPT", kept)
     cell, wire = run("round-trip", (200, sse([WEATHER], content=SAID)), ANSWER)
     assert (cell.verdict, cell.reason) == ("conforms", None)
     assert wire.requests[1]["messages"][-2] == {
-        "role": "assistant", "content": SAID, "tool_calls": [CALL]}
+        "role": "assistant",
+        "content": SAID,
+        "tool_calls": [CALL],
+    }
 
 
 def test_round_trip_of_cut_content_is_not_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analyzer, "TEXT_KEPT", 20)
-    cell, wire = run("round-trip", (200, sse([WEATHER], content=SAID)),
-                     (200, sse([WEATHER], content=SAID)), repeat=2)
+    cell, wire = run(
+        "round-trip",
+        (200, sse([WEATHER], content=SAID)),
+        (200, sse([WEATHER], content=SAID)),
+        repeat=2,
+    )
     assert len(wire.requests) == 2  # one per trial: no round trip went out
     assert (cell.verdict, cell.reason) == ("error", NOT_SENT.format("content", 20, 21))
     assert (cell.elicited, cell.quirks, cell.findings) == (None, [], [])
     assert cell.trials["exchanges_per_trial"] == [1, 1]
-    assert cell.tool_calls["robust"] == [dict(index=0, id=WEATHER.id, type="function",
-                                              name="get_weather", arguments='{"city": "Paris"}')]
+    assert cell.tool_calls["robust"] == [
+        dict(
+            index=0,
+            id=WEATHER.id,
+            type="function",
+            name="get_weather",
+            arguments='{"city": "Paris"}',
+        )
+    ]
 
 
 def test_round_trip_of_cut_reasoning_is_not_sent_when_echoed(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(analyzer, "TEXT_KEPT", 10)
-    cell, wire = run("round-trip", (200, _with_reasoning([WEATHER])),
-                     roundtrip=RoundTripPolicy(echo_reasoning=True))
+    cell, wire = run(
+        "round-trip",
+        (200, _with_reasoning([WEATHER])),
+        roundtrip=RoundTripPolicy(echo_reasoning=True),
+    )
     assert len(wire.requests) == 1
     assert (cell.verdict, cell.reason) == ("error", NOT_SENT.format("reasoning", 10, 20))
 
 
 def test_cut_reasoning_that_is_not_echoed_goes_back_and_is_not_probed(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(analyzer, "TEXT_KEPT", 10)
     # rejected, then the probes: content "", tool-message name, 9-character ids; the
     # reasoning echo (the fourth probe of a whole reasoning) would send a cut text: skipped.
@@ -63,7 +88,10 @@ def test_cut_reasoning_that_is_not_echoed_goes_back_and_is_not_probed(
     assert len(wire.requests) == 5
     assert not [r for r in wire.requests[1:] if "reasoning_content" in r["messages"][-2]]
     assert wire.requests[1]["messages"][-2] == {
-        "role": "assistant", "content": None, "tool_calls": [CALL]}
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [CALL],
+    }
     assert cell.verdict == "fails" and cell.reason is None
 
 
@@ -71,8 +99,13 @@ def test_cut_reasoning_that_is_not_echoed_goes_back_and_is_not_probed(
 
 
 def _event(delta: dict, finish: str | None = None) -> str:
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return "data: " + json.dumps(chunk) + "\n\n"
 
 
@@ -82,15 +115,26 @@ def _talker(pieces: int, piece: str) -> bytes:
     body = [_event({"role": "assistant", "content": ""})]
     body += [_event({"content": piece})] * pieces
     body += [_event({"reasoning_content": piece})] * pieces
-    body += [_event({"tool_calls": [{"index": 0, "id": WEATHER.id, "type": "function",
-                                     "function": {"name": "get_weather",
-                                                  "arguments": '{"city": "Paris"}'}}]}),
-             _event({}, "tool_calls"), "data: [DONE]\n\n"]
+    body += [
+        _event(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": WEATHER.id,
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ]
+            }
+        ),
+        _event({}, "tool_calls"),
+        "data: [DONE]\n\n",
+    ]
     return "".join(body).encode()
 
 
-def test_the_analysis_keeps_the_bound_and_judges_the_same(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_analysis_keeps_the_bound_and_judges_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = _talker(3, "abcd ")
     whole = analyze_sse(raw)
     assert (whole.turn.content, whole.turn.content_dropped) == ("abcd " * 3, 0)

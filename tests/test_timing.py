@@ -69,10 +69,14 @@ def test_har_message_times_are_read(tmp_path: Path) -> None:
     entry: dict[str, Any] = {
         "startedDateTime": "2027-01-15T08:00:00.000Z",
         "request": {"method": "POST", "url": "https://x.test/v1/chat/completions"},
-        "response": {"status": 200, "headers": [],
-                     "content": {"mimeType": "text/event-stream", "text": body}},
+        "response": {
+            "status": 200,
+            "headers": [],
+            "content": {"mimeType": "text/event-stream", "text": body},
+        },
     }
     from datetime import datetime
+
     started = datetime.fromisoformat("2027-01-15T08:00:00+00:00").timestamp()
     entry["_eventSourceMessages"] = [{"time": started + t, "data": ""} for t in times]
     plain = dict(entry)
@@ -88,10 +92,12 @@ def test_the_transport_records_when_each_line_arrived() -> None:
     """End to end: the profile's server pauses before the calls; the recorded line times
     show it, and the analysis of what was recorded names it (a plain profile does not)."""
     with running_server() as url, make_client() as client:
+
         def get(profile: str) -> Any:
             body = example_request(profile)
-            return exchange(client, f"{url.removesuffix('/v1')}/p/{profile}/v1/chat/completions",
-                            body)
+            return exchange(
+                client, f"{url.removesuffix('/v1')}/p/{profile}/v1/chat/completions", body
+            )
 
         held = get("toolcall-held-until-finish")
         plain = get("reference")

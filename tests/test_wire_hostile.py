@@ -46,8 +46,10 @@ except ImportError:
 MiB = 1 << 20
 KEY = "CANARYhidden5c8e1a7f3b"
 REQUEST = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-SSE = (b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
-       b"data: [DONE]\n\n")
+SSE = (
+    b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+    b"data: [DONE]\n\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +59,7 @@ def _forget() -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ a raw local server
+
 
 @pytest.fixture
 def raw_server() -> Iterator[Callable[[list[tuple[str, str]], bytes], str]]:
@@ -107,8 +110,10 @@ def _zeros_gzip(mb: int) -> bytes:
 BOMB = _zeros_gzip(100)  # 100 MiB of zeros in about 100 KB
 BOMBS = {
     "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(BOMB)),
-    "two headers": ([("content-encoding", "gzip"), ("content-encoding", "gzip")],
-                    gzip.compress(BOMB)),
+    "two headers": (
+        [("content-encoding", "gzip"), ("content-encoding", "gzip")],
+        gzip.compress(BOMB),
+    ),
     "gzip, identity": ([("content-encoding", "gzip, identity")], BOMB),
     "unlabelled gzip": ([], BOMB),
     "gzip inside gzip, one header": ([("content-encoding", "gzip")], gzip.compress(BOMB)),
@@ -120,6 +125,7 @@ BOMBS = {
 
 def _traced(fn: Callable[[], Any]) -> tuple[Any, int]:
     import tracemalloc
+
     tracemalloc.start()
     try:
         return fn(), tracemalloc.get_traced_memory()[1]
@@ -129,16 +135,20 @@ def _traced(fn: Callable[[], Any]) -> tuple[Any, int]:
 
 # ------------------------------------------------------------------ cause 3: decoding
 
+
 @pytest.mark.parametrize("how", list(BOMBS))
 def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
-        raw_server: Callable[..., str], how: str) -> None:
+    raw_server: Callable[..., str], how: str
+) -> None:
     headers, body = BOMBS[how]
     url = raw_server(headers, body)
     limits = Limits(max_bytes=MiB, first_byte_timeout=10, idle_timeout=10, total_timeout=30)
     with make_client(limits) as client:
         t, peak = _traced(lambda: exchange(client, url, REQUEST, limits=limits))
-    assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", \
-        (how, t.transport_error)
+    assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", (
+        how,
+        t.transport_error,
+    )
     assert len(t.raw) <= 256 * 1024
     assert peak < 4 * MiB, f"{how}: {peak / MiB:.1f} MiB traced for a 1 MiB limit"
 
@@ -149,54 +159,83 @@ def test_a_bomb_replayed_is_bounded_too(how: str) -> None:
     headers, body = BOMBS[how]
 
     def answer(request: httpx.Request) -> httpx.Response:  # as vcrpy builds it: unread
-        return httpx.Response(200, headers=[("content-type", "text/event-stream"), *headers],
-                              stream=httpx.ByteStream(body))
+        return httpx.Response(
+            200,
+            headers=[("content-type", "text/event-stream"), *headers],
+            stream=httpx.ByteStream(body),
+        )
 
     limits = Limits(max_bytes=MiB)
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
-        t, peak = _traced(lambda: exchange(client, "http://replay.invalid/v1", REQUEST,
-                                           limits=limits))
-    assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", \
-        t.transport_error
+        t, peak = _traced(
+            lambda: exchange(client, "http://replay.invalid/v1", REQUEST, limits=limits)
+        )
+    assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", t.transport_error
     assert peak < 4 * MiB, f"{how}: {peak / MiB:.1f} MiB traced"
 
 
 def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> None:
     har = tmp_path / "bomb.har"
-    har.write_text(json.dumps({"log": {"creator": {"name": "t"}, "entries": [{
-        "request": {"method": "POST", "url": "http://h/v1/chat/completions", "headers": [],
-                    "postData": {"text": json.dumps(REQUEST)}},
-        "response": {"status": 200, "headers": [{"name": "content-type",
-                                                  "value": "text/event-stream"}],
-                     "content": {"mimeType": "text/event-stream", "encoding": "base64",
-                                 "text": base64.b64encode(gzip.compress(BOMB)).decode()}}}]}}))
+    har.write_text(
+        json.dumps(
+            {
+                "log": {
+                    "creator": {"name": "t"},
+                    "entries": [
+                        {
+                            "request": {
+                                "method": "POST",
+                                "url": "http://h/v1/chat/completions",
+                                "headers": [],
+                                "postData": {"text": json.dumps(REQUEST)},
+                            },
+                            "response": {
+                                "status": 200,
+                                "headers": [{"name": "content-type", "value": "text/event-stream"}],
+                                "content": {
+                                    "mimeType": "text/event-stream",
+                                    "encoding": "base64",
+                                    "text": base64.b64encode(gzip.compress(BOMB)).decode(),
+                                },
+                            },
+                        }
+                    ],
+                }
+            }
+        )
+    )
     (t,), peak = _traced(lambda: read_path(har))
-    assert t.transport_error == \
-        f"stream exceeded {decoding.DEFAULT_MAX_BYTES} bytes (limits.max_bytes)"
+    assert (
+        t.transport_error
+        == f"stream exceeded {decoding.DEFAULT_MAX_BYTES} bytes (limits.max_bytes)"
+    )
     assert len(t.raw) <= 256 * 1024
     assert peak < decoding.DEFAULT_MAX_BYTES + 8 * MiB
 
 
-@pytest.mark.parametrize("declared, body", [
-    ("gzip", gzip.compress(SSE)),
-    ("gzip, gzip", gzip.compress(gzip.compress(SSE))),
-    (["gzip", "gzip"], gzip.compress(gzip.compress(SSE))),
-    ("gzip, identity", gzip.compress(SSE)),
-    ("GZIP", gzip.compress(SSE)),
-    (None, gzip.compress(SSE)),
-    ("gzip", gzip.compress(gzip.compress(SSE))),
-    ("gzip", gzip.compress(SSE[:40]) + gzip.compress(SSE[40:])),
-    ("deflate", zlib.compress(SSE)),
-    ("br", brotli.compress(SSE)),
-    ("zstd", zstd.compress(SSE)),
-    (None, zstd.compress(SSE)),
-    ("br, gzip", gzip.compress(brotli.compress(SSE))),
-    (None, SSE),
-])
+@pytest.mark.parametrize(
+    "declared, body",
+    [
+        ("gzip", gzip.compress(SSE)),
+        ("gzip, gzip", gzip.compress(gzip.compress(SSE))),
+        (["gzip", "gzip"], gzip.compress(gzip.compress(SSE))),
+        ("gzip, identity", gzip.compress(SSE)),
+        ("GZIP", gzip.compress(SSE)),
+        (None, gzip.compress(SSE)),
+        ("gzip", gzip.compress(gzip.compress(SSE))),
+        ("gzip", gzip.compress(SSE[:40]) + gzip.compress(SSE[40:])),
+        ("deflate", zlib.compress(SSE)),
+        ("br", brotli.compress(SSE)),
+        ("zstd", zstd.compress(SSE)),
+        (None, zstd.compress(SSE)),
+        ("br, gzip", gzip.compress(brotli.compress(SSE))),
+        (None, SSE),
+    ],
+)
 def test_every_coding_is_undone_whole_and_a_byte_at_a_time(declared: Any, body: bytes) -> None:
     assert decoding.decode(body, declared)[0] == SSE
     dec = decoding.Decoder(decoding.codings(declared), MiB)
-    out = b"".join(p for i in range(len(body)) for p in dec.feed(body[i:i + 1]))
+    out = b"".join(p for i in range(len(body)) for p in dec.feed(body[i : i + 1]))
     assert out + b"".join(dec.end()) == SSE
 
 
@@ -210,11 +249,17 @@ def test_a_coding_it_cannot_undo_keeps_nothing(raw_server: Callable[..., str]) -
 
 # ------------------------------------------------------------------ cause 4: the head
 
-@pytest.mark.parametrize("fault, phase", [
-    ("trickle-head", "the response head was still arriving after 3 s (limits.total_timeout)"),
-    ("early-hints", "no final response head within 3 s (limits.total_timeout): only "
-                    "interim responses"),
-])
+
+@pytest.mark.parametrize(
+    "fault, phase",
+    [
+        ("trickle-head", "the response head was still arriving after 3 s (limits.total_timeout)"),
+        (
+            "early-hints",
+            "no final response head within 3 s (limits.total_timeout): only interim responses",
+        ),
+    ],
+)
 def test_a_trickled_head_or_endless_1xx_ends_at_total_timeout(fault: str, phase: str) -> None:
     limits = Limits(connect_timeout=2, first_byte_timeout=2, idle_timeout=2, total_timeout=3)
     with fault_server(max_wait=20) as fs, make_client(limits) as client:
@@ -226,6 +271,7 @@ def test_a_trickled_head_or_endless_1xx_ends_at_total_timeout(fault: str, phase:
 
 
 # ------------------------------------------------------------------ cause 2: keys
+
 
 def _event(delta: dict[str, Any]) -> str:
     return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta}]}) + "\n\n"
@@ -249,46 +295,66 @@ def test_a_key_split_across_a_multiline_event_is_redacted() -> None:
     secrets.register(KEY)
     first = json.dumps({"choices": [{"index": 0, "delta": {"content": "x " + KEY[:9]}}]})
     cut = first.index('"delta"')
-    text = (f"data: {first[:cut]}\ndata: {first[cut:]}\n\n"
-            + _event({"content": KEY[9:] + " y"}))
+    text = f"data: {first[:cut]}\ndata: {first[cut:]}\n\n" + _event({"content": KEY[9:] + " y"})
     out = secrets.redact_body(text)
     secrets.forget()
     from conformance.sse import parse_sse_bytes
-    content = "".join(e.chunk["choices"][0]["delta"]["content"]
-                      for e in parse_sse_bytes(out.encode()) if e.kind == "chunk")
+
+    content = "".join(
+        e.chunk["choices"][0]["delta"]["content"]
+        for e in parse_sse_bytes(out.encode())
+        if e.kind == "chunk"
+    )
     _no_key(content)
 
 
-@pytest.mark.parametrize("second", [
-    {"function": {"arguments": KEY[9:] + '"}'}},  # no index: the call in progress
-    {"index": "0", "function": {"arguments": KEY[9:] + '"}'}},  # an index of another type
-    {"id": "call_1", "function": {"arguments": KEY[9:] + '"}'}},  # routed by id
-])
+@pytest.mark.parametrize(
+    "second",
+    [
+        {"function": {"arguments": KEY[9:] + '"}'}},  # no index: the call in progress
+        {"index": "0", "function": {"arguments": KEY[9:] + '"}'}},  # an index of another type
+        {"id": "call_1", "function": {"arguments": KEY[9:] + '"}'}},  # routed by id
+    ],
+)
 def test_a_key_split_however_a_client_joins_fragments_is_redacted(second: dict) -> None:
     secrets.register(KEY)
-    text = (_event({"tool_calls": [{"index": 3, "id": "call_1", "type": "function",
-                                    "function": {"name": "get_weather",
-                                                 "arguments": '{"city": "' + KEY[:9]}}]})
-            + _event({"tool_calls": [second]}))
+    text = _event(
+        {
+            "tool_calls": [
+                {
+                    "index": 3,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "' + KEY[:9]},
+                }
+            ]
+        }
+    ) + _event({"tool_calls": [second]})
     out = secrets.redact_body(text)
     secrets.forget()
     from streams import analyze_sse
+
     r = analyze_sse(out.encode())
     _no_key(json.dumps(r.tool_calls))
 
 
-@pytest.mark.parametrize("entry", [
-    {"headers": {"Authorisation": "plainvalue123"}},
-    {"headers": {"X-Authentication": "plainvalue123"}},
-    {"headers": {"X-Custom": "bearer abcdefghijklmnop"}},
-    {"headers": {"X-Custom": "BEARER abcdefghijklmnop"}},
-    {"headers": {"X-Custom": "Token 9a8b7c6d5e4f3a2b"}},
-])
-def test_credential_spellings_in_providers_yaml_are_refused(tmp_path: Path,
-                                                            entry: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"headers": {"Authorisation": "plainvalue123"}},
+        {"headers": {"X-Authentication": "plainvalue123"}},
+        {"headers": {"X-Custom": "bearer abcdefghijklmnop"}},
+        {"headers": {"X-Custom": "BEARER abcdefghijklmnop"}},
+        {"headers": {"X-Custom": "Token 9a8b7c6d5e4f3a2b"}},
+    ],
+)
+def test_credential_spellings_in_providers_yaml_are_refused(
+    tmp_path: Path, entry: dict[str, Any]
+) -> None:
     path = tmp_path / "providers.yaml"
-    path.write_text(providers_yaml({"p": {"base_url": "https://h.example/v1", "model": "m",
-                                          **entry}}))
+    path.write_text(
+        providers_yaml({"p": {"base_url": "https://h.example/v1", "model": "m", **entry}})
+    )
     with pytest.raises(ConfigError) as err:
         load_providers(path)
     assert "\n" not in str(err.value) and "headers_env" in str(err.value)
@@ -301,14 +367,20 @@ def test_prose_after_token_is_not_taken_for_a_key() -> None:
     assert secrets.redact("X-Custom: token 9a8b7c6d5e4f3a2b") == "X-Custom: token <redacted>"
 
 
-SCHEMES = ["BeArEr abcdefghijkl", "bEARER\tabcdefghijkl", "bAsIc QWxhZGRpbjpvcGVu",
-           "ToKeN 9a8b7c6d5e4f3a2b", "baſic QWxhZGRpbjpvcGVu"]  # the last: a long s
+SCHEMES = [
+    "BeArEr abcdefghijkl",
+    "bEARER\tabcdefghijkl",
+    "bAsIc QWxhZGRpbjpvcGVu",
+    "ToKeN 9a8b7c6d5e4f3a2b",
+    "baſic QWxhZGRpbjpvcGVu",
+]  # the last: a long s
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("before", [10, 5000, 65536 - 3, 65536 + 100, 300_000])
-def test_a_scheme_in_mixed_case_is_redacted_in_a_text_of_any_length(scheme: str,
-                                                                      before: int) -> None:
+def test_a_scheme_in_mixed_case_is_redacted_in_a_text_of_any_length(
+    scheme: str, before: int
+) -> None:
     name = scheme.split()[0]
     text = "x " * (before // 2) + scheme + " y" * 50  # past 4 KiB: the hint was 8 spellings
     out = secrets.redact(text)
@@ -327,8 +399,11 @@ def _leaks(root: Path, texts: dict[str, str]) -> list[str]:
                 data += b"\n" + extra
             found += [f"{p.relative_to(root)}: {f.decode()}" for f in forms if f in data]
     for name, text in texts.items():
-        found += [f"<{name}>: {text[max(0, text.find(f.decode()) - 80):][:200]}"
-                  for f in forms if f.decode() in text]
+        found += [
+            f"<{name}>: {text[max(0, text.find(f.decode()) - 80) :][:200]}"
+            for f in forms
+            if f.decode() in text
+        ]
     return found
 
 
@@ -345,45 +420,84 @@ def _unpacked(data: bytes) -> list[bytes]:
 
 def test_hidden_keys_never_leak_recorded_or_replayed_without_the_key(tmp_path: Path) -> None:
     with fault_server() as fs:
-        entries = {f"hidden-{how}": {"base_url": fs.base_url("echo-hidden", how),
-                                     "model": "reference", "api_key_env": "CANARY_HIDDEN",
-                                     "limits": {"total_timeout": 20},
-                                     "retries": {"max": 0}} for how in HIDDEN}
+        entries = {
+            f"hidden-{how}": {
+                "base_url": fs.base_url("echo-hidden", how),
+                "model": "reference",
+                "api_key_env": "CANARY_HIDDEN",
+                "limits": {"total_timeout": 20},
+                "retries": {"max": 0},
+            }
+            for how in HIDDEN
+        }
         (tmp_path / "providers.yaml").write_text(providers_yaml(entries))
-        rec = run_suite(tmp_path, "--record-mode=all", "--scenario", "single", "-rA",
-                        f"--junitxml={tmp_path / 'reports' / 'junit-record.xml'}",
-                        env={"CANARY_HIDDEN": KEY})
+        rec = run_suite(
+            tmp_path,
+            "--record-mode=all",
+            "--scenario",
+            "single",
+            "-rA",
+            f"--junitxml={tmp_path / 'reports' / 'junit-record.xml'}",
+            env={"CANARY_HIDDEN": KEY},
+        )
         assert {h.headers.get("authorization") for h in fs.hits} == {f"Bearer {KEY}"}
     assert "Traceback" not in rec.stdout + rec.stderr, rec.stdout[-3000:]
     cells = [json.loads(p.read_text()) for p in (tmp_path / "reports/results").glob("*.json")]
     assert len(cells) == len(HIDDEN), [c["column"] for c in cells]
-    assert all(c["verdict"] != "error" for c in cells), \
-        [(c["column"], c["reason"]) for c in cells if c["verdict"] == "error"]
+    assert all(c["verdict"] != "error" for c in cells), [
+        (c["column"], c["reason"]) for c in cells if c["verdict"] == "error"
+    ]
     for p in (tmp_path / "cassettes").rglob("*.yaml"):  # stored decoded, never !!binary
         assert "!!binary" not in p.read_text(), p
-    rep = run_suite(tmp_path, "--record-mode=none", "--scenario", "single", "-rA", "-vv",
-                    f"--junitxml={tmp_path / 'reports' / 'junit-replay.xml'}", env={})
+    rep = run_suite(
+        tmp_path,
+        "--record-mode=none",
+        "--scenario",
+        "single",
+        "-rA",
+        "-vv",
+        f"--junitxml={tmp_path / 'reports' / 'junit-replay.xml'}",
+        env={},
+    )
     assert "Traceback" not in rep.stdout + rep.stderr
     assert (tmp_path / "reports" / "quirks-matrix.json").exists()
-    leaks = _leaks(tmp_path, {"record": rec.stdout + rec.stderr,
-                              "replay": rep.stdout + rep.stderr})
+    leaks = _leaks(tmp_path, {"record": rec.stdout + rec.stderr, "replay": rep.stdout + rep.stderr})
     assert not leaks, leaks
 
 
 # ------------------------------------------------------------------ cause 5: fields
 
+
 def _long_names_body() -> bytes:
     env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
 
     def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return b"data: " + json.dumps({**env, "choices": [
-            {"index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n\n"
+        return (
+            b"data: "
+            + json.dumps(
+                {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            ).encode()
+            + b"\n\n"
+        )
 
-    return (ev({"role": "assistant", "content": None})
-            + ev({"tool_calls": [{"index": 0, "id": "c" * (4 * MiB), "type": "function",
-                                  "function": {"name": "n" * (8 * MiB), "arguments": ""}}]})
-            + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
-            + ev({}, "tool_calls") + b"data: [DONE]\n\n")
+    return (
+        ev({"role": "assistant", "content": None})
+        + ev(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c" * (4 * MiB),
+                        "type": "function",
+                        "function": {"name": "n" * (8 * MiB), "arguments": ""},
+                    }
+                ]
+            }
+        )
+        + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
+        + ev({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
 
 
 def test_long_names_and_ids_are_cut_in_results_with_a_marker() -> None:
@@ -393,8 +507,9 @@ def test_long_names_and_ids_are_cut_in_results_with_a_marker() -> None:
 
     body = _long_names_body()
     with stream_server(lambda w: w.write(body)) as url:
-        p = provider_from_entry("p", {"base_url": url, "model": "m",
-                                      "limits": {"max_bytes": 16 * MiB}})
+        p = provider_from_entry(
+            "p", {"base_url": url, "model": "m", "limits": {"max_bytes": 16 * MiB}}
+        )
         runner = CellRunner(replay=False)
         try:
             cell = runner.run(p, SCENARIOS["single"])

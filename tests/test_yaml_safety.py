@@ -45,27 +45,33 @@ def pwn_cassette(tmp: Path, marker: Path) -> Path:
     YAML loader, runs a command that creates ``marker``."""
     path = tmp / "cassettes" / "p" / "single.yaml"
     path.parent.mkdir(parents=True)
-    path.write_text(f'pwn: !!python/object/apply:os.system ["touch {marker}"]\n'
-                    + GOOD.read_text("utf-8"))
+    path.write_text(
+        f'pwn: !!python/object/apply:os.system ["touch {marker}"]\n' + GOOD.read_text("utf-8")
+    )
     return path
 
 
 def bomb_cassette(tmp: Path) -> Path:
     path = tmp / "cassettes" / "p" / "single.yaml"
     path.parent.mkdir(parents=True)
-    path.write_text("interactions:\n- request:\n    uri: http://h/v1\n"
-                    + textwrap.indent(bomb(), "    ") + "  response: {status: {code: 200}, "
-                    "headers: {x: *l9}, body: {string: ''}}\nversion: 1\n")
+    path.write_text(
+        "interactions:\n- request:\n    uri: http://h/v1\n"
+        + textwrap.indent(bomb(), "    ")
+        + "  response: {status: {code: 200}, "
+        "headers: {x: *l9}, body: {string: ''}}\nversion: 1\n"
+    )
     return path
 
 
 def providers(tmp: Path) -> Path:
-    (tmp / "providers.yaml").write_text(textwrap.dedent("""\
+    (tmp / "providers.yaml").write_text(
+        textwrap.dedent("""\
         providers:
           p:
             base_url: http://127.0.0.1:9/v1
             model: smollm2
-        """))
+        """)
+    )
     return tmp / "providers.yaml"
 
 
@@ -111,11 +117,16 @@ def test_a_few_aliases_within_the_budget_still_load() -> None:
 
 def test_every_yaml_read_of_the_package_uses_the_checked_loader() -> None:
     """No ``yaml.load``/``safe_load``/``full_load``/``unsafe_load`` outside safeyaml."""
-    call = re.compile(r"(?<![\w.])(yaml\.(load|safe_load|full_load|unsafe_load|load_all|"
-                      r"safe_load_all)|yamlserializer\.deserialize)\(")
-    offenders = [f"{p.relative_to(REPO)}: {m.group()}"
-                 for p in (REPO / "conformance").rglob("*.py") if p.name != "safeyaml.py"
-                 for m in call.finditer(p.read_text("utf-8"))]
+    call = re.compile(
+        r"(?<![\w.])(yaml\.(load|safe_load|full_load|unsafe_load|load_all|"
+        r"safe_load_all)|yamlserializer\.deserialize)\("
+    )
+    offenders = [
+        f"{p.relative_to(REPO)}: {m.group()}"
+        for p in (REPO / "conformance").rglob("*.py")
+        if p.name != "safeyaml.py"
+        for m in call.finditer(p.read_text("utf-8"))
+    ]
     assert not offenders
 
 
@@ -125,8 +136,9 @@ def test_every_yaml_read_of_the_package_uses_the_checked_loader() -> None:
 def test_analyze_refuses_a_python_tag_with_one_line(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     path = pwn_cassette(tmp_path, marker)
-    r = subprocess.run([str(BIN / "conformance"), "analyze", str(path)], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [str(BIN / "conformance"), "analyze", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0, r.stderr
     assert f"{path}:1: refused: a Python tag" in r.stderr
@@ -136,12 +148,13 @@ def test_analyze_refuses_a_python_tag_with_one_line(tmp_path: Path) -> None:
 def test_analyze_refuses_an_alias_bomb_fast_and_small(tmp_path: Path) -> None:
     path = bomb_cassette(tmp_path)
     assert path.stat().st_size < 1000
-    code = ("import resource, sys; from conformance.cli import main; rc = main(['analyze', "
-            f"{str(path)!r}]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
-            "sys.exit(rc)")
+    code = (
+        "import resource, sys; from conformance.cli import main; rc = main(['analyze', "
+        f"{str(path)!r}]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+        "sys.exit(rc)"
+    )
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert time.monotonic() - start < 20
     assert r.returncode == 2, r.stdout + r.stderr
     assert "an alias bomb" in r.stderr and r.stderr.strip().count("\n") == 0
@@ -154,14 +167,43 @@ def test_replay_refuses_a_python_tag_and_runs_nothing(tmp_path: Path, door: str)
     pwn_cassette(tmp_path, marker)
     providers(tmp_path)
     if door == "run":
-        cmd = [str(BIN / "conformance"), "run", "--providers", "providers.yaml", "--replay",
-               "--cassette-dir", "cassettes", "--scenario", "single", "--report-dir", "out"]
+        cmd = [
+            str(BIN / "conformance"),
+            "run",
+            "--providers",
+            "providers.yaml",
+            "--replay",
+            "--cassette-dir",
+            "cassettes",
+            "--scenario",
+            "single",
+            "--report-dir",
+            "out",
+        ]
     else:  # the pytest door: also what the matrix session (nox -s matrix) runs
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs",
-               "conformance.suite", "--providers=providers.yaml", "--record-mode=none",
-               "--cassette-dir=cassettes", "--scenario=single", "--report-dir=out", "-q"]
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--pyargs",
+            "conformance.suite",
+            "--providers=providers.yaml",
+            "--record-mode=none",
+            "--cassette-dir=cassettes",
+            "--scenario=single",
+            "--report-dir=out",
+            "-q",
+        ]
+    r = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+    )
     out = r.stdout + r.stderr
     assert not marker.exists(), "the cassette ran a command"
     assert r.returncode == 1, out
@@ -174,10 +216,25 @@ def test_replay_refuses_a_python_tag_and_runs_nothing(tmp_path: Path, door: str)
 def test_replay_refuses_an_alias_bomb(tmp_path: Path) -> None:
     bomb_cassette(tmp_path)
     providers(tmp_path)
-    r = subprocess.run([str(BIN / "conformance"), "run", "--providers", "providers.yaml",
-                        "--replay", "--cassette-dir", "cassettes", "--scenario", "single",
-                        "--report-dir", "out"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [
+            str(BIN / "conformance"),
+            "run",
+            "--providers",
+            "providers.yaml",
+            "--replay",
+            "--cassette-dir",
+            "cassettes",
+            "--scenario",
+            "single",
+            "--report-dir",
+            "out",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "an alias bomb" in out, out
     no_traceback(out)
@@ -189,6 +246,7 @@ def test_the_persister_refuses_with_vcrpys_yaml_serializer_too(tmp_path: Path) -
     from vcr.serializers import yamlserializer
 
     from conformance.cassettes import AtomicPersister, CassetteRefused, SafeYaml
+
     marker = tmp_path / "PWNED"
     path = pwn_cassette(tmp_path, marker)
     for serializer in (yamlserializer, SafeYaml):
@@ -201,8 +259,10 @@ def test_the_persister_refuses_with_vcrpys_yaml_serializer_too(tmp_path: Path) -
 
 
 def test_the_client_matrix_skips_a_refused_cassette_with_one_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from conformance.client_matrix.streams import provider_streams
+
     marker = tmp_path / "PWNED"
     pwn_cassette(tmp_path, marker)
     shutil.copy(GOOD, tmp_path / "cassettes" / "p" / "parallel.yaml")
@@ -232,7 +292,8 @@ def test_providers_extra_body_alias_bomb_is_a_config_error(tmp_path: Path) -> No
     indented = textwrap.indent(bomb(), "      ")
     (tmp_path / "providers.yaml").write_text(
         "providers:\n  p:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n"
-        "    extra_body:\n" + indented)
+        "    extra_body:\n" + indented
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(ConfigError, match=r"providers\.yaml: line \d+: .*an alias bomb"):
         load_providers(tmp_path / "providers.yaml")
@@ -243,7 +304,8 @@ def test_providers_python_tag_is_a_config_error(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     (tmp_path / "providers.yaml").write_text(
         "providers:\n  p:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n"
-        f'    extra_body: {{x: !!python/object/apply:os.system ["touch {marker}"]}}\n')
+        f'    extra_body: {{x: !!python/object/apply:os.system ["touch {marker}"]}}\n'
+    )
     with pytest.raises(ConfigError, match="a Python tag"):
         load_providers(tmp_path / "providers.yaml")
     assert not marker.exists()
@@ -252,13 +314,15 @@ def test_providers_python_tag_is_a_config_error(tmp_path: Path) -> None:
 def test_providers_duplicates_are_still_refused(tmp_path: Path) -> None:
     (tmp_path / "providers.yaml").write_text(
         "providers:\n  p:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n"
-        "  p:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n")
+        "  p:\n    base_url: http://127.0.0.1:9/v1\n    model: m\n"
+    )
     with pytest.raises(ConfigError, match="duplicated key 'p'"):
         load_providers(tmp_path / "providers.yaml")
 
 
 def test_field_sources_alias_bomb_is_refused(tmp_path: Path) -> None:
     from conformance.field import FieldError, load_sources
+
     (tmp_path / "s.yaml").write_text(bomb() + "routes: {}\ncaptures: {}\n")
     with pytest.raises(FieldError, match="an alias bomb"):
         load_sources(tmp_path / "s.yaml")
@@ -266,8 +330,11 @@ def test_field_sources_alias_bomb_is_refused(tmp_path: Path) -> None:
 
 def test_the_committed_yaml_files_all_load() -> None:
     """The checked loader takes everything the repository commits."""
-    for p in [*(REPO / "cassettes").rglob("*.yaml"), REPO / "providers.yaml",
-              REPO / "conformance" / "data" / "field-sources.yaml"]:
+    for p in [
+        *(REPO / "cassettes").rglob("*.yaml"),
+        REPO / "providers.yaml",
+        REPO / "conformance" / "data" / "field-sources.yaml",
+    ]:
         with p.open("rb") as f:
             assert safeyaml.load(f.read()) is not None, p
     assert yaml.__version__  # PyYAML itself is what parses

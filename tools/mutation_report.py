@@ -52,8 +52,10 @@ def module_of(arg: str) -> str:
     for name in MODULES:
         if a in (name, name.split("/")[-1]) or a.startswith(name + "/"):
             return name
-    raise SystemExit(f"mutation: unknown module {arg!r} (one of: {', '.join(MODULES)}, "
-                     "or a file of the analysis package)")
+    raise SystemExit(
+        f"mutation: unknown module {arg!r} (one of: {', '.join(MODULES)}, "
+        "or a file of the analysis package)"
+    )
 
 
 def mutant_glob(arg: str) -> str:
@@ -98,14 +100,15 @@ def _diff(mutant: str, path: str) -> str:
             if path not in _PARSED:
                 _PARSED[path] = da.read_mutants_module(path)
             module = _PARSED[path]
-            functions = (da.read_original_function(module, mutant),
-                         da.read_mutant_function(module, mutant))
+            functions = (
+                da.read_original_function(module, mutant),
+                da.read_mutant_function(module, mutant),
+            )
         old, new = (cst.Module([f]).code.strip().split("\n") for f in functions)
         out = "\n".join(difflib.unified_diff(old, new, lineterm=""))
     except Exception:  # mutmut absent or its layout changed: the name alone still helps
         return ""
-    lines = [ln for ln in out.splitlines()
-             if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    lines = [ln for ln in out.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
     return " / ".join(" ".join(ln.split()) for ln in lines)
 
 
@@ -115,10 +118,16 @@ def _figures(codes: dict[str, Any], equivalent: dict[str, str]) -> dict[str, Any
     survived = sorted(k for k, c in judged.items() if c not in KILLED)
     equiv = [k for k in survived if k in equivalent]
     live = [k for k in survived if k not in equivalent]
-    return {"mutants": len(codes), "judged": len(judged), "killed": len(killed),
-            "equivalent": len(equiv), "survived": len(live),
-            "no_tests": sum(1 for k in live if judged[k] in NO_TESTS),
-            "_live": live, "_equiv": equiv}
+    return {
+        "mutants": len(codes),
+        "judged": len(judged),
+        "killed": len(killed),
+        "equivalent": len(equiv),
+        "survived": len(live),
+        "no_tests": sum(1 for k in live if judged[k] in NO_TESTS),
+        "_live": live,
+        "_equiv": equiv,
+    }
 
 
 def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
@@ -166,8 +175,9 @@ def _commit() -> str:
     if os.environ.get("MUTATION_SOURCE_COMMIT"):
         return os.environ["MUTATION_SOURCE_COMMIT"]
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=ROOT).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
     except OSError:
         return ""
 
@@ -185,8 +195,10 @@ def _row(label: str, row: dict[str, Any], when: str) -> str:
     complete = row.get("judged", row["mutants"]) == row["mutants"]
     judged = "" if complete else f" ({row['judged']} judged)"
     goal = ("✓" if s >= GOAL else "✗") if complete else "partial"
-    return (f"| {label} | {row['mutants']}{judged} | {row['killed']} | {row['survived']} "
-            f"({row['no_tests']}) | {row['equivalent']} | {s:.1%} | {goal} | {when} |")
+    return (
+        f"| {label} | {row['mutants']}{judged} | {row['killed']} | {row['survived']} "
+        f"({row['no_tests']}) | {row['equivalent']} | {s:.1%} | {goal} | {when} |"
+    )
 
 
 def render(data: dict[str, Any]) -> str:
@@ -223,8 +235,12 @@ def render(data: dict[str, Any]) -> str:
         lines.append(_row(f"`{name}`", row, f"{row['measured']}, `{row['commit']}`"))
         for path, sub in row.get("files", {}).items():
             lines.append(_row(f"&nbsp;&nbsp;`{path}`", sub, ""))
-    lines += ["", "Reproduce one module: `python3 noxw -s mutation -- secrets` "
-              "(module names as in the table). Run it under `nice` on a shared machine.", ""]
+    lines += [
+        "",
+        "Reproduce one module: `python3 noxw -s mutation -- secrets` "
+        "(module names as in the table). Run it under `nice` on a shared machine.",
+        "",
+    ]
     for name in MODULES:
         row = data.get(name)
         if not row:
@@ -235,13 +251,15 @@ def render(data: dict[str, Any]) -> str:
             lines += [f"- `{k}`: {why}" for k, why in row["equivalents"].items()]
             lines.append("")
         if row.get("stale_equivalents"):
-            lines += ["Listed as equivalent for another mutation of the same name (the "
-                      "function changed), so counted as survivors until looked at again: "
-                      + ", ".join(f"`{k}`" for k in row["stale_equivalents"]), ""]
+            lines += [
+                "Listed as equivalent for another mutation of the same name (the "
+                "function changed), so counted as survivors until looked at again: "
+                + ", ".join(f"`{k}`" for k in row["stale_equivalents"]),
+                "",
+            ]
         if row["survivors"]:
             lines += [f"<details><summary>{len(row['survivors'])} survivors</summary>", ""]
-            lines += [f"- `{k}`: `{d}`" if d else f"- `{k}`"
-                      for k, d in row["survivors"].items()]
+            lines += [f"- `{k}`: `{d}`" if d else f"- `{k}`" for k, d in row["survivors"].items()]
             lines += ["", "</details>", ""]
         if not row["equivalents"] and not row["survivors"]:
             lines += ["Every mutant killed.", ""]
@@ -251,8 +269,10 @@ def render(data: dict[str, Any]) -> str:
 def readme_table(data: dict[str, Any]) -> str:
     """The README's table (between `<!-- mutation:start/end -->`): one row per module; a
     partly judged module says so instead of a percentage."""
-    lines = ["| module | mutants | killed | survived | equivalent | killed / non-equivalent |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| module | mutants | killed | survived | equivalent | killed / non-equivalent |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name in MODULES:
         row = data.get(name)
         if not row:
@@ -260,8 +280,10 @@ def readme_table(data: dict[str, Any]) -> str:
             continue
         complete = row.get("judged", row["mutants"]) == row["mutants"]
         pct = f"{score(row):.1%}" if complete else f"partial ({row['judged']} judged)"
-        lines.append(f"| `{name}` | {row['mutants']:,} | {row['killed']:,} | {row['survived']:,} "
-                     f"| {row['equivalent']:,} | {pct} |")
+        lines.append(
+            f"| `{name}` | {row['mutants']:,} | {row['killed']:,} | {row['survived']:,} "
+            f"| {row['equivalent']:,} | {pct} |"
+        )
     return "\n".join(lines)
 
 
@@ -287,13 +309,14 @@ def main(argv: list[str]) -> int:
     for name in names:
         row = data.get(name)
         if row and name not in missing:
-            print(f"mutation: {name}: {row['killed']} of {row['judged'] - row['equivalent']} "
-                  f"judged non-equivalent mutants killed ({score(row):.1%}), "
-                  f"{row['survived']} survived, {row['equivalent']} equivalent, "
-                  f"{row['mutants'] - row['judged']} not judged yet")
+            print(
+                f"mutation: {name}: {row['killed']} of {row['judged'] - row['equivalent']} "
+                f"judged non-equivalent mutants killed ({score(row):.1%}), "
+                f"{row['survived']} survived, {row['equivalent']} equivalent, "
+                f"{row['mutants'] - row['judged']} not judged yet"
+            )
     for name in missing:
-        print(f"mutation: {name}: no mutant judged, figures left as they were",
-              file=sys.stderr)
+        print(f"mutation: {name}: no mutant judged, figures left as they were", file=sys.stderr)
     return 1 if missing else 0
 
 

@@ -380,7 +380,9 @@ class Analyzer:
             if strat.crash:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
             elif [_call_key(c) for c in calls[name]] != want:
-                out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST]))
+                out[name] = Impact(
+                    ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST])
+                )
             else:
                 out[name] = Impact(ImpactStatus.OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
@@ -388,7 +390,9 @@ class Analyzer:
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if turn.recoverable and not missing:
-            out[Strategy.ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
+            out[Strategy.ROBUST] = Impact(
+                ImpactStatus.OK, "repaired arguments" if turn.repaired else ""
+            )
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing

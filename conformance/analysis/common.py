@@ -45,7 +45,7 @@ def _list(v: Any) -> list[Any]:
 
 def _carries(tc: dict[str, Any]) -> bool:
     """A tool-call delta that brings anything (an id, a name or an argument fragment)."""
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    fn = _v if isinstance(_v := tc.get("function"), dict) else {}
     args = fn.get("arguments")
     return (
         _nonempty(tc.get("id"))

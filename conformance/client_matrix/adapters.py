@@ -48,9 +48,16 @@ class Adapter:
 
     def __init__(self, argv: list[str], log: Any):
         self.log = log
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=log, env=adapter_env(), text=True,
-                                     encoding="utf-8", bufsize=1)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=adapter_env(),
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -58,7 +65,7 @@ class Adapter:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.startswith(MARK):
-                self.lines.put(line[len(MARK):])
+                self.lines.put(line[len(MARK) :])
         self.lines.put(None)  # end of output: the process exited
 
     def next(self, timeout: float) -> dict[str, Any] | None:
@@ -103,16 +110,18 @@ def _last_line(log: Any) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run_client(client: Client, argv: list[str] | str, jobs: list[dict[str, Any]], *,
-               startup: float = 300.0) -> tuple[str | None, dict[str, dict[str, Any]]]:
+def run_client(
+    client: Client, argv: list[str] | str, jobs: list[dict[str, Any]], *, startup: float = 300.0
+) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """Run every job through the client's adapter; the version it reports and the answers."""
     answers: dict[str, dict[str, Any]] = {}
     if isinstance(argv, str):
         return None, {j["job"]: {"error": argv} for j in jobs}
     version: str | None = None
     adapter: Adapter | None = None
-    with tempfile.NamedTemporaryFile("w+", prefix=f"client-{client.id}-", suffix=".log",
-                                     delete=False, encoding="utf-8") as log:
+    with tempfile.NamedTemporaryFile(
+        "w+", prefix=f"client-{client.id}-", suffix=".log", delete=False, encoding="utf-8"
+    ) as log:
         for n, job in enumerate(jobs):
             if adapter is None:
                 try:

@@ -62,8 +62,9 @@ class RecordingApp:
         async def tee_send(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 ex.status = message["status"]
-                ex.headers = {k.decode("latin-1"): v.decode("latin-1")
-                              for k, v in message.get("headers", [])}
+                ex.headers = {
+                    k.decode("latin-1"): v.decode("latin-1") for k, v in message.get("headers", [])
+                }
             elif message["type"] == "http.response.body":
                 ex.body += message.get("body", b"")
             await send(message)
@@ -73,18 +74,19 @@ class RecordingApp:
 
 
 @contextmanager
-def running_harness(replays: Mapping[str, Recorded], *,
-                    timeout: float = 10.0) -> Iterator[tuple[str, RecordingApp]]:
+def running_harness(
+    replays: Mapping[str, Recorded], *, timeout: float = 10.0
+) -> Iterator[tuple[str, RecordingApp]]:
     """Serve on a free port in a background thread; yield the root URL and the recorder."""
     app = RecordingApp(create_app(), create_replay_app(replays))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
-                                           backlog=1024))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                              name=f"client-matrix-{port}")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", backlog=1024))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"client-matrix-{port}"
+    )
     thread.start()
     root = f"http://127.0.0.1:{port}"
     try:

@@ -31,37 +31,58 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Worst first: a cell shows the first that any of its calls has.
-OUTCOMES = ("error", "hung", "crashed", "merged", "dropped", "args lost", "invalid passed",
-            "silent partial", "wrong", "id invented", "n/a", "ok")
+OUTCOMES = (
+    "error",
+    "hung",
+    "crashed",
+    "merged",
+    "dropped",
+    "args lost",
+    "invalid passed",
+    "silent partial",
+    "wrong",
+    "id invented",
+    "n/a",
+    "ok",
+)
 MEANING = {
     "ok": "the right calls; or, where the bytes hold no right call, the problem made "
-          "visible (the call flagged invalid, a clear error raised, the turn refused)",
+    "visible (the call flagged invalid, a clear error raised, the turn refused)",
     "silent partial": "partial or repaired arguments (or the calls of a stream that "
-                      "reported an error) returned with no flag",
+    "reported an error) returned with no flag",
     "invalid passed": "arguments that are not valid JSON returned with no flag",
     "id invented": "an id the wire never carried (a failure of the id contract: the "
-                   "provider's id is the only link to the tool result; shown apart)",
+    "provider's id is the only link to the tool result; shown apart)",
     "merged": "two or more calls of the wire returned as one",
     "dropped": "a call of the wire missing from the result, or flagged invalid although its "
-               "arguments were sound",
+    "arguments were sound",
     "args lost": "a call returned with empty arguments where the wire carried them",
-    "wrong": "other wrong calls: a name or an id lost or changed, arguments changed, an "
-             "extra call",
+    "wrong": "other wrong calls: a name or an id lost or changed, arguments changed, an extra call",
     "crashed": "raised on a stream whose calls are all sound and that reported no error",
     "hung": "no answer within the bound",
     "error": "the adapter could not run (not installed, no node, failed before sending)",
     "n/a": "no client can assemble the right calls from these bytes and nothing in them "
-           "shows it: not counted for or against the client",
+    "shows it: not counted for or against the client",
 }
 # The kinds of wrong a cell can list, and the outcome each one gives.
 PROBLEMS = {
-    "calls merged": "merged", "call dropped": "dropped", "flagged a sound call": "dropped",
-    "arguments lost": "args lost", "invalid arguments passed": "invalid passed",
-    "arguments repaired silently": "silent partial", "arguments truncated": "silent partial",
-    "error not surfaced": "silent partial", "broken call dropped silently": "dropped",
-    "id invented": "id invented", "id lost": "wrong", "id changed": "wrong",
-    "name overwritten": "wrong", "name concatenated": "wrong",
-    "arguments concatenated": "wrong", "arguments changed": "wrong", "extra call": "wrong",
+    "calls merged": "merged",
+    "call dropped": "dropped",
+    "flagged a sound call": "dropped",
+    "arguments lost": "args lost",
+    "invalid arguments passed": "invalid passed",
+    "arguments repaired silently": "silent partial",
+    "arguments truncated": "silent partial",
+    "error not surfaced": "silent partial",
+    "broken call dropped silently": "dropped",
+    "id invented": "id invented",
+    "id lost": "wrong",
+    "id changed": "wrong",
+    "name overwritten": "wrong",
+    "name concatenated": "wrong",
+    "arguments concatenated": "wrong",
+    "arguments changed": "wrong",
+    "extra call": "wrong",
     "not attributable": "n/a",
 }
 
@@ -107,9 +128,16 @@ def expected_from(result: Any, request: dict[str, Any] | None = None) -> Expecte
     """The calls of an analysis result (``conformance.analysis.CaptureResult``);
     ``request`` is the body the client sent (it says whether a call was required)."""
     turn = result.turn
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments,
-              "raw_arguments": c.raw_arguments, "status": call_status(c)}
-             for c in (turn.calls if turn is not None else [])]
+    calls = [
+        {
+            "id": c.id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "raw_arguments": c.raw_arguments,
+            "status": call_status(c),
+        }
+        for c in (turn.calls if turn is not None else [])
+    ]
     error = result.error
     if turn is not None and turn.error is not None and not error:
         error = "error reported inside the stream"
@@ -117,8 +145,12 @@ def expected_from(result: Any, request: dict[str, Any] | None = None) -> Expecte
     return Expected(calls, error, refusable_because(result, calls, request, unrecovered))
 
 
-def refusable_because(result: Any, calls: list[dict[str, Any]],
-                      request: dict[str, Any] | None, unrecovered: bool = False) -> str | None:
+def refusable_because(
+    result: Any,
+    calls: list[dict[str, Any]],
+    request: dict[str, Any] | None,
+    unrecovered: bool = False,
+) -> str | None:
     if result.finish_reason in ("length", "content_filter"):
         return f"the stream ends with finish_reason {result.finish_reason!r}"
     choice = request.get("tool_choice") if isinstance(request, dict) else None
@@ -158,8 +190,7 @@ def same_arguments(got: Any, want: dict[str, Any]) -> bool:
     if g is not _NOT_JSON and g == w:
         return True
     # A parameterless call: no arguments, "" and {} are the same statement.
-    return (not (want.get("raw_arguments") or "").strip() and w == {}
-            and got in (None, "", {}))
+    return not (want.get("raw_arguments") or "").strip() and w == {} and got in (None, "", {})
 
 
 def _compact(text: Any) -> str:
@@ -203,14 +234,21 @@ def _merged_into(c: dict[str, Any], wire: list[dict[str, Any]]) -> list[dict[str
     return []
 
 
-def _pair(client: list[dict[str, Any]], wire: list[dict[str, Any]],
-          skip: set[int]) -> tuple[list[tuple[int, int]], set[int], set[int]]:
+def _pair(
+    client: list[dict[str, Any]], wire: list[dict[str, Any]], skip: set[int]
+) -> tuple[list[tuple[int, int]], set[int], set[int]]:
     """Client calls paired with wire calls: by the wire's id first, then by position."""
     pairs: list[tuple[int, int]] = []
     used = set(skip)
     for i, w in enumerate(wire):
-        j = next((k for k, c in enumerate(client) if k not in used and w["id"]
-                  and c.get("id") == w["id"]), None)
+        j = next(
+            (
+                k
+                for k, c in enumerate(client)
+                if k not in used and w["id"] and c.get("id") == w["id"]
+            ),
+            None,
+        )
         if j is not None:
             pairs.append((j, i))
             used.add(j)
@@ -225,8 +263,11 @@ def _pair(client: list[dict[str, Any]], wire: list[dict[str, Any]],
         pairs.append((j, i))
         used.add(j)
         paired.add(i)
-    return sorted(pairs, key=lambda p: p[1]), set(range(len(wire))) - paired, \
-        set(range(len(client))) - used
+    return (
+        sorted(pairs, key=lambda p: p[1]),
+        set(range(len(wire))) - paired,
+        set(range(len(client))) - used,
+    )
 
 
 def _id_problems(c: dict[str, Any], w: dict[str, Any], n: int) -> list[tuple[str, str]]:
@@ -256,9 +297,14 @@ def _args_problems(c: dict[str, Any], w: dict[str, Any], n: int) -> list[tuple[s
     """A sound wire call: the client must return its arguments, unflagged."""
     if same_arguments(c.get("arguments"), w):
         if c.get("invalid"):
-            return [("flagged a sound call", f"call {n}: flagged invalid "
-                                             f"({_short(str(c['invalid']))}) although its "
-                                             "arguments are whole JSON")]
+            return [
+                (
+                    "flagged a sound call",
+                    f"call {n}: flagged invalid "
+                    f"({_short(str(c['invalid']))}) although its "
+                    "arguments are whole JSON",
+                )
+            ]
         return []
     got, want = _compact(c.get("arguments")), _compact(w["arguments"])
     say = f"call {n}: arguments {_short(got)}, want {_short(want)}"
@@ -284,14 +330,23 @@ def _broken_problems(c: dict[str, Any], w: dict[str, Any], n: int) -> list[tuple
     got = c.get("arguments")
     shown = _short(_compact(got))
     if w["status"] == "hidden":
-        return [("not attributable", f"call {n}: {shown} returned as the wire has it; no "
-                                     "client can know the right arguments")]
+        return [
+            (
+                "not attributable",
+                f"call {n}: {shown} returned as the wire has it; no "
+                "client can know the right arguments",
+            )
+        ]
     if isinstance(got, str) and got.strip() and not _parses(got):
-        return [("invalid arguments passed", f"call {n}: {shown} is not JSON and carries "
-                                             "no flag")]
-    return [("arguments repaired silently", f"call {n}: {shown} returned with no flag; the "
-                                            f"wire's {_short(w['raw_arguments'] or '')} has "
-                                            "no right form")]
+        return [("invalid arguments passed", f"call {n}: {shown} is not JSON and carries no flag")]
+    return [
+        (
+            "arguments repaired silently",
+            f"call {n}: {shown} returned with no flag; the "
+            f"wire's {_short(w['raw_arguments'] or '')} has "
+            "no right form",
+        )
+    ]
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -313,8 +368,9 @@ def judge(expected: Expected, answer: dict[str, Any]) -> Verdict:
     if exc is not None:
         text = f"{exc.get('type', 'Exception')}: {_first_line(str(exc.get('message', '')))}"
         if expected.error:
-            return Verdict("ok", f"raised {text} (the stream reports: "
-                                 f"{_first_line(expected.error)})")
+            return Verdict(
+                "ok", f"raised {text} (the stream reports: {_first_line(expected.error)})"
+            )
         if expected.refusable:
             return Verdict("ok", f"refused: raised {text} ({expected.refusable})")
         return Verdict("crashed", text)
@@ -325,46 +381,71 @@ def judge(expected: Expected, answer: dict[str, Any]) -> Verdict:
     problems: list[tuple[str, str]] = []
     if expected.error:
         # The calls of a stream cut by an error are not to be acted on: say so, or raise.
-        problems.append(("error not surfaced", f"the stream reports an error "
-                                               f"({_first_line(expected.error)}) and the "
-                                               f"client returned {len(client)} call(s) "
-                                               "without raising"))
+        problems.append(
+            (
+                "error not surfaced",
+                f"the stream reports an error "
+                f"({_first_line(expected.error)}) and the "
+                f"client returned {len(client)} call(s) "
+                "without raising",
+            )
+        )
     else:
         merged = {k: _merged_into(c, wire) for k, c in enumerate(client)}
         merged = {k: v for k, v in merged.items() if v}
         for held in merged.values():
-            problems.append(("calls merged", "+".join(w["name"] or "?" for w in held)
-                                             + " in one call"))
+            problems.append(
+                ("calls merged", "+".join(w["name"] or "?" for w in held) + " in one call")
+            )
         covered = {id(w) for held in merged.values() for w in held}
         rest = [w for w in wire if id(w) not in covered]
         pairs, lost, extra = _pair(client, rest, set(merged))
         for j, i in pairs:
             c, w, n = client[j], rest[i], wire.index(rest[i])
             problems.extend(_name_problems(c, w, n))
-            problems.extend(_args_problems(c, w, n) if w["status"] == "sound"
-                            else _broken_problems(c, w, n))
+            problems.extend(
+                _args_problems(c, w, n) if w["status"] == "sound" else _broken_problems(c, w, n)
+            )
             problems.extend(_id_problems(c, w, n))
         for i in sorted(lost):
             w = rest[i]
             if w["status"] == "sound":
-                problems.append(("call dropped", f"call {wire.index(w)} ({w['name'] or '?'}) "
-                                                 f"missing: {len(client)} of {len(wire)} "
-                                                 "calls returned"))
+                problems.append(
+                    (
+                        "call dropped",
+                        f"call {wire.index(w)} ({w['name'] or '?'}) "
+                        f"missing: {len(client)} of {len(wire)} "
+                        "calls returned",
+                    )
+                )
             elif w["status"] == "visible":
-                problems.append(("broken call dropped silently",
-                                 f"call {wire.index(w)} ({w['name'] or '?'}) has no right "
-                                 "form and was left out with no flag or error"))
+                problems.append(
+                    (
+                        "broken call dropped silently",
+                        f"call {wire.index(w)} ({w['name'] or '?'}) has no right "
+                        "form and was left out with no flag or error",
+                    )
+                )
             else:
-                problems.append(("not attributable", f"call {wire.index(w)} is lost on the "
-                                                     "wire and not returned"))
+                problems.append(
+                    (
+                        "not attributable",
+                        f"call {wire.index(w)} is lost on the wire and not returned",
+                    )
+                )
         if extra:
             names = ", ".join(repr(client[k].get("name")) for k in sorted(extra))
-            problems.append(("extra call", f"{len(client)} calls, the stream holds "
-                                           f"{len(wire)}; not in it: {names}"))
+            problems.append(
+                (
+                    "extra call",
+                    f"{len(client)} calls, the stream holds {len(wire)}; not in it: {names}",
+                )
+            )
     if not problems:
         flagged = sum(bool(c.get("invalid")) for c in client)
         detail = f"{len(client) - flagged} call(s) right" + (
-            f", {flagged} flagged invalid where the wire holds no right form" if flagged else "")
+            f", {flagged} flagged invalid where the wire holds no right form" if flagged else ""
+        )
         if not client and expected.refusable:
             detail = f"no call returned ({expected.refusable})"
         return Verdict("ok", detail)

@@ -35,20 +35,26 @@ def _analysis(stream: Stream, ex: Exchange | None) -> Any:
         except ValueError:
             body = None
         request = {"method": "POST", "uri": stream.path, "headers": {}, "body": body}
-        t = exchange_transcript(stream.id, "http", request, ex.status, ex.headers,
-                                bytes(ex.body))
+        t = exchange_transcript(stream.id, "http", request, ex.status, ex.headers, bytes(ex.body))
         return analyze(t), bytes(ex.body), body
     if stream.recorded is not None:
         rec = stream.recorded
         body = dict(stream.request, stream=True)
-        t = exchange_transcript(stream.id, "http", {"body": body}, rec.status,
-                                {"content-type": rec.content_type}, rec.body)
+        t = exchange_transcript(
+            stream.id,
+            "http",
+            {"body": body},
+            rec.status,
+            {"content-type": rec.content_type},
+            rec.body,
+        )
         return analyze(t), rec.body, body
     return None, None, None
 
 
-def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
-               exchanges: list[Exchange]) -> dict[str, Any]:
+def judge_cell(
+    client: Client, stream: Stream, answer: dict[str, Any], exchanges: list[Exchange]
+) -> dict[str, Any]:
     ex = exchanges[-1] if exchanges else None  # after a retry, the last answer counts
     result, wire, body = _analysis(stream, ex)
     cell: dict[str, Any] = {"client": client.id, "stream": stream.id}
@@ -61,8 +67,10 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         cell.update(outcome=v.outcome, detail=v.detail, problems=v.problems)
         # The calls on the wire with their status: what every cell is judged against (a
         # test checks every committed cell against them).
-        cell["expected"] = [{k: c[k] for k in ("id", "name", "arguments", "raw_arguments",
-                                                "status")} for c in expected.calls]
+        cell["expected"] = [
+            {k: c[k] for k in ("id", "name", "arguments", "raw_arguments", "status")}
+            for c in expected.calls
+        ]
         cell["quirks"] = result.quirks
         if stream.kind == "profile" and stream.profile not in LIVE_ONLY:
             cell["elicited"] = not stream.quirks or bool(set(stream.quirks) & set(result.quirks))
@@ -72,14 +80,26 @@ def judge_cell(client: Client, stream: Stream, answer: dict[str, Any],
         # Field evidence: the verdict and the kinds of wrong, never the capture's content.
         kind = cell["detail"].split(":")[0] if cell["outcome"] == "crashed" else ""
         cell["detail"] = ", ".join(cell["problems"]) or " ".join(
-            x for x in (cell["outcome"], kind) if x)
-        cell["calls"] = None if cell["calls"] is None else [
-            {"id": None, "name": c.get("name"), "arguments": None,
-             "json": is_json(c.get("arguments")),
-             **({"invalid": c["invalid"]} if c.get("invalid") else {})}
-            for c in cell["calls"]]
-        cell["expected"] = [{"id": None, "name": c["name"], "arguments": None,
-                             "status": c["status"]} for c in cell.get("expected", [])]
+            x for x in (cell["outcome"], kind) if x
+        )
+        cell["calls"] = (
+            None
+            if cell["calls"] is None
+            else [
+                {
+                    "id": None,
+                    "name": c.get("name"),
+                    "arguments": None,
+                    "json": is_json(c.get("arguments")),
+                    **({"invalid": c["invalid"]} if c.get("invalid") else {}),
+                }
+                for c in cell["calls"]
+            ]
+        )
+        cell["expected"] = [
+            {"id": None, "name": c["name"], "arguments": None, "status": c["status"]}
+            for c in cell.get("expected", [])
+        ]
         cell["evidence"] = "field"
     elif wire is not None and cell["outcome"] != "ok":
         # The bytes of a finding; an ok cell's evidence is its calls and the stream's source.
@@ -101,18 +121,35 @@ def judge_without_request(answer: dict[str, Any]) -> tuple[str, str]:
     return "error", "the client answered without sending any request"
 
 
-def run_matrix(clients: list[Client], streams: list[Stream], *, root: Path, python: str,
-               node: str | None, timeout: float = 10.0, workers: int = 2,
-               log: Any = None) -> dict[str, Any]:
+def run_matrix(
+    clients: list[Client],
+    streams: list[Stream],
+    *,
+    root: Path,
+    python: str,
+    node: str | None,
+    timeout: float = 10.0,
+    workers: int = 2,
+    log: Any = None,
+) -> dict[str, Any]:
     replays: dict[str, Recorded] = {
-        s.path.split("/")[1]: s.recorded for s in streams if s.recorded is not None}
+        s.path.split("/")[1]: s.recorded for s in streams if s.recorded is not None
+    }
     versions: dict[str, str | None] = {}
     answers: dict[str, dict[str, dict[str, Any]]] = {}
     with running_harness(replays) as (url, recorder):
+
         def one(client: Client) -> None:
-            jobs = [{"job": _job_id(client, n), "base_url": f"{url}/j/{_job_id(client, n)}/"
-                     f"{s.path}", "model": s.model, "request": s.request, "timeout": timeout}
-                    for n, s in enumerate(streams)]
+            jobs = [
+                {
+                    "job": _job_id(client, n),
+                    "base_url": f"{url}/j/{_job_id(client, n)}/{s.path}",
+                    "model": s.model,
+                    "request": s.request,
+                    "timeout": timeout,
+                }
+                for n, s in enumerate(streams)
+            ]
             argv = adapter_argv(client, root, python, node)
             started = time.monotonic()
             versions[client.id], answers[client.id] = run_client(client, argv, jobs)
@@ -121,8 +158,7 @@ def run_matrix(clients: list[Client], streams: list[Stream], *, root: Path, pyth
                 for a in answers[client.id].values():
                     k = next((k for k in ("error", "hung", "exception") if a.get(k)), "calls")
                     counts[k] = counts.get(k, 0) + 1
-                log(f"{client.id}: {len(jobs)} jobs {counts} in "
-                    f"{time.monotonic() - started:.0f} s")
+                log(f"{client.id}: {len(jobs)} jobs {counts} in {time.monotonic() - started:.0f} s")
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(one, clients))
@@ -131,8 +167,9 @@ def run_matrix(clients: list[Client], streams: list[Stream], *, root: Path, pyth
     for client in clients:
         for n, stream in enumerate(streams):
             job = _job_id(client, n)
-            cells.append(judge_cell(client, stream, answers[client.id][job],
-                                    exchanges.get(job, [])))
+            cells.append(
+                judge_cell(client, stream, answers[client.id][job], exchanges.get(job, []))
+            )
     return {
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "suite_version": suite_version,

@@ -26,8 +26,13 @@ from conformance.server.profiles import PROFILES
 from conformance.server.replay import Recorded
 from conformance.transcript import InputError, header
 
-SEED_QUIRKS = ("Q-EMPTY-STRING-OVERWRITE", "Q-ARGS-TRUNCATED", "Q-INDEX-ALL-ZERO",
-               "Q-INDEX-ABSENT", "Q-ID-ABSENT")
+SEED_QUIRKS = (
+    "Q-EMPTY-STRING-OVERWRITE",
+    "Q-ARGS-TRUNCATED",
+    "Q-INDEX-ALL-ZERO",
+    "Q-INDEX-ABSENT",
+    "Q-ID-ABSENT",
+)
 # The request fields an adapter passes on (the rest of a recorded body is the provider's
 # elicitation: few-shot turns a replay does not need).
 KEPT = ("tools", "tool_choice", "parallel_tool_calls", "max_tokens")
@@ -73,9 +78,18 @@ def profile_streams() -> list[Stream]:
     out = []
     for p in profile_providers("http://unused/v1"):
         body = build_request(SCENARIOS[p.scenario], p)
-        out.append(Stream(f"profile:{p.profile}", "profile", _slim(body), f"p/{p.profile}/v1",
-                          p.profile, scenario=p.scenario, profile=p.profile,
-                          quirks=sorted(PROFILES[p.profile].quirks)))
+        out.append(
+            Stream(
+                f"profile:{p.profile}",
+                "profile",
+                _slim(body),
+                f"p/{p.profile}/v1",
+                p.profile,
+                scenario=p.scenario,
+                profile=p.profile,
+                quirks=sorted(PROFILES[p.profile].quirks),
+            )
+        )
     return out
 
 
@@ -99,10 +113,19 @@ def provider_streams(cassettes: Path) -> list[Stream]:
                 continue
             sid = f"{column.name}:{path.stem}"
             ctype = header(t.headers, "content-type") or "text/event-stream"
-            out.append(Stream(sid, "provider", _slim(body), f"r/{_key(sid)}/v1",
-                              str(body.get("model") or column.name), column=column.name,
-                              scenario=path.stem, source=f"{path.as_posix()}#0",
-                              recorded=Recorded(t.raw or b"", int(t.status or 200), ctype)))
+            out.append(
+                Stream(
+                    sid,
+                    "provider",
+                    _slim(body),
+                    f"r/{_key(sid)}/v1",
+                    str(body.get("model") or column.name),
+                    column=column.name,
+                    scenario=path.stem,
+                    source=f"{path.as_posix()}#0",
+                    recorded=Recorded(t.raw or b"", int(t.status or 200), ctype),
+                )
+            )
     return out
 
 
@@ -126,8 +149,7 @@ def capture_streams(directory: Path) -> list[Stream]:
     sources = _capture_sources(directory)
     out = []
     for path in sorted(directory.glob("*.jsonl")):
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()
-                 if ln.strip()]
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
         names: list[str] = []
         for ln in lines:
             try:
@@ -142,12 +164,29 @@ def capture_streams(directory: Path) -> list[Stream]:
         body = "".join(f"data: {ln}\n\n" for ln in lines) + "data: [DONE]\n\n"
         label, url = sources.get(path.name, (path.stem.split("-")[0], ""))
         # The capture holds no request: the tools are the names its calls use, any object.
-        tools = [{"type": "function", "function": {
-            "name": n, "description": n, "parameters": {"type": "object", "properties": {}}}}
-            for n in names]
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": n,
+                    "description": n,
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
+            for n in names
+        ]
         sid = f"capture:{path.stem}"
         request = {"messages": [{"role": "user", "content": "Use the tools."}], "tools": tools}
-        out.append(Stream(sid, "capture", request, f"r/{_key(sid)}/v1", "capture",
-                          column=label, source=url or path.name,
-                          recorded=Recorded(body.encode("utf-8"))))
+        out.append(
+            Stream(
+                sid,
+                "capture",
+                request,
+                f"r/{_key(sid)}/v1",
+                "capture",
+                column=label,
+                source=url or path.name,
+                recorded=Recorded(body.encode("utf-8")),
+            )
+        )
     return out

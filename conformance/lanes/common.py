@@ -240,7 +240,6 @@ def started_process(
                 stop_process(proc, timeout=stop_timeout)
 
 
-
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Exclusive advisory lock, so parallel workers never build, install or convert twice."""
@@ -253,8 +252,15 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def run_logged(cmd: Sequence[str | os.PathLike[str]], *, lane: str, log: Path, timeout: float,
-               what: str, env: Mapping[str, str] | None = None) -> None:
+def run_logged(
+    cmd: Sequence[str | os.PathLike[str]],
+    *,
+    lane: str,
+    log: Path,
+    timeout: float,
+    what: str,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Run one step in its own session, output appended to *log*; LaneError on failure.
 
     The step is stopped (process group, TERM then KILL) on timeout, Ctrl-C and SIGTERM."""
@@ -265,11 +271,13 @@ def run_logged(cmd: Sequence[str | os.PathLike[str]], *, lane: str, log: Path, t
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise LaneError(f"{lane}: {what} did not finish within {timeout:g} s (log: {log})"
-                            ) from None
+            raise LaneError(
+                f"{lane}: {what} did not finish within {timeout:g} s (log: {log})"
+            ) from None
     if rc != 0:
         last = tail(log, 1).strip()
         raise LaneError(f"{lane}: {what} failed with status {rc}: {last} (log: {log})")
+
 
 def wait_healthy(
     url: str,

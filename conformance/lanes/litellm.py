@@ -129,8 +129,11 @@ _run_logged = functools.partial(common.run_logged, lane="litellm lane")
 
 
 def _venv_ok() -> bool:
-    return (venv_python().exists() and _MARKER.is_file()
-            and _MARKER.read_text().strip() == LITELLM_VERSION)
+    return (
+        venv_python().exists()
+        and _MARKER.is_file()
+        and _MARKER.read_text().strip() == LITELLM_VERSION
+    )
 
 
 def ensure_venv() -> Path:
@@ -146,20 +149,32 @@ def ensure_venv() -> Path:
             return venv_python()
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / "litellm-install.log"
-        log.write_text(f"# LiteLLM lane install {LITELLM_VERSION}, "
-                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        common.log(f"litellm lane: installing litellm=={LITELLM_VERSION} with its proxy "
-                   f"dependencies into {VENV} (~3 min) ...")
+        log.write_text(
+            f"# LiteLLM lane install {LITELLM_VERSION}, {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        )
+        common.log(
+            f"litellm lane: installing litellm=={LITELLM_VERSION} with its proxy "
+            f"dependencies into {VENV} (~3 min) ..."
+        )
         started = time.monotonic()
         if not venv_python().exists():
-            _run_logged([sys.executable, "-m", "venv", VENV], log=log, timeout=300,
-                        what="creating the venv")
+            _run_logged(
+                [sys.executable, "-m", "venv", VENV], log=log, timeout=300, what="creating the venv"
+            )
         pip = [venv_python(), "-m", "pip", "--disable-pip-version-check"]
-        _run_logged([*pip, "install", *PROXY_REQUIREMENTS], log=log, timeout=PIP_TIMEOUT,
-                    what=f"pip install litellm=={LITELLM_VERSION} (proxy)")
-        _run_logged([venv_python(), "-c", "import litellm.proxy.proxy_server"], log=log,
-                    timeout=IMPORT_CHECK_TIMEOUT, what="importing litellm.proxy",
-                    env={**os.environ, **SERVER_ENV})
+        _run_logged(
+            [*pip, "install", *PROXY_REQUIREMENTS],
+            log=log,
+            timeout=PIP_TIMEOUT,
+            what=f"pip install litellm=={LITELLM_VERSION} (proxy)",
+        )
+        _run_logged(
+            [venv_python(), "-c", "import litellm.proxy.proxy_server"],
+            log=log,
+            timeout=IMPORT_CHECK_TIMEOUT,
+            what="importing litellm.proxy",
+            env={**os.environ, **SERVER_ENV},
+        )
         _MARKER.write_text(LITELLM_VERSION + "\n")
         common.log(f"litellm lane: installed in {time.monotonic() - started:.0f} s")
     return venv_python()
@@ -176,11 +191,11 @@ def config_text() -> str:
     the key and the upstream URL are read from the environment (``os.environ/…``)."""
     return (
         "model_list:\n"
-        "  - model_name: \"*\"\n"
+        '  - model_name: "*"\n'
         "    litellm_params:\n"
-        "      model: \"openai/*\"\n"
+        '      model: "openai/*"\n'
         "      api_base: os.environ/CONFORMANCE_UPSTREAM_BASE_URL\n"
-        "      api_key: \"none\"\n"
+        '      api_key: "none"\n'
         "litellm_settings:\n"
         "  drop_params: false\n"
         "  num_retries: 0\n"
@@ -195,66 +210,98 @@ def _upstream(kind: str, startup_timeout: float) -> Iterator[tuple[str, str]]:
     """Start the upstream; yield its base URL and a description with its version."""
     if kind == "llamacpp":
         from conformance.lanes import llamacpp
+
         with llamacpp.running_server(startup_timeout=max(startup_timeout, 120)) as url:
             yield url, f"llama.cpp llama-server {llamacpp.SERVER_VERSION}"
         return
     from conformance import __version__
+
     port = common.free_port()
     log = LOGS / f"litellm-upstream-serve-{port}.log"
     log.write_text("")
-    cmd = [sys.executable, "-m", "conformance", "serve", "--host", "127.0.0.1",
-           "--port", str(port)]
+    cmd = [sys.executable, "-m", "conformance", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with common.started_process(cmd, log=log) as proc:
         root = f"http://127.0.0.1:{port}"
         try:
             common.wait_healthy(f"{root}/health", timeout=60, process=proc)
         except LaneError as exc:
-            raise LaneError(f"litellm lane: conformance serve did not start: {exc} "
-                            f"(log: {log})") from None
+            raise LaneError(
+                f"litellm lane: conformance serve did not start: {exc} (log: {log})"
+            ) from None
         yield f"{root}/v1", f"conformance serve {__version__} (reference profiles)"
 
 
 @contextlib.contextmanager
-def running_gateway(*, upstream: str = "llamacpp", port: int | None = None,
-                    startup_timeout: float = STARTUP_TIMEOUT,
-                    master_key: str | None = None) -> Iterator[dict[str, str]]:
+def running_gateway(
+    *,
+    upstream: str = "llamacpp",
+    port: int | None = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+    master_key: str | None = None,
+) -> Iterator[dict[str, str]]:
     """Start the upstream and LiteLLM in front of it; yield the command's environment.
 
     Both run in their own sessions on 127.0.0.1 and are stopped by their pids on every exit
     path.  Waits (bounded) for ``/health/liveliness``; LaneError if LiteLLM exits first.
     """
     if upstream not in UPSTREAMS:
-        raise LaneError(f"litellm lane: unknown upstream {upstream!r}; valid: "
-                        + ", ".join(UPSTREAMS))
+        raise LaneError(
+            f"litellm lane: unknown upstream {upstream!r}; valid: " + ", ".join(UPSTREAMS)
+        )
     python = ensure_venv()
     key = master_key or new_master_key()
     LOGS.mkdir(parents=True, exist_ok=True)
-    with _upstream(upstream, startup_timeout) as (up_url, up_desc), \
-            tempfile.TemporaryDirectory(prefix="conformance-litellm-") as tmp:
+    with (
+        _upstream(upstream, startup_timeout) as (up_url, up_desc),
+        tempfile.TemporaryDirectory(prefix="conformance-litellm-") as tmp,
+    ):
         cfg = Path(tmp) / "config.yaml"
         cfg.write_text(config_text())
         port = port or common.free_port()
         log = LOGS / f"litellm-server-{port}.log"
         log.write_text("")
-        env = {**os.environ, **SERVER_ENV, "LITELLM_MASTER_KEY": key,
-               "CONFORMANCE_UPSTREAM_BASE_URL": up_url}
-        cmd = [str(python), "-m", "litellm.proxy.proxy_cli", "--config", str(cfg),
-               "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
+        env = {
+            **os.environ,
+            **SERVER_ENV,
+            "LITELLM_MASTER_KEY": key,
+            "CONFORMANCE_UPSTREAM_BASE_URL": up_url,
+        }
+        cmd = [
+            str(python),
+            "-m",
+            "litellm.proxy.proxy_cli",
+            "--config",
+            str(cfg),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--num_workers",
+            "1",
+        ]
         root = f"http://127.0.0.1:{port}"
         with common.started_process(cmd, log=log, env=env) as proc:
             started = time.monotonic()
             try:
-                common.wait_healthy(f"{root}/health/liveliness", timeout=startup_timeout,
-                                    process=proc)
+                common.wait_healthy(
+                    f"{root}/health/liveliness", timeout=startup_timeout, process=proc
+                )
             except LaneError as exc:
-                raise LaneError(f"litellm lane: LiteLLM did not become healthy: {exc} "
-                                f"(log: {log})\n{common.tail(log, 15)}") from None
-            common.log(f"litellm lane: LiteLLM {LITELLM_VERSION} healthy at {root} after "
-                       f"{time.monotonic() - started:.1f} s (pid {proc.pid}), in front of "
-                       f"{up_desc}")
-            yield {"LITELLM_BASE_URL": f"{root}/v1", "LITELLM_MASTER_KEY": key,
-                   "LITELLM_SERVER_VERSION": f"{LITELLM_VERSION} (upstream: {up_desc})",
-                   "LITELLM_UPSTREAM": upstream}
+                raise LaneError(
+                    f"litellm lane: LiteLLM did not become healthy: {exc} "
+                    f"(log: {log})\n{common.tail(log, 15)}"
+                ) from None
+            common.log(
+                f"litellm lane: LiteLLM {LITELLM_VERSION} healthy at {root} after "
+                f"{time.monotonic() - started:.1f} s (pid {proc.pid}), in front of "
+                f"{up_desc}"
+            )
+            yield {
+                "LITELLM_BASE_URL": f"{root}/v1",
+                "LITELLM_MASTER_KEY": key,
+                "LITELLM_SERVER_VERSION": f"{LITELLM_VERSION} (upstream: {up_desc})",
+                "LITELLM_UPSTREAM": upstream,
+            }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -262,39 +309,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     -- CMD ...``."""
     args = list(sys.argv[1:] if argv is None else argv)
     upstream = "llamacpp"
-    head = args[:args.index("--")] if "--" in args else args
+    head = args[: args.index("--")] if "--" in args else args
     if "--upstream" in head:
         i = args.index("--upstream")
         if i + 1 >= len(args) or args[i + 1] not in UPSTREAMS:
             print("error: --upstream needs one of: " + ", ".join(UPSTREAMS), file=sys.stderr)
             return 2
         upstream = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     holder: dict[str, dict[str, str]] = {}
 
     @contextlib.contextmanager
     def running_server(*, port: int | None, startup_timeout: float) -> Iterator[str]:
-        with running_gateway(upstream=upstream, port=port,
-                             startup_timeout=startup_timeout) as env:
+        with running_gateway(upstream=upstream, port=port, startup_timeout=startup_timeout) as env:
             holder["env"] = env
             yield env["LITELLM_BASE_URL"]
 
     def env_for(url: str, started: bool) -> dict[str, str]:
         if started:
             return holder["env"]
-        version = common.remote_field(f"{url.rstrip('/').removesuffix('/v1')}/health/readiness",
-                                      "litellm_version")
-        return {"LITELLM_BASE_URL": url, "LITELLM_SERVER_VERSION": version,
-                "LITELLM_UPSTREAM": "user"}
+        version = common.remote_field(
+            f"{url.rstrip('/').removesuffix('/v1')}/health/readiness", "litellm_version"
+        )
+        return {
+            "LITELLM_BASE_URL": url,
+            "LITELLM_SERVER_VERSION": version,
+            "LITELLM_UPSTREAM": "user",
+        }
 
     return common.lane_main(
-        args, name="litellm", prog="python -m conformance.lanes.litellm",
+        args,
+        name="litellm",
+        prog="python -m conformance.lanes.litellm",
         description="Run CMD against LiteLLM's proxy in front of the llama.cpp lane's server "
         "or `conformance serve` (both started here unless --url is given). CMD sees "
         "LITELLM_BASE_URL, LITELLM_MASTER_KEY, LITELLM_SERVER_VERSION and LITELLM_UPSTREAM.",
-        prepare_flag="--install-only", prepare_help="only install the LiteLLM venv",
-        prepare=lambda: [ensure_venv()], running_server=running_server, env_for=env_for,
-        startup_timeout=STARTUP_TIMEOUT)
+        prepare_flag="--install-only",
+        prepare_help="only install the LiteLLM venv",
+        prepare=lambda: [ensure_venv()],
+        running_server=running_server,
+        env_for=env_for,
+        startup_timeout=STARTUP_TIMEOUT,
+    )
 
 
 if __name__ == "__main__":

@@ -99,23 +99,43 @@ def ensure_wheel() -> Path:
         if wheel:
             return wheel
         if not shutil.which("cmake") or not any(shutil.which(c) for c in ("c++", "g++")):
-            raise LaneError("llama-cpp-python lane: building the wheel needs cmake and a C++ "
-                            "compiler (Debian: apt-get install cmake g++), or pass --url")
+            raise LaneError(
+                "llama-cpp-python lane: building the wheel needs cmake and a C++ "
+                "compiler (Debian: apt-get install cmake g++), or pass --url"
+            )
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / "llama-cpp-python-build.log"
-        log.write_text(f"# llama-cpp-python {VERSION} wheel build, "
-                       f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        log.write_text(
+            f"# llama-cpp-python {VERSION} wheel build, {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        )
         jobs = max(1, os.cpu_count() or 1)
         env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
-        common.log(f"llama-cpp-python lane: building llama-cpp-python=={VERSION} from the sdist "
-                   f"(about 30 min on 2 cores; log: {log}) ...")
+        common.log(
+            f"llama-cpp-python lane: building llama-cpp-python=={VERSION} from the sdist "
+            f"(about 30 min on 2 cores; log: {log}) ..."
+        )
         started = time.monotonic()
         WHEELS.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".build-", dir=ROOT) as tmp:
-            _run_logged([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check",
-                         "--no-deps", "--no-binary", "llama-cpp-python", "-w", tmp,
-                         f"llama-cpp-python=={VERSION}"],
-                        log=log, timeout=BUILD_TIMEOUT, what="pip wheel", env=env)
+            _run_logged(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                    "--no-binary",
+                    "llama-cpp-python",
+                    "-w",
+                    tmp,
+                    f"llama-cpp-python=={VERSION}",
+                ],
+                log=log,
+                timeout=BUILD_TIMEOUT,
+                what="pip wheel",
+                env=env,
+            )
             built = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))
             if not built:
                 raise LaneError(f"llama-cpp-python lane: pip wheel made no wheel (log: {log})")
@@ -123,10 +143,20 @@ def ensure_wheel() -> Path:
             shutil.copy2(built[0], part)
             os.replace(part, WHEELS / built[0].name)
         seconds = round(time.monotonic() - started, 1)
-        (WHEELS / "build-info.json").write_text(json.dumps({
-            "version": VERSION, "cmake_args": CMAKE_ARGS, "jobs": jobs,
-            "build_seconds": seconds, "machine": platform.machine(),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=2) + "\n")
+        (WHEELS / "build-info.json").write_text(
+            json.dumps(
+                {
+                    "version": VERSION,
+                    "cmake_args": CMAKE_ARGS,
+                    "jobs": jobs,
+                    "build_seconds": seconds,
+                    "machine": platform.machine(),
+                    "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         common.log(f"llama-cpp-python lane: built the wheel in {seconds:.0f} s")
     wheel = _cached_wheel()
     assert wheel is not None
@@ -138,8 +168,7 @@ def venv_python() -> Path:
 
 
 def _venv_ok() -> bool:
-    return (venv_python().exists() and _MARKER.is_file()
-            and _MARKER.read_text().strip() == VERSION)
+    return venv_python().exists() and _MARKER.is_file() and _MARKER.read_text().strip() == VERSION
 
 
 def ensure_venv() -> Path:
@@ -154,29 +183,65 @@ def ensure_venv() -> Path:
         log = LOGS / "llama-cpp-python-install.log"
         log.write_text("")
         if not venv_python().exists():
-            _run_logged([sys.executable, "-m", "venv", VENV], log=log, timeout=300,
-                        what="creating the venv")
-        _run_logged([venv_python(), "-m", "pip", "--disable-pip-version-check", "install",
-                     f"{wheel}[server]"], log=log, timeout=PIP_TIMEOUT,
-                    what="pip install llama-cpp-python[server]")
-        _run_logged([venv_python(), "-c", "import llama_cpp.server.app"], log=log,
-                    timeout=300, what="importing llama_cpp.server")
+            _run_logged(
+                [sys.executable, "-m", "venv", VENV], log=log, timeout=300, what="creating the venv"
+            )
+        _run_logged(
+            [
+                venv_python(),
+                "-m",
+                "pip",
+                "--disable-pip-version-check",
+                "install",
+                f"{wheel}[server]",
+            ],
+            log=log,
+            timeout=PIP_TIMEOUT,
+            what="pip install llama-cpp-python[server]",
+        )
+        _run_logged(
+            [venv_python(), "-c", "import llama_cpp.server.app"],
+            log=log,
+            timeout=300,
+            what="importing llama_cpp.server",
+        )
         _MARKER.write_text(VERSION + "\n")
     return venv_python()
 
 
 def server_command(python: Path, model: Path, port: int) -> list[str]:
-    return [str(python), "-m", "llama_cpp.server", "--model", str(model),
-            "--model_alias", MODEL_ALIAS, "--chat_format", CHAT_FORMAT,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(CONTEXT),
-            "--seed", str(SEED), "--n_threads", str(THREADS), "--verbose", "False"]
+    return [
+        str(python),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--chat_format",
+        CHAT_FORMAT,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(CONTEXT),
+        "--seed",
+        str(SEED),
+        "--n_threads",
+        str(THREADS),
+        "--verbose",
+        "False",
+    ]
 
 
 @contextlib.contextmanager
-def running_server(*, port: int | None = None,
-                   startup_timeout: float = STARTUP_TIMEOUT) -> Iterator[str]:
+def running_server(
+    *, port: int | None = None, startup_timeout: float = STARTUP_TIMEOUT
+) -> Iterator[str]:
     """Start ``llama_cpp.server`` on 127.0.0.1, yield its ``…/v1`` URL, stop it by its pid."""
     from conformance.lanes import llamacpp
+
     python = ensure_venv()
     model = llamacpp.ensure_model()
     port = port or common.free_port()
@@ -189,10 +254,14 @@ def running_server(*, port: int | None = None,
         try:
             common.wait_healthy(f"{root}/v1/models", timeout=startup_timeout, process=proc)
         except LaneError as exc:
-            raise LaneError(f"llama-cpp-python lane: the server did not start: {exc} "
-                            f"(log: {log})\n{common.tail(log, 15)}") from None
-        common.log(f"llama-cpp-python lane: llama_cpp.server {VERSION} ready at {root} after "
-                   f"{time.monotonic() - started:.1f} s (pid {proc.pid})")
+            raise LaneError(
+                f"llama-cpp-python lane: the server did not start: {exc} "
+                f"(log: {log})\n{common.tail(log, 15)}"
+            ) from None
+        common.log(
+            f"llama-cpp-python lane: llama_cpp.server {VERSION} ready at {root} after "
+            f"{time.monotonic() - started:.1f} s (pid {proc.pid})"
+        )
         yield f"{root}/v1"
 
 
@@ -200,22 +269,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m conformance.lanes.llama_cpp_python [--url URL] [--build-only] -- CMD``."""
 
     def env_for(url: str, started: bool) -> dict[str, str]:
-        return {"LLAMA_CPP_PYTHON_BASE_URL": url,
-                "LLAMA_CPP_PYTHON_SERVER_VERSION": VERSION if started else "unknown",
-                "LLAMA_CPP_PYTHON_MODEL": MODEL_ALIAS if started else common.remote_model(url)}
+        return {
+            "LLAMA_CPP_PYTHON_BASE_URL": url,
+            "LLAMA_CPP_PYTHON_SERVER_VERSION": VERSION if started else "unknown",
+            "LLAMA_CPP_PYTHON_MODEL": MODEL_ALIAS if started else common.remote_model(url),
+        }
 
     def prepare() -> list[Path]:
         from conformance.lanes import llamacpp
+
         return [ensure_wheel(), ensure_venv(), llamacpp.ensure_model()]
 
     return common.lane_main(
-        argv, name="llama-cpp-python", prog="python -m conformance.lanes.llama_cpp_python",
+        argv,
+        name="llama-cpp-python",
+        prog="python -m conformance.lanes.llama_cpp_python",
         description="Run CMD against llama-cpp-python's server (built and started here unless "
         "--url is given). CMD sees LLAMA_CPP_PYTHON_BASE_URL, LLAMA_CPP_PYTHON_SERVER_VERSION "
         "and LLAMA_CPP_PYTHON_MODEL.",
-        prepare_flag="--build-only", prepare_help="only build/install the server and the model",
-        prepare=prepare, running_server=running_server, env_for=env_for,
-        startup_timeout=STARTUP_TIMEOUT)
+        prepare_flag="--build-only",
+        prepare_help="only build/install the server and the model",
+        prepare=prepare,
+        running_server=running_server,
+        env_for=env_for,
+        startup_timeout=STARTUP_TIMEOUT,
+    )
 
 
 if __name__ == "__main__":

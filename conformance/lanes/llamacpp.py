@@ -353,17 +353,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m conformance.lanes.llamacpp [--url URL] [--build-only] -- CMD ...``."""
 
     def env_for(url: str, started: bool) -> dict[str, str]:
-        return {"LLAMACPP_BASE_URL": url,
-                "LLAMACPP_SERVER_VERSION": SERVER_VERSION if started else remote_server_version(url),
-                "LLAMACPP_MODEL": MODEL_ALIAS if started else remote_model(url)}
+        return {
+            "LLAMACPP_BASE_URL": url,
+            "LLAMACPP_SERVER_VERSION": SERVER_VERSION if started else remote_server_version(url),
+            "LLAMACPP_MODEL": MODEL_ALIAS if started else remote_model(url),
+        }
 
     return common.lane_main(
-        argv, name="llama.cpp", prog="python -m conformance.lanes.llamacpp",
+        argv,
+        name="llama.cpp",
+        prog="python -m conformance.lanes.llamacpp",
         description="Run CMD against a llama.cpp server (built and started here unless --url "
         "is given). CMD sees LLAMACPP_BASE_URL, LLAMACPP_SERVER_VERSION and LLAMACPP_MODEL.",
-        prepare_flag="--build-only", prepare_help="only build/fetch the binary and the model",
-        prepare=lambda: [ensure_binary(), ensure_model()], running_server=running_server,
-        env_for=env_for, startup_timeout=120.0)
+        prepare_flag="--build-only",
+        prepare_help="only build/fetch the binary and the model",
+        prepare=lambda: [ensure_binary(), ensure_model()],
+        running_server=running_server,
+        env_for=env_for,
+        startup_timeout=120.0,
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

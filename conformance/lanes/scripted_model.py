@@ -42,15 +42,17 @@ def build_tokenizer(spec: dict, out: Path) -> int:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(CORPUS * 4, trainer)
     specials = [spec["bos"], spec["eos"]]
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     markup = [t for t in spec["tokens"] if t not in specials]
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in markup])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=spec["bos"],
-                                   eos_token=spec["eos"], model_max_length=8192)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=spec["bos"], eos_token=spec["eos"], model_max_length=8192
+    )
     fast.chat_template = spec["chat_template"]
     fast.save_pretrained(str(out))
     return len(fast)
@@ -58,18 +60,30 @@ def build_tokenizer(spec: dict, out: Path) -> int:
 
 def build_config(spec: dict, out: Path, vocab: int) -> None:
     from transformers import AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(str(out))
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 1,
-        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
-        "vocab_size": vocab, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
-        "rope_theta": 10000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-        "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id,
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 64,
+        "vocab_size": vocab,
+        "max_position_embeddings": 8192,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
     }
     (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    (out / "generation_config.json").write_text(json.dumps(
-        {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id}) + "\n")
+    (out / "generation_config.json").write_text(
+        json.dumps({"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id}) + "\n"
+    )
 
 
 def main(argv: list[str]) -> int:

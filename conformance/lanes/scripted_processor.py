@@ -57,6 +57,7 @@ class ScriptError(ValueError):
 @functools.lru_cache(maxsize=4)
 def _tokenizer(path: str) -> Any:
     from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(path)
 
 
@@ -79,15 +80,17 @@ def encode(path: str, text: str) -> tuple[int, ...]:
     """The token ids of *text*, refused unless they decode back to it exactly."""
     tok = _tokenizer(path)
     ids = tuple(tok.encode(text, add_special_tokens=False))
-    back = tok.decode(list(ids), skip_special_tokens=False,
-                      clean_up_tokenization_spaces=False)
+    back = tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
     if back != text:
-        at = next((i for i, (a, b) in enumerate(zip(back, text, strict=False)) if a != b),
-                  min(len(back), len(text)))
+        at = next(
+            (i for i, (a, b) in enumerate(zip(back, text, strict=False)) if a != b),
+            min(len(back), len(text)),
+        )
         raise ScriptError(
             f"vllm_xargs.script does not tokenize to what it says: at character {at} the "
             f"text {_short(text[at:], 30)} comes back as {_short(back[at:], 30)} (a character "
-            "or marker missing from the model's vocabulary): fix the script or the tokenizer")
+            "or marker missing from the model's vocabulary): fix the script or the tokenizer"
+        )
     return ids
 
 
@@ -102,11 +105,12 @@ def check(params: Any, path: str) -> None:
         return
     for key in ("script", "script_after_tool", "tool_marker"):
         if key in xa and not isinstance(xa[key], str):
-            raise ScriptError(f"vllm_xargs.{key} must be a string, got "
-                              f"{type(xa[key]).__name__}")
+            raise ScriptError(f"vllm_xargs.{key} must be a string, got {type(xa[key]).__name__}")
     if ("script_after_tool" in xa) != ("tool_marker" in xa):
-        raise ScriptError("vllm_xargs.script_after_tool and vllm_xargs.tool_marker go "
-                          "together: give both or neither")
+        raise ScriptError(
+            "vllm_xargs.script_after_tool and vllm_xargs.tool_marker go "
+            "together: give both or neither"
+        )
     eos = _eos(path)
     for key in ("script", "script_after_tool"):
         if key not in xa:
@@ -114,8 +118,10 @@ def check(params: Any, path: str) -> None:
         if not xa[key]:
             raise ScriptError(f"vllm_xargs.{key} is empty: give the text the model emits")
         if eos in encode(path, xa[key]):
-            raise ScriptError(f"vllm_xargs.{key} contains the end-of-sequence token, which "
-                              "would end the output there: remove it (it is added at the end)")
+            raise ScriptError(
+                f"vllm_xargs.{key} contains the end-of-sequence token, which "
+                "would end the output there: remove it (it is added at the end)"
+            )
 
 
 class Script:
@@ -142,9 +148,13 @@ class Script:
         token = self.next_token(produced)
         if not _force(row, token, self.eos):
             self.off_script = True
-            log.warning("scripted processor: the request's grammar forbids token %d at "
-                        "output position %d (the script disagrees with vLLM's constraint); "
-                        "ending there if allowed, else following the grammar", token, produced)
+            log.warning(
+                "scripted processor: the request's grammar forbids token %d at "
+                "output position %d (the script disagrees with vLLM's constraint); "
+                "ending there if allowed, else following the grammar",
+                token,
+                produced,
+            )
 
 
 def _eos(path: str) -> int:
@@ -194,8 +204,7 @@ class V1(_V1Base):  # type: ignore[misc, valid-type]
             self.rows.pop(index, None)
         for index, params, prompt_ids, output_ids in batch_update.added:
             if params is not None and "script" in _args(params):
-                self.rows[index] = (Script(params, prompt_ids, self.path, self.eos),
-                                    output_ids)
+                self.rows[index] = (Script(params, prompt_ids, self.path, self.eos), output_ids)
             else:
                 self.rows.pop(index, None)
         for a, b, direction in batch_update.moved:
@@ -239,8 +248,9 @@ class V2(_V2Base):  # type: ignore[misc, valid-type]
         return True
 
     def _lengths(self, slot: int) -> tuple[int, int]:
-        return int(_host(self.req_states.prompt_len)[slot]), \
-            int(_host(self.req_states.total_len)[slot])
+        return int(_host(self.req_states.prompt_len)[slot]), int(
+            _host(self.req_states.total_len)[slot]
+        )
 
     def apply(self, logits: Any, ctx: Any) -> Any:
         rows = ctx.expanded_idx_mapping.tolist()

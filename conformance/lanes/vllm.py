@@ -309,16 +309,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m conformance.lanes.vllm [--url URL] [--prepare-only] -- CMD ...``."""
 
     def env_for(url: str, started: bool) -> dict[str, str]:
-        return {"VLLM_BASE_URL": url, "VLLM_SERVER_VERSION": server_version(url),
-                "VLLM_MODEL": SERVED_MODEL_NAME if started else remote_model(url)}
+        return {
+            "VLLM_BASE_URL": url,
+            "VLLM_SERVER_VERSION": server_version(url),
+            "VLLM_MODEL": SERVED_MODEL_NAME if started else remote_model(url),
+        }
 
     return common.lane_main(
-        argv, name="vllm", prog="python -m conformance.lanes.vllm",
+        argv,
+        name="vllm",
+        prog="python -m conformance.lanes.vllm",
         description="Run CMD against a vLLM server (installed and started here unless --url is "
         "given). CMD sees VLLM_BASE_URL, VLLM_SERVER_VERSION and VLLM_MODEL.",
-        prepare_flag="--prepare-only", prepare_help="only install the venv and convert the model",
-        prepare=lambda: [ensure_venv(), ensure_model()], running_server=running_server,
-        env_for=env_for, startup_timeout=300.0)
+        prepare_flag="--prepare-only",
+        prepare_help="only install the venv and convert the model",
+        prepare=lambda: [ensure_venv(), ensure_model()],
+        running_server=running_server,
+        env_for=env_for,
+        startup_timeout=300.0,
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

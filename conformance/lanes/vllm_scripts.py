@@ -32,29 +32,86 @@ from conformance.lanes.vllm_families import FAMILIES, Family
 
 Call = tuple[str, dict[str, Any]]
 
-GROCERIES = ", ".join(["apples", "bread", "milk", "eggs", "cheese", "rice", "beans", "onions",
-                       "garlic", "tea", "coffee", "butter", "salt", "pepper", "lemons",
-                       "carrots", "potatoes", "tomatoes", "pasta", "honey", "oats"])
-PACKING = ", ".join(["shirts", "socks", "shoes", "charger", "passport", "tickets",
-                     "toothbrush", "jacket", "hat", "gloves", "scarf", "book", "camera",
-                     "adapter", "umbrella", "towel", "sunscreen", "keys", "wallet", "map",
-                     "snacks"])
-POEM = "\n".join([
-    "The sea is grey beneath the morning sky,", "its waves roll in and slowly pass me by.",
-    "The gulls are calling over rock and sand,", "the tide draws lines of silver on the land.",
-    "A boat goes out beyond the harbour wall,", "and far away I hear the sailors call.",
-    "The wind is cold, the water deep and wide,", "the sea keeps secrets in its restless tide.",
-    "At noon the light is bright upon the foam,", "and every wave is travelling back home.",
-    "The shells are white, the pebbles smooth and round,", "the sea is singing with a quiet sound.",
-    "By evening clouds are gathering in the west,", "the waves grow calm, the sea prepares to rest.",
-    "The moon comes up and paints a silver road,", "and every star is shining as it glowed.",
-    "I walk along the shore and watch the night,", "the sea is dark, the lighthouse burning bright.",
-    "And when I sleep I hear the water still,", "the sea is calling, and it always will.",
-])
-ESSAY = ("Rivers are the veins of the land. They begin as small streams in the mountains, "
-         "gather water from rain and snow, and carry it across plains and valleys to the sea. "
-         "Along the way they shape the land, feed forests and fields, and give towns a place "
-         "to grow. ") * 6
+GROCERIES = ", ".join(
+    [
+        "apples",
+        "bread",
+        "milk",
+        "eggs",
+        "cheese",
+        "rice",
+        "beans",
+        "onions",
+        "garlic",
+        "tea",
+        "coffee",
+        "butter",
+        "salt",
+        "pepper",
+        "lemons",
+        "carrots",
+        "potatoes",
+        "tomatoes",
+        "pasta",
+        "honey",
+        "oats",
+    ]
+)
+PACKING = ", ".join(
+    [
+        "shirts",
+        "socks",
+        "shoes",
+        "charger",
+        "passport",
+        "tickets",
+        "toothbrush",
+        "jacket",
+        "hat",
+        "gloves",
+        "scarf",
+        "book",
+        "camera",
+        "adapter",
+        "umbrella",
+        "towel",
+        "sunscreen",
+        "keys",
+        "wallet",
+        "map",
+        "snacks",
+    ]
+)
+POEM = "\n".join(
+    [
+        "The sea is grey beneath the morning sky,",
+        "its waves roll in and slowly pass me by.",
+        "The gulls are calling over rock and sand,",
+        "the tide draws lines of silver on the land.",
+        "A boat goes out beyond the harbour wall,",
+        "and far away I hear the sailors call.",
+        "The wind is cold, the water deep and wide,",
+        "the sea keeps secrets in its restless tide.",
+        "At noon the light is bright upon the foam,",
+        "and every wave is travelling back home.",
+        "The shells are white, the pebbles smooth and round,",
+        "the sea is singing with a quiet sound.",
+        "By evening clouds are gathering in the west,",
+        "the waves grow calm, the sea prepares to rest.",
+        "The moon comes up and paints a silver road,",
+        "and every star is shining as it glowed.",
+        "I walk along the shore and watch the night,",
+        "the sea is dark, the lighthouse burning bright.",
+        "And when I sleep I hear the water still,",
+        "the sea is calling, and it always will.",
+    ]
+)
+ESSAY = (
+    "Rivers are the veins of the land. They begin as small streams in the mountains, "
+    "gather water from rain and snow, and carry it across plains and valleys to the sea. "
+    "Along the way they shape the land, feed forests and fields, and give towns a place "
+    "to grow. "
+) * 6
 
 
 @dataclass(frozen=True)
@@ -82,18 +139,31 @@ ANSWER_TWO = "In Paris it is 15 °C and partly cloudy; in Tokyo it is 09:30."
 PLANS: dict[str, Plan] = {
     "single": Plan(Turn((PARIS,))),
     "parallel": Plan(Turn((PARIS, TOKYO))),
-    "interleaved": Plan(Turn((("write_note", {"title": "Groceries", "body": GROCERIES}),
-                              ("write_note", {"title": "Packing", "body": PACKING})))),
-    "truncated-arguments": Plan(Turn((("write_note", {"title": "Essay", "body": ESSAY}),),
-                                     think=False)),
+    "interleaved": Plan(
+        Turn(
+            (
+                ("write_note", {"title": "Groceries", "body": GROCERIES}),
+                ("write_note", {"title": "Packing", "body": PACKING}),
+            )
+        )
+    ),
+    "truncated-arguments": Plan(
+        Turn((("write_note", {"title": "Essay", "body": ESSAY}),), think=False)
+    ),
     "id-omission": Plan(Turn((PARIS,)), Turn(text=ANSWER_ONE)),
     "round-trip": Plan(Turn((PARIS, TOKYO), text="Let me check both."), Turn(text=ANSWER_TWO)),
-    "tool-choice-none": Plan(Turn(text="I cannot look the weather up without a tool, but "
-                                       "Paris is usually mild at this time of year.")),
-    "required": Plan(Turn((("get_time", {"timezone": "UTC"}),), think=False,
-                          constrained="required")),
-    "named": Plan(Turn((("get_time", {"timezone": "Europe/Paris"}),), think=False,
-                       constrained="named")),
+    "tool-choice-none": Plan(
+        Turn(
+            text="I cannot look the weather up without a tool, but "
+            "Paris is usually mild at this time of year."
+        )
+    ),
+    "required": Plan(
+        Turn((("get_time", {"timezone": "UTC"}),), think=False, constrained="required")
+    ),
+    "named": Plan(
+        Turn((("get_time", {"timezone": "Europe/Paris"}),), think=False, constrained="named")
+    ),
     "no-arguments": Plan(Turn((("ping", {}),))),
     "unicode-arguments": Plan(Turn((("get_weather", {"city": "Zürich"}),))),
     "parallel-disabled": Plan(Turn((PARIS, TOKYO))),
@@ -115,31 +185,57 @@ def _calls(family: Family, calls: tuple[Call, ...]) -> str:
     """The calls in the family's markup."""
     p = family.parser
     if p == "hermes":
-        return "\n".join(f"<tool_call>\n{_j({'name': n, 'arguments': a})}\n</tool_call>"
-                         for n, a in calls)
+        return "\n".join(
+            f"<tool_call>\n{_j({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls
+        )
     if p == "mistral":
         return "".join(f"[TOOL_CALLS]{n}[ARGS]{_j(a)}" for n, a in calls)
     if p == "llama3_json":
         return "; ".join(_j({"name": n, "parameters": a}) for n, a in calls)
     if p == "pythonic":
-        return "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in a.items())
-                               + ")" for n, a in calls) + "]"
+        return (
+            "["
+            + ", ".join(
+                f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in a.items()) + ")" for n, a in calls
+            )
+            + "]"
+        )
     if p == "qwen3_coder":
-        return "\n".join("<tool_call>\n<function=" + n + ">\n" + "".join(
-            f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in a.items())
-            + "</function>\n</tool_call>" for n, a in calls)
+        return "\n".join(
+            "<tool_call>\n<function="
+            + n
+            + ">\n"
+            + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in a.items())
+            + "</function>\n</tool_call>"
+            for n, a in calls
+        )
     if p == "kimi_k2":
-        return "<|tool_calls_section_begin|>" + "".join(
-            f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{_j(a)}"
-            "<|tool_call_end|>" for i, (n, a) in enumerate(calls)) + "<|tool_calls_section_end|>"
+        return (
+            "<|tool_calls_section_begin|>"
+            + "".join(
+                f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{_j(a)}"
+                "<|tool_call_end|>"
+                for i, (n, a) in enumerate(calls)
+            )
+            + "<|tool_calls_section_end|>"
+        )
     if p == "deepseek_v3":
-        return "<｜tool▁calls▁begin｜>" + "\n".join(
-            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{_j(a)}\n```"
-            "<｜tool▁call▁end｜>" for n, a in calls) + "<｜tool▁calls▁end｜>"
+        return (
+            "<｜tool▁calls▁begin｜>"
+            + "\n".join(
+                f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{n}\n```json\n{_j(a)}\n```"
+                "<｜tool▁call▁end｜>"
+                for n, a in calls
+            )
+            + "<｜tool▁calls▁end｜>"
+        )
     if p == "glm45":  # GLM-4.7's compact form: the grammar vLLM 0.32 applies to glm45
-        return "".join(f"<tool_call>{n}" + "".join(
-            f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
-            + "</tool_call>" for n, a in calls)
+        return "".join(
+            f"<tool_call>{n}"
+            + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
+            + "</tool_call>"
+            for n, a in calls
+        )
     raise KeyError(f"no renderer for the {p} family")
 
 

@@ -41,6 +41,7 @@ def atomic_write(path: Path, text: str) -> None:
     (``textsafe.for_file``): always encodable, inert when printed."""
     from conformance.secrets import write_atomic
     from conformance.textsafe import for_file
+
     write_atomic(path, for_file(text))
 
 
@@ -104,6 +105,7 @@ def update_readme(readme_path: Path, markdown: str, block: str = "matrix") -> bo
     # The README is our own documentation: the key redactor must not rewrite its prose
     # (it once turned "`?key=` or a password" into "`?key=<redacted>").
     from conformance.textsafe import for_file
+
     write_atomic(path, for_file(new), redact_secrets=False)
     return True
 

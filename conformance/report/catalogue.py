@@ -53,9 +53,11 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def render_quirks_doc(catalogue: dict[str, dict[str, Any]] | None = None,
-                      found: dict[str, list[str]] | None = None,
-                      seen: dict[str, list[str]] | None = None) -> str:
+def render_quirks_doc(
+    catalogue: dict[str, dict[str, Any]] | None = None,
+    found: dict[str, list[str]] | None = None,
+    seen: dict[str, list[str]] | None = None,
+) -> str:
     cat = quirk_catalogue() if catalogue is None else catalogue
     found = detectors() if found is None else found
     seen = field_routes() if seen is None else seen
@@ -83,7 +85,9 @@ def render_quirks_doc(catalogue: dict[str, dict[str, Any]] | None = None,
     order = sorted(groups)
     for g in order:
         for q in groups[g]:
-            lines.append(f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {_level(q, cat[q])} |")
+            lines.append(
+                f"| [{q}](#{q.lower()}) | {_cell(cat[q]['title'])} | {_level(q, cat[q])} |"
+            )
     for g in order:
         lines += ["", f"## {g}. {titles[g]}".rstrip(". ")]
         for q in groups[g]:
@@ -103,13 +107,18 @@ def _cell(text: str) -> str:
 def _entry(q: str, e: dict[str, Any], funcs: list[str], routes: list[str]) -> list[str]:
     ref = " · reference behaviour (OpenAI does this)" if e.get("reference_behaviour") else ""
     out = ["", f"### {q}", "", f"**{_one_line(e['title'])}** · level {_level(q, e)}{ref}", ""]
-    for key, label in (("breaks", "What breaks"), ("workaround", "Workaround"),
-                       ("providers", "Seen with"), ("sources", "Sources")):
+    for key, label in (
+        ("breaks", "What breaks"),
+        ("workaround", "Workaround"),
+        ("providers", "Seen with"),
+        ("sources", "Sources"),
+    ):
         if e.get(key):
             out.append(f"- **{label}:** {_one_line(e[key])}")
     if routes:
-        out.append("- **Seen in public recordings (not recorded by this suite):** "
-                   + ", ".join(routes))
+        out.append(
+            "- **Seen in public recordings (not recorded by this suite):** " + ", ".join(routes)
+        )
     if funcs:
         out.append("- **Detector:** " + ", ".join(f"`{f}`" for f in funcs))
     else:

@@ -16,8 +16,7 @@ from conformance.enums import Level, Verdict
 Doc = dict[str, Any]
 Cell = dict[str, Any]
 
-VERDICTS = ("conforms", "quirk", "fails", "error", "inconclusive", "unsupported",
-            "not recorded")
+VERDICTS = ("conforms", "quirk", "fails", "error", "inconclusive", "unsupported", "not recorded")
 SYMBOL = {
     "conforms": "✓",
     "quirk": "~",
@@ -261,11 +260,17 @@ def field_summary(entries: Iterable[dict[str, Any]]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: order.get(kv[0], len(order)))
 
 
-def field_quirks(doc: Doc, entries: Iterable[dict[str, Any]], min_level: str = "SHOULD") -> list[str]:
+def field_quirks(
+    doc: Doc, entries: Iterable[dict[str, Any]], min_level: str = "SHOULD"
+) -> list[str]:
     """The quirks these captures showed at or above ``min_level``, most severe first."""
     rank = LEVEL_RANK[min_level]
-    seen = {q for e in entries for q in e.get("quirks") or []
-            if LEVEL_RANK.get(quirk_level(doc, q), 2) >= rank}
+    seen = {
+        q
+        for e in entries
+        for q in e.get("quirks") or []
+        if LEVEL_RANK.get(quirk_level(doc, q), 2) >= rank
+    }
     return sort_quirks(doc, seen)
 
 

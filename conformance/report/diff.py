@@ -26,8 +26,18 @@ NEW_QUIRK, GONE_QUIRK = "new quirk", "gone quirk"
 # regressed, since the other side says nothing about the scenario; never exits 1 by itself.
 NOW_INCONCLUSIVE, NOW_CONCLUSIVE = "now inconclusive", "now conclusive"
 CHANGED, ADDED, REMOVED, UNCHANGED = "changed", "added", "removed", "unchanged"
-STATUS_ORDER = (REGRESSED, FIXED, NOW_INCONCLUSIVE, NOW_CONCLUSIVE, NEW_QUIRK, GONE_QUIRK,
-                CHANGED, ADDED, REMOVED, UNCHANGED)
+STATUS_ORDER = (
+    REGRESSED,
+    FIXED,
+    NOW_INCONCLUSIVE,
+    NOW_CONCLUSIVE,
+    NEW_QUIRK,
+    GONE_QUIRK,
+    CHANGED,
+    ADDED,
+    REMOVED,
+    UNCHANGED,
+)
 GUARDED_STRATEGIES = ("guarded", "robust")  # their ok → not ok is a regression
 
 

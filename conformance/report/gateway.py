@@ -56,8 +56,13 @@ def _raw_indexes(cell: Cell | None) -> list[Any] | None:
     return [c.get("index") for c in naive] if naive else None
 
 
-def compare(profile: str, scenario: str, injected: Iterable[str], upstream: Cell | None,
-            through: Cell | None) -> dict[str, Any]:
+def compare(
+    profile: str,
+    scenario: str,
+    injected: Iterable[str],
+    upstream: Cell | None,
+    through: Cell | None,
+) -> dict[str, Any]:
     """One row of the section: what the gateway did to one profile's stream."""
     injected = sorted(set(injected))
     recorded = through is not None and through.get("verdict") != "not recorded"
@@ -65,34 +70,65 @@ def compare(profile: str, scenario: str, injected: Iterable[str], upstream: Cell
     base = set(upstream.get("quirks") or []) if direct and upstream else set(injected)
     seen = set(through.get("quirks") or []) if recorded and through else set()
     row: dict[str, Any] = {
-        "profile": profile, "scenario": scenario, "injected": injected,
-        "upstream": ({"verdict": upstream["verdict"], "quirks": sorted(base),
-                      "cassette": upstream.get("cassette")} if direct and upstream else None),
-        "through": ({"verdict": through["verdict"], "quirks": sorted(seen),
-                     "reason": through.get("reason"), "cassette": through.get("cassette")}
-                    if recorded and through else None),
+        "profile": profile,
+        "scenario": scenario,
+        "injected": injected,
+        "upstream": (
+            {
+                "verdict": upstream["verdict"],
+                "quirks": sorted(base),
+                "cassette": upstream.get("cassette"),
+            }
+            if direct and upstream
+            else None
+        ),
+        "through": (
+            {
+                "verdict": through["verdict"],
+                "quirks": sorted(seen),
+                "reason": through.get("reason"),
+                "cassette": through.get("cassette"),
+            }
+            if recorded and through
+            else None
+        ),
     }
     if not recorded:
-        row.update(passed=[], normalised=[], added=[], ids_kept=None, indexes_kept=None,
-                   rules_added=[], rules_normalised=[])
+        row.update(
+            passed=[],
+            normalised=[],
+            added=[],
+            ids_kept=None,
+            indexes_kept=None,
+            rules_added=[],
+            rules_normalised=[],
+        )
         return row
     indexes = None
     a, b = _raw_indexes(upstream if direct else None), _raw_indexes(through)
     if a and b:
         indexes = a == b
     up_rules, through_rules = _rules(upstream if direct else None), _rules(through)
-    row.update(rules_added=sorted(through_rules - up_rules) if direct else [],
-               rules_normalised=sorted(up_rules - through_rules) if direct else [])
-    row.update(passed=sorted(base & seen), normalised=sorted(base - seen),
-               added=sorted(seen - base), ids_kept=_kept(upstream if direct else None,
-                                                         through, "id"),
-               indexes_kept=indexes)
+    row.update(
+        rules_added=sorted(through_rules - up_rules) if direct else [],
+        rules_normalised=sorted(up_rules - through_rules) if direct else [],
+    )
+    row.update(
+        passed=sorted(base & seen),
+        normalised=sorted(base - seen),
+        added=sorted(seen - base),
+        ids_kept=_kept(upstream if direct else None, through, "id"),
+        indexes_kept=indexes,
+    )
     return row
 
 
-def gateway_section(gateway_providers: Iterable[Any], cells: Mapping[tuple[str, str], Cell],
-                    injected: Mapping[str, Iterable[str]],
-                    provenance: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def gateway_section(
+    gateway_providers: Iterable[Any],
+    cells: Mapping[tuple[str, str], Cell],
+    injected: Mapping[str, Iterable[str]],
+    provenance: Mapping[str, dict[str, Any]],
+) -> dict[str, Any]:
     """``{gateway: {label, server, profiles: [row…], summary}}``.
 
     *cells* maps (column, row) to a cell (direct profile cells and gateway cells alike);
@@ -101,16 +137,28 @@ def gateway_section(gateway_providers: Iterable[Any], cells: Mapping[tuple[str, 
     """
     out: dict[str, Any] = {}
     for p in gateway_providers:
-        gw = out.setdefault(p.gateway_name, {
-            "label": p.gateway_name, "provenance": dict(provenance.get(p.gateway_name) or {}),
-            "profiles": []})
-        gw["profiles"].append(compare(
-            p.profile, p.scenario, injected.get(p.profile, ()),
-            cells.get((f"profile:{p.profile}", p.scenario)), cells.get((p.name, p.scenario))))
+        gw = out.setdefault(
+            p.gateway_name,
+            {
+                "label": p.gateway_name,
+                "provenance": dict(provenance.get(p.gateway_name) or {}),
+                "profiles": [],
+            },
+        )
+        gw["profiles"].append(
+            compare(
+                p.profile,
+                p.scenario,
+                injected.get(p.profile, ()),
+                cells.get((f"profile:{p.profile}", p.scenario)),
+                cells.get((p.name, p.scenario)),
+            )
+        )
     for gw in out.values():
         rows = [r for r in gw["profiles"] if r["through"] is not None]
         gw["summary"] = {
-            "profiles": len(gw["profiles"]), "recorded": len(rows),
+            "profiles": len(gw["profiles"]),
+            "recorded": len(rows),
             "untouched": sum(1 for r in rows if not r["normalised"] and not r["added"]),
             "normalised_any": sorted({q for r in rows for q in r["normalised"]}),
             "added_any": sorted({q for r in rows for q in r["added"]}),
@@ -121,9 +169,8 @@ def gateway_section(gateway_providers: Iterable[Any], cells: Mapping[tuple[str, 
     return out
 
 
-
-
 # ------------------------------------------------------------------------------ rendering
+
 
 def quirks_in(doc: dict[str, Any]) -> set[str]:
     """Every quirk id the gateway section mentions (for the report's quirk list)."""
@@ -144,70 +191,98 @@ def _intro(gw: dict[str, Any]) -> str:
     when = f", recorded {prov['recorded_at']}" if prov.get("recorded_at") else ""
     ids = ", ".join(summ["ids_changed"]) or "none"
     idx = ", ".join(summ["indexes_changed"]) or "none"
-    return (f"{server or gw['label']}{when}. {summ['recorded']} of {summ['profiles']} reference "
-            f"profiles recorded through it; {summ['untouched']} came through with the same "
-            f"quirks. Ids changed in: {ids}. Indexes changed in: {idx}.")
+    return (
+        f"{server or gw['label']}{when}. {summ['recorded']} of {summ['profiles']} reference "
+        f"profiles recorded through it; {summ['untouched']} came through with the same "
+        f"quirks. Ids changed in: {ids}. Indexes changed in: {idx}."
+    )
 
 
 def render_markdown(doc: dict[str, Any], sub: str) -> list[str]:
     """The section as Markdown lines (empty when the document has no gateway)."""
     from conformance.report.markdown import code, esc
+
     out: list[str] = []
     for _name, gw in sorted((doc.get(KEY) or {}).items()):
-        out += ["", f"{sub} Gateway transparency: {esc(gw['label'])}", "",
-                "Each reference profile of `toolcall-conformance serve`, recorded through the gateway and "
-                "compared with what the profile injects (its direct cell): what passed "
-                "through, what the gateway normalised away, what it added.", "",
-                esc(_intro(gw)), "",
-                "| profile | scenario | upstream | through | passed through | normalised away "
-                "| added | ids | indexes |", "|---|---|---|---|---|---|---|:-:|:-:|"]
+        out += [
+            "",
+            f"{sub} Gateway transparency: {esc(gw['label'])}",
+            "",
+            "Each reference profile of `toolcall-conformance serve`, recorded through the gateway and "
+            "compared with what the profile injects (its direct cell): what passed "
+            "through, what the gateway normalised away, what it added.",
+            "",
+            esc(_intro(gw)),
+            "",
+            "| profile | scenario | upstream | through | passed through | normalised away "
+            "| added | ids | indexes |",
+            "|---|---|---|---|---|---|---|:-:|:-:|",
+        ]
 
         def qs(ids: list[str]) -> str:
             return ", ".join(code(q) for q in ids) or "–"
 
         for r in gw["profiles"]:
             up = r["upstream"]["quirks"] if r["upstream"] else r["injected"]
-            through = (f"{r['through']['verdict']}: {qs(r['through']['quirks'])}"
-                       if r["through"] else "not recorded")
-            out.append(f"| {code(r['profile'])} | `{r['scenario']}` | {qs(up)} | {through} | "
-                       f"{qs(r['passed'])} | {qs(r['normalised'] + r['rules_normalised'])} | "
-                       f"{qs(r['added'] + r['rules_added'])} | "
-                       f"{_kept_text(r['ids_kept'])} | {_kept_text(r['indexes_kept'])} |")
+            through = (
+                f"{r['through']['verdict']}: {qs(r['through']['quirks'])}"
+                if r["through"]
+                else "not recorded"
+            )
+            out.append(
+                f"| {code(r['profile'])} | `{r['scenario']}` | {qs(up)} | {through} | "
+                f"{qs(r['passed'])} | {qs(r['normalised'] + r['rules_normalised'])} | "
+                f"{qs(r['added'] + r['rules_added'])} | "
+                f"{_kept_text(r['ids_kept'])} | {_kept_text(r['indexes_kept'])} |"
+            )
     return out
 
 
 def render_html(doc: dict[str, Any]) -> str:
     """The section as HTML (empty when the document has no gateway)."""
     from conformance.report.html import e
+
     parts = []
 
     def links(ids: list[str]) -> str:
-        return ", ".join(f"<code>{e(q)}</code>" if q.startswith("R-") else
-                         f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>' for q in ids) or "–"
+        return (
+            ", ".join(
+                f"<code>{e(q)}</code>"
+                if q.startswith("R-")
+                else f'<a href="#quirk-{e(q)}"><code>{e(q)}</code></a>'
+                for q in ids
+            )
+            or "–"
+        )
 
     for name, gw in sorted((doc.get(KEY) or {}).items()):
         rows = []
         for r in gw["profiles"]:
             up = r["upstream"]["quirks"] if r["upstream"] else r["injected"]
-            through = (f'<span class="v-{e(r["through"]["verdict"]).replace(" ", "-")}">'
-                       f'{e(r["through"]["verdict"])}</span>: {links(r["through"]["quirks"])}'
-                       if r["through"] else "not recorded")
+            through = (
+                f'<span class="v-{e(r["through"]["verdict"]).replace(" ", "-")}">'
+                f"{e(r['through']['verdict'])}</span>: {links(r['through']['quirks'])}"
+                if r["through"]
+                else "not recorded"
+            )
             rows.append(
                 f'<tr data-gateway="{e(name)}" data-profile="{e(r["profile"])}">'
                 f'<th scope="row"><code>{e(r["profile"])}</code></th>'
-                f'<td><code>{e(r["scenario"])}</code></td><td>{links(up)}</td>'
+                f"<td><code>{e(r['scenario'])}</code></td><td>{links(up)}</td>"
                 f"<td>{through}</td><td>{links(r['passed'])}</td>"
                 f"<td>{links(r['normalised'] + r['rules_normalised'])}</td>"
                 f"<td>{links(r['added'] + r['rules_added'])}</td>"
                 f"<td>{_kept_text(r['ids_kept'])}</td>"
-                f"<td>{_kept_text(r['indexes_kept'])}</td></tr>")
+                f"<td>{_kept_text(r['indexes_kept'])}</td></tr>"
+            )
         parts.append(
             f'<section id="gateway-{e(name)}"><h2>Gateway transparency: {e(gw["label"])}</h2>'
             f"<p>{e(_intro(gw))}</p>"
             f'<table class="plain" data-section="gateway"><thead><tr><th>Profile</th>'
             "<th>Scenario</th><th>Upstream</th><th>Through the gateway</th>"
             "<th>Passed through</th><th>Normalised away</th><th>Added</th><th>Ids</th>"
-            f"<th>Indexes</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
+            f"<th>Indexes</th></tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+        )
     return "\n".join(parts)
 
 

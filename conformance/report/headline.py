@@ -47,7 +47,8 @@ def _sources(entries: list[dict[str, Any]]) -> str:
         return source_link(entries[0]["source"])
     return "sources " + " ".join(
         f"[{i}]({e['source']})" if is_url(e["source"]) else code(e["source"])
-        for i, e in enumerate(entries, 1))
+        for i, e in enumerate(entries, 1)
+    )
 
 
 def _column_quirks(doc: Doc, cells: list[dict[str, Any]]) -> list[str]:
@@ -66,8 +67,9 @@ def _impact(ok: int, judged: int) -> str:
     return f"{'✓' if ok == judged else '✗'} {ok}/{judged}" if judged else " "
 
 
-def render_headline(doc: Doc, *, quirk_doc: str = "docs/quirks.md",
-                    report: str = "reports/quirks-matrix.md") -> str:
+def render_headline(
+    doc: Doc, *, quirk_doc: str = "docs/quirks.md", report: str = "reports/quirks-matrix.md"
+) -> str:
     """Markdown for the README (between its matrix markers)."""
     ids = section(doc, "providers")
     cols, index, by_col = columns_by_id(doc), cell_index(doc), cells_by_column(doc)
@@ -80,10 +82,14 @@ def render_headline(doc: Doc, *, quirk_doc: str = "docs/quirks.md",
         for cid in ids:
             cell = index.get((cid, row["id"]))
             recorded = cols[cid].get("status") != "not recorded"
-            marks.append(sym(cell["verdict"]) if cell else (" " if recorded else sym("not recorded")))
+            marks.append(
+                sym(cell["verdict"]) if cell else (" " if recorded else sym("not recorded"))
+            )
         lines.append(f"| {esc(row['title'])} | " + " | ".join(marks) + " |")
-    quirk_cells = [" ".join(_qlink(q, quirk_doc) for q in _column_quirks(doc, by_col.get(c, [])))
-                   or " " for c in ids]
+    quirk_cells = [
+        " ".join(_qlink(q, quirk_doc) for q in _column_quirks(doc, by_col.get(c, []))) or " "
+        for c in ids
+    ]
     lines.append("| *quirks recorded (SHOULD and above)* | " + " | ".join(quirk_cells) + " |")
     for s in STRATEGIES:
         marks = [_impact(*impact_summary(by_col.get(c, []), s)[:2]) for c in ids]
@@ -94,15 +100,21 @@ def render_headline(doc: Doc, *, quirk_doc: str = "docs/quirks.md",
     lines += ["", LEGEND + f". Every cell's evidence: [{report}]({report}).", ""]
     routes = doc.get("field_providers") or []
     if routes:
-        lines += [f"**Providers without a column** ({FIELD_MARK} {FIELD_TITLE}):", "",
-                  "| provider route | captures | quirks (SHOULD and above) | naive | guarded | "
-                  "robust | sources |", "|---|:-:|---|:-:|:-:|:-:|---|"]
+        lines += [
+            f"**Providers without a column** ({FIELD_MARK} {FIELD_TITLE}):",
+            "",
+            "| provider route | captures | quirks (SHOULD and above) | naive | guarded | "
+            "robust | sources |",
+            "|---|:-:|---|:-:|:-:|:-:|---|",
+        ]
         for r in routes:
             entries = r["entries"]
             quirks = " ".join(_qlink(q, quirk_doc) for q in field_quirks(doc, entries)) or "–"
             impact = " | ".join(_impact(*field_impact(entries, s)) for s in STRATEGIES)
-            lines.append(f"| {esc(r['label'])} | {field_mark(entries)} | {quirks} | {impact} | "
-                         f"{_sources(entries)} |")
+            lines.append(
+                f"| {esc(r['label'])} | {field_mark(entries)} | {quirks} | {impact} | "
+                f"{_sources(entries)} |"
+            )
     return "\n".join(lines).rstrip() + "\n"
 
 

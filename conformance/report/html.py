@@ -88,7 +88,9 @@ def _inline(text: str) -> str:
         if m.group("c"):
             out.append(f"<code>{e(m.group('c'))}</code>")
         elif m.group("lu"):
-            out.append(f'<a href="{e(m.group("lu"))}" rel="noreferrer">{_inline(m.group("lt"))}</a>')
+            out.append(
+                f'<a href="{e(m.group("lu"))}" rel="noreferrer">{_inline(m.group("lt"))}</a>'
+            )
         elif m.group("url"):
             out.append(f'<a href="{e(m.group("url"))}" rel="noreferrer">{e(m.group("url"))}</a>')
         elif m.group("b"):
@@ -141,8 +143,11 @@ def _page_cell(cell: Cell) -> Cell:
         # only what the panel shows (index, id, name, arguments), and the other strategies'
         # calls only where they differ from the robust ones
         keep = ("index", "id", "name", "arguments")
-        c["tool_calls"] = {s: [{k: x[k] for k in keep if k in x} for x in v]
-                           for s, v in calls.items() if s == "robust" or v != calls["robust"]}
+        c["tool_calls"] = {
+            s: [{k: x[k] for k in keep if k in x} for x in v]
+            for s, v in calls.items()
+            if s == "robust" or v != calls["robust"]
+        }
     if c.get("impact"):
         c["impact"] = {
             s: {k: v for k, v in i.items() if k != "detail" or v} for s, i in c["impact"].items()
@@ -173,9 +178,11 @@ def _page_cell(cell: Cell) -> Cell:
         if len(suffix) >= MIN_SUFFIX:
             c["evidence_suffix"] = suffix
             evidence = [
-                e if e["kind"] != "chunk" else
-                dict(e, data=e["data"][: -len(suffix)])
-                if e["data"].endswith(suffix) and len(e["data"]) > len(suffix) else dict(e, x=1)
+                e
+                if e["kind"] != "chunk"
+                else dict(e, data=e["data"][: -len(suffix)])
+                if e["data"].endswith(suffix) and len(e["data"]) > len(suffix)
+                else dict(e, x=1)
                 for e in evidence
             ]
     if evidence:
@@ -203,6 +210,7 @@ def _intern_finding_texts(page: Doc) -> None:
     """Finding messages and excerpts repeat across cells (the same quirk, the same words):
     each text that occurs more than once is stored once in ``strings`` and referenced by
     its index; the page's script puts the text back."""
+
     def slots(c: Cell) -> Any:
         for f in c.get("findings") or []:
             yield f, "message"
@@ -401,7 +409,9 @@ def _impact_tds(entries: list[dict[str, Any]]) -> str:
             out.append("<td>–</td>")
             continue
         good = ok == judged
-        out.append(f'<td class="{"ok" if good else "bad"}">{"✓" if good else "✗"} {ok}/{judged}</td>')
+        out.append(
+            f'<td class="{"ok" if good else "bad"}">{"✓" if good else "✗"} {ok}/{judged}</td>'
+        )
     return "".join(out)
 
 
@@ -417,7 +427,7 @@ def _field_section(doc: Doc, ids: list[str]) -> str:
                 f'<tr id="field-{e(cid)}" data-column="{e(cid)}" data-verdict="{e(x["verdict"])}">'
                 f'<th scope="row">{e(cid)}</th><td><code>{e(x.get("model") or "–")}</code></td>'
                 f'<td class="fv"><span class="mark">{FIELD_MARK}</span> '
-                f'{symbol(x["verdict"])} {e(x["verdict"])}{reason}</td>'
+                f"{symbol(x['verdict'])} {e(x['verdict'])}{reason}</td>"
                 f"<td>{_qlinks(x.get('quirks') or [])}</td>{_impact_tds([x])}"
                 f"<td>{_source(x['source'])}</td></tr>"
             )
@@ -442,8 +452,11 @@ def _field_section(doc: Doc, ids: list[str]) -> str:
             entries = r["entries"]
             models = ", ".join(sorted({x["model"] for x in entries if x.get("model")})) or "–"
             sources = " ".join(
-                f'<a href="{e(x["source"])}" rel="noreferrer">[{i}]</a>' if is_url(x["source"])
-                else f"<code>{e(x['source'])}</code>" for i, x in enumerate(entries, 1))
+                f'<a href="{e(x["source"])}" rel="noreferrer">[{i}]</a>'
+                if is_url(x["source"])
+                else f"<code>{e(x['source'])}</code>"
+                for i, x in enumerate(entries, 1)
+            )
             body.append(
                 f'<tr data-route="{e(r["route"])}"><th scope="row">{e(r["label"])}</th>'
                 f'<td><code>{e(models)}</code></td><td class="fv"><span class="mark">'
@@ -558,8 +571,11 @@ def _list_table(doc: Doc, ids: list[str], section: str) -> str:
         row_title = rows[c["row"]]["title"] if c["row"] != "capture" else ""
         if profiles:
             expected = sorted(col.get("expected_quirks") or {})
-            seen = [q for q in c.get("quirks") or []
-                    if quirk_level(doc, q, c) != "INFO" or q in expected]
+            seen = [
+                q
+                for q in c.get("quirks") or []
+                if quirk_level(doc, q, c) != "INFO" or q in expected
+            ]
             ok = set(expected) <= set(seen) <= set(expected) | _implied(expected)
             middle = f"<td>{links(expected)}</td><td>{links(seen)}</td>"
             last = f'<td class="{"ok" if ok else "bad"}">{"✓" if ok else "✗"}</td>'
@@ -571,7 +587,10 @@ def _list_table(doc: Doc, ids: list[str], section: str) -> str:
             f'<th scope="row" title="{e(col["id"])}"><code>{e(col["label"])}</code>'
             f"{' · ' + e(row_title) if row_title else ''}</th>"
             + _cell(col["id"], c["row"], c, True)
-            + middle + marks + last + "</tr>"
+            + middle
+            + marks
+            + last
+            + "</tr>"
         )
     return head + "".join(body) + "</tbody></table>"
 
@@ -705,8 +724,10 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     field_entries += [x for r in doc.get("field_providers") or [] for x in r["entries"]]
     referenced |= {q for x in field_entries for q in x.get("quirks") or []}
     from conformance.report import gateway
+
     referenced |= gateway.quirks_in(doc)
     from conformance.report import parsers as scripted
+
     referenced |= scripted.quirks_in(doc)
     quirks = sort_quirks(doc, referenced & set(doc.get("quirks") or {}))
     body, toc = [_legend()], []
@@ -731,6 +752,7 @@ def render_html(doc: Doc, *, catalogue_url: str | None = None) -> str:
     if doc.get(gateway.KEY):
         body.append(gateway.render_html(doc))
     from conformance.report import parsers
+
     if doc.get(parsers.KEY):
         toc.append(f'<a href="#scripted-parsers">{e(parsers.TITLE)}</a>')
         body.append(parsers.render_html(doc))

@@ -146,8 +146,11 @@ def _grid(doc: Doc, ids: list[str], notes: _Notes, quirk_rows: bool) -> list[str
     out.append("| *verdicts* | " + " | ".join(_tally(by_col.get(c, [])) for c in ids) + " |")
     if any(field_evidence(cols[c]) for c in ids):
         marks = [field_mark(field_evidence(cols[c])) or " " for c in ids]
-        out.append(f"| {FIELD_MARK} *{FIELD_TITLE}* ([below](#public-recordings)) | "
-                   + " | ".join(marks) + " |")
+        out.append(
+            f"| {FIELD_MARK} *{FIELD_TITLE}* ([below](#public-recordings)) | "
+            + " | ".join(marks)
+            + " |"
+        )
     for s in STRATEGIES:
         marks = [_impact_cell(by_col.get(c, []), s) for c in ids]
         out.append(f"| *{s} client* | " + " | ".join(marks) + " |")
@@ -254,16 +257,19 @@ def _profiles(doc: Doc, ids: list[str], notes: _Notes) -> list[str]:
     """One row per reference profile: it runs one scenario, so expected vs. observed."""
     cols = columns_by_id(doc)
     rows = {r["id"]: r for r in doc["rows"]}
-    out = ["| profile | scenario | verdict | injects (expected) | analysis reports | match |",
-           "|---|---|:-:|---|---|:-:|"]
+    out = [
+        "| profile | scenario | verdict | injects (expected) | analysis reports | match |",
+        "|---|---|:-:|---|---|:-:|",
+    ]
     for c in doc["cells"]:
         if c["column"] not in ids:
             continue
         col = cols[c["column"]]
         label = notes.add((c["column"], c["row"]), cell_note(doc, col, rows[c["row"]], c))
         expected = sorted(col.get("expected_quirks") or {})
-        judged = sorted(q for q in c.get("quirks") or []
-                        if quirk_level(doc, q, c) != "INFO" or q in expected)
+        judged = sorted(
+            q for q in c.get("quirks") or [] if quirk_level(doc, q, c) != "INFO" or q in expected
+        )
         ok = set(judged) <= set(expected) | _implied(expected) and set(expected) <= set(judged)
         out.append(
             f"| {code(col.get('label') or col['id'])} | `{c['row']}` | {sym(c['verdict'])}{label}"
@@ -301,30 +307,43 @@ def _impact_marks(entries: list[dict[str, Any]]) -> list[str]:
 def _field_lines(doc: Doc, ids: list[str]) -> list[str]:
     """Per provider column, each public recording: verdict, quirks, client impact, source."""
     cols = columns_by_id(doc)
-    out = ["| column | model | verdict | quirks | naive | guarded | robust | source |",
-           "|---|---|:-:|---|:-:|:-:|:-:|---|"]
+    out = [
+        "| column | model | verdict | quirks | naive | guarded | robust | source |",
+        "|---|---|:-:|---|:-:|:-:|:-:|---|",
+    ]
     for cid in ids:
         for e in field_evidence(cols[cid]):
             quirks = ", ".join(code(q) for q in e.get("quirks") or []) or "–"
             verdict = sym(e["verdict"]) + (f" {esc(e['reason'])}" if e.get("reason") else "")
-            out.append(f"| **{esc(cid)}** | {code(e['model']) if e.get('model') else '–'} | "
-                       f"{FIELD_MARK} {verdict} | {quirks} | "
-                       + " | ".join(_impact_marks([e])) + f" | {source_link(e['source'])} |")
+            out.append(
+                f"| **{esc(cid)}** | {code(e['model']) if e.get('model') else '–'} | "
+                f"{FIELD_MARK} {verdict} | {quirks} | "
+                + " | ".join(_impact_marks([e]))
+                + f" | {source_link(e['source'])} |"
+            )
     return out
 
 
 def _field_provider_lines(doc: Doc) -> list[str]:
     """One row per provider route without a column: what a reader most wants to know."""
-    out = ["| provider route | models | captures | quirks (SHOULD and above) | naive | guarded "
-           "| robust | sources |", "|---|---|:-:|---|:-:|:-:|:-:|---|"]
+    out = [
+        "| provider route | models | captures | quirks (SHOULD and above) | naive | guarded "
+        "| robust | sources |",
+        "|---|---|:-:|---|:-:|:-:|:-:|---|",
+    ]
     for r in doc.get("field_providers") or []:
         entries = r["entries"]
         models = ", ".join(code(m) for m in sorted({e["model"] for e in entries if e.get("model")}))
         quirks = ", ".join(code(q) for q in field_quirks(doc, entries)) or "–"
-        sources = " ".join(f"[{i}]({e['source']})" if is_url(e["source"]) else code(e["source"])
-                           for i, e in enumerate(entries, 1))
-        out.append(f"| {esc(r['label'])} | {models or '–'} | {field_mark(entries)} | {quirks} | "
-                   + " | ".join(_impact_marks(entries)) + f" | {sources} |")
+        sources = " ".join(
+            f"[{i}]({e['source']})" if is_url(e["source"]) else code(e["source"])
+            for i, e in enumerate(entries, 1)
+        )
+        out.append(
+            f"| {esc(r['label'])} | {models or '–'} | {field_mark(entries)} | {quirks} | "
+            + " | ".join(_impact_marks(entries))
+            + f" | {sources} |"
+        )
     return out
 
 
@@ -357,13 +376,16 @@ LEGEND = (
     "non-empty; robust = `conformance.client`); an inconclusive cell counts there too, since "
     "its stream was assembled all the same."
 )
-FIELD_LEGEND = (" · ◇ seen in public recordings, not recorded by this suite (the verdicts of "
-                "those captures with their number; never a cell's verdict).")
+FIELD_LEGEND = (
+    " · ◇ seen in public recordings, not recorded by this suite (the verdicts of "
+    "those captures with their number; never a cell's verdict)."
+)
 
 
 def _has_field_evidence(doc: Doc) -> bool:
     return bool(doc.get("field_providers")) or any(
-        c.get("field_evidence") for c in doc.get("columns") or [])
+        c.get("field_evidence") for c in doc.get("columns") or []
+    )
 
 
 def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None = None) -> str:
@@ -384,28 +406,47 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
         lines += [f"{sub} What your client must do", "", *_advice_lines(doc, providers), ""]
         lines += [f"{sub} Provenance", "", *_provenance_lines(doc, providers)]
         if any(field_evidence(columns_by_id(doc)[c]) for c in providers):
-            lines += ["", '<a id="public-recordings"></a>', "",
-                      f"{sub} Seen in public recordings (not recorded by this suite)", "",
-                      "Captures of these providers' streams recorded by other public projects, "
-                      "analysed by `toolcall-conformance analyze` (`python3 noxw -s field -- DIR` "
-                      f"regenerates them). Marked {FIELD_MARK}; they never fill a cell above: a "
-                      "`not recorded` cell stays `not recorded`.", "",
-                      *_field_lines(doc, providers)]
+            lines += [
+                "",
+                '<a id="public-recordings"></a>',
+                "",
+                f"{sub} Seen in public recordings (not recorded by this suite)",
+                "",
+                "Captures of these providers' streams recorded by other public projects, "
+                "analysed by `toolcall-conformance analyze` (`python3 noxw -s field -- DIR` "
+                f"regenerates them). Marked {FIELD_MARK}; they never fill a cell above: a "
+                "`not recorded` cell stays `not recorded`.",
+                "",
+                *_field_lines(doc, providers),
+            ]
     if doc.get("field_providers"):
-        lines += ["", f"{sub} Providers without a column: public recordings only", "",
-                  f"{FIELD_MARK} seen in public recordings, not recorded by this suite; one row "
-                  "per provider route. Client columns: captures each accumulator assembled "
-                  "correctly.", "", *_field_provider_lines(doc)]
+        lines += [
+            "",
+            f"{sub} Providers without a column: public recordings only",
+            "",
+            f"{FIELD_MARK} seen in public recordings, not recorded by this suite; one row "
+            "per provider route. Client columns: captures each accumulator assembled "
+            "correctly.",
+            "",
+            *_field_provider_lines(doc),
+        ]
     profiles = section(doc, "reference_profiles")
     if profiles:
-        lines += ["", f"{sub} Reference profiles (end-to-end negative controls)", "",
-                  "Each profile of `toolcall-conformance serve` injects catalogued quirks into OpenAI's "
-                  "shape; recorded over HTTP, replayed and analysed like a provider, it must "
-                  "show exactly those quirks (INFO-level notes aside).", ""]
+        lines += [
+            "",
+            f"{sub} Reference profiles (end-to-end negative controls)",
+            "",
+            "Each profile of `toolcall-conformance serve` injects catalogued quirks into OpenAI's "
+            "shape; recorded over HTTP, replayed and analysed like a provider, it must "
+            "show exactly those quirks (INFO-level notes aside).",
+            "",
+        ]
         lines += _profiles(doc, profiles, notes)
     from conformance.report import gateway
+
     lines += gateway.render_markdown(doc, sub)
     from conformance.report import parsers
+
     lines += parsers.render_markdown(doc, sub)
     captures = section(doc, "captures")
     if captures:
@@ -420,5 +461,14 @@ def render_markdown(doc: Doc, *, heading_level: int = 2, quirk_doc: str | None =
     return link_quirks(text, doc.get("quirks") or {}, quirk_doc) if quirk_doc else text
 
 
-__all__ = ["SYMBOL", "cell_note", "code", "esc", "field_mark", "link_quirks", "md_text",
-           "render_markdown", "source_link"]
+__all__ = [
+    "SYMBOL",
+    "cell_note",
+    "code",
+    "esc",
+    "field_mark",
+    "link_quirks",
+    "md_text",
+    "render_markdown",
+    "source_link",
+]

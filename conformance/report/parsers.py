@@ -48,25 +48,48 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
             (info if shape else diffs).append(sign + q)
     ca, cb = _calls(base), _calls(other)
     if ca != cb:
-        diffs.append(f"calls differ: {len(ca)} -> {len(cb)}" if len(ca) != len(cb)
-                     else "assembled arguments differ")
+        diffs.append(
+            f"calls differ: {len(ca)} -> {len(cb)}"
+            if len(ca) != len(cb)
+            else "assembled arguments differ"
+        )
     if base.get("finish_reason") != other.get("finish_reason"):
-        diffs.append(f"finish_reason {base.get('finish_reason')} -> "
-                     f"{other.get('finish_reason')}")
-    return {"status": "differs" if diffs else "same", "differences": diffs, "info": info,
-            "verdict": other["verdict"], "cassette": other.get("cassette")}
+        diffs.append(f"finish_reason {base.get('finish_reason')} -> {other.get('finish_reason')}")
+    return {
+        "status": "differs" if diffs else "same",
+        "differences": diffs,
+        "info": info,
+        "verdict": other["verdict"],
+        "cassette": other.get("cassette"),
+    }
 
 
 def _not_recorded(column: str, scenario: str, command: str) -> Cell:
-    return {"column": column, "row": scenario, "verdict": "not recorded",
-            "reason": f"no cassette; record with: {command}", "quirks": [], "expected": [],
-            "findings": [], "evidence": [], "impact": {}, "tool_calls": {},
-            "finish_reason": None, "cassette": None, "interaction": None, "trials": {},
-            "retries": []}
+    return {
+        "column": column,
+        "row": scenario,
+        "verdict": "not recorded",
+        "reason": f"no cassette; record with: {command}",
+        "quirks": [],
+        "expected": [],
+        "findings": [],
+        "evidence": [],
+        "impact": {},
+        "tool_calls": {},
+        "finish_reason": None,
+        "cassette": None,
+        "interaction": None,
+        "trials": {},
+        "retries": [],
+    }
 
 
-def scripted_section(providers: Iterable[Any], by_key: Mapping[tuple[str, str], Cell],
-                     scenarios: Iterable[Any], cassette_root: Path) -> dict[str, Any]:
+def scripted_section(
+    providers: Iterable[Any],
+    by_key: Mapping[tuple[str, str], Cell],
+    scenarios: Iterable[Any],
+    cassette_root: Path,
+) -> dict[str, Any]:
     """``{KEY: {...}}`` for the matrix document (conformance.matrix.build_matrix)."""
     from conformance.matrix import load_provenance
 
@@ -79,8 +102,10 @@ def scripted_section(providers: Iterable[Any], by_key: Mapping[tuple[str, str], 
         base = next((c for c in cols if c.steps == 1 and c.load == 1), cols[0])
         col_cells = {}
         for c in cols:
-            col_cells[c.name] = {s: by_key.get((c.name, s)) or _not_recorded(
-                c.name, s, c.record_command) for s in scen}
+            col_cells[c.name] = {
+                s: by_key.get((c.name, s)) or _not_recorded(c.name, s, c.record_command)
+                for s in scen
+            }
         prov = load_provenance(cassette_root / base.cassette_key)
         base_cells = [col_cells[base.name][s] for s in scen]
         cells += base_cells
@@ -88,28 +113,54 @@ def scripted_section(providers: Iterable[Any], by_key: Mapping[tuple[str, str], 
         for c in cols:
             if c is base:
                 continue
-            variants.append({"column": c.name, "steps": c.steps, "load": c.load,
-                             "scenarios": {s: compare(col_cells[base.name][s],
-                                                      col_cells[c.name][s]) for s in scen}})
+            variants.append(
+                {
+                    "column": c.name,
+                    "steps": c.steps,
+                    "load": c.load,
+                    "scenarios": {
+                        s: compare(col_cells[base.name][s], col_cells[c.name][s]) for s in scen
+                    },
+                }
+            )
         server = prov.get("server") or {}
-        parsers.append({
-            "parser": parser, "column": base.name, "label": base.label,
-            "provenance": dict(base.provenance(),
-                               vllm_version=server.get("version") or base.server_version,
-                               recorded_at=max((v.get("recorded_at") or "" for v in
-                                                (prov.get("scenarios") or {}).values()),
-                                               default="") or None,
-                               cassette_dir=str(cassette_root / base.cassette_key)),
-            "expected_quirks": {q: e["reason"] for q, e in base.expected_quirks.items()},
-            "cells": base_cells, "variants": variants,
-        })
+        parsers.append(
+            {
+                "parser": parser,
+                "column": base.name,
+                "label": base.label,
+                "provenance": dict(
+                    base.provenance(),
+                    vllm_version=server.get("version") or base.server_version,
+                    recorded_at=max(
+                        (
+                            v.get("recorded_at") or ""
+                            for v in (prov.get("scenarios") or {}).values()
+                        ),
+                        default="",
+                    )
+                    or None,
+                    cassette_dir=str(cassette_root / base.cassette_key),
+                ),
+                "expected_quirks": {q: e["reason"] for q, e in base.expected_quirks.items()},
+                "cells": base_cells,
+                "variants": variants,
+            }
+        )
     return {KEY: {"title": TITLE, "scenarios": scen, "parsers": parsers, "cells": cells}}
 
 
 # ----------------------------------------------------------------------------- rendering
 
-_SYMBOL = {"conforms": "✓", "quirk": "◐", "fails": "✗", "error": "!", "inconclusive": "?",
-           "unsupported": "–", "not recorded": "·"}
+_SYMBOL = {
+    "conforms": "✓",
+    "quirk": "◐",
+    "fails": "✗",
+    "error": "!",
+    "inconclusive": "?",
+    "unsupported": "–",
+    "not recorded": "·",
+}
 
 
 def _cell_text(cell: Cell) -> str:
@@ -125,10 +176,13 @@ def _variant_text(parser: dict[str, Any]) -> list[str]:
         unrecorded = sum(1 for r in rows.values() if r["status"] == "not recorded")
         diff = {s: r for s, r in rows.items() if r["status"] == "differs"}
         info = sorted({q for r in rows.values() for q in r.get("info") or []})
-        what = ("not recorded" if unrecorded == len(rows) else
-                "same calls, finish reasons and judged quirks in every recorded scenario"
-                if not diff else
-                "; ".join(f"{s}: {', '.join(r['differences'])}" for s, r in diff.items()))
+        what = (
+            "not recorded"
+            if unrecorded == len(rows)
+            else "same calls, finish reasons and judged quirks in every recorded scenario"
+            if not diff
+            else "; ".join(f"{s}: {', '.join(r['differences'])}" for s, r in diff.items())
+        )
         if unrecorded and unrecorded < len(rows):
             what += f" ({unrecorded} not recorded)"
         if info:
@@ -143,27 +197,33 @@ def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
     if not sec or not sec.get("parsers"):
         return []
     h = sub
-    lines = ["", f"{h} {sec['title']}", "",
-             "Each column is a real vLLM server with one `--tool-call-parser`, serving a tiny "
-             "random-weight model whose output is scripted: the text a model of that family "
-             "emits for the scenario, token by token (the request is the scenario's, "
-             "unchanged). A cell shows what the parser and vLLM's serving layer did with that "
-             "text, not what a model does; it is never merged with the end-to-end vLLM "
-             "column.", ""]
+    lines = [
+        "",
+        f"{h} {sec['title']}",
+        "",
+        "Each column is a real vLLM server with one `--tool-call-parser`, serving a tiny "
+        "random-weight model whose output is scripted: the text a model of that family "
+        "emits for the scenario, token by token (the request is the scenario's, "
+        "unchanged). A cell shows what the parser and vLLM's serving layer did with that "
+        "text, not what a model does; it is never merged with the end-to-end vLLM "
+        "column.",
+        "",
+    ]
     parsers = sec["parsers"]
     lines.append("| scenario | " + " | ".join(f"`{p['parser']}`" for p in parsers) + " |")
     lines.append("|---|" + "---|" * len(parsers))
     for i, s in enumerate(sec["scenarios"]):
-        lines.append(f"| {s} | " + " | ".join(_cell_text(p["cells"][i]) for p in parsers)
-                     + " |")
+        lines.append(f"| {s} | " + " | ".join(_cell_text(p["cells"][i]) for p in parsers) + " |")
     lines += ["", f"{h}# Provenance and steps × load", ""]
     for p in parsers:
         pv = p["provenance"]
-        lines.append(f"- **`{p['column']}`** ({pv['family']}): vLLM {pv.get('vllm_version')}, "
-                     f"`--tool-call-parser {p['parser']}`, reasoning parser "
-                     f"`{pv.get('reasoning_parser') or 'none'}`, chat template: "
-                     f"{pv['chat_template']}; model output: {pv['model_output']}; recorded "
-                     f"{pv.get('recorded_at') or 'never'}.")
+        lines.append(
+            f"- **`{p['column']}`** ({pv['family']}): vLLM {pv.get('vllm_version')}, "
+            f"`--tool-call-parser {p['parser']}`, reasoning parser "
+            f"`{pv.get('reasoning_parser') or 'none'}`, chat template: "
+            f"{pv['chat_template']}; model output: {pv['model_output']}; recorded "
+            f"{pv.get('recorded_at') or 'never'}."
+        )
         for t in _variant_text(p):
             lines.append(f"  - {t}")
     return lines + [""]
@@ -171,6 +231,7 @@ def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
 
 def _judged(cell: Cell) -> list[str]:
     from conformance.rules import INFO, quirk_level
+
     return [q for q in cell.get("quirks") or [] if quirk_level(q) != INFO]
 
 
@@ -195,13 +256,22 @@ def choice_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             if all(r["status"] == "not recorded" for r in rows):
                 continue
             n = sum(1 for r in rows if r["status"] == "differs")
-            variants.append(f"steps {v['steps']} × load {v['load']}: "
-                            + ("same" if not n else f"{n} differ"))
-        out.append({"parser": p["parser"], "family": p["provenance"]["family"],
-                    "reasoning_parser": p["provenance"].get("reasoning_parser"),
-                    "conforms": sum(1 for c in cells if c["verdict"] == "conforms"),
-                    "recorded": len(cells), "quirks": quirks, "failing": failing,
-                    "clients": survive, "variants": variants})
+            variants.append(
+                f"steps {v['steps']} × load {v['load']}: " + ("same" if not n else f"{n} differ")
+            )
+        out.append(
+            {
+                "parser": p["parser"],
+                "family": p["provenance"]["family"],
+                "reasoning_parser": p["provenance"].get("reasoning_parser"),
+                "conforms": sum(1 for c in cells if c["verdict"] == "conforms"),
+                "recorded": len(cells),
+                "quirks": quirks,
+                "failing": failing,
+                "clients": survive,
+                "variants": variants,
+            }
+        )
     return out
 
 
@@ -210,15 +280,18 @@ def render_choice_table(doc: dict[str, Any]) -> str:
     rows = choice_rows(doc)
     if not rows:
         return ""
-    lines = ["| `--tool-call-parser` | family | reasoning parser | conforms | fails or errors "
-             "| quirks (SHOULD/MUST) | clients that assemble every call | steps × load |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| `--tool-call-parser` | family | reasoning parser | conforms | fails or errors "
+        "| quirks (SHOULD/MUST) | clients that assemble every call | steps × load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(
             f"| `{r['parser']}` | {r['family']} | {r['reasoning_parser'] or '–'} | "
             f"{r['conforms']}/{r['recorded']} | {', '.join(r['failing']) or '–'} | "
             f"{', '.join(r['quirks']) or '–'} | {', '.join(r['clients'])} | "
-            f"{'; '.join(r['variants']) or 'not recorded'} |")
+            f"{'; '.join(r['variants']) or 'not recorded'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -235,24 +308,30 @@ def render_html(doc: dict[str, Any]) -> str:
         for p in parsers:
             c = p["cells"][i]
             title = e(c.get("reason") or "")
-            tds.append(f'<td class="v-{e(c["verdict"].replace(" ", "-"))}" title="{title}">'
-                       f"{e(_cell_text(c))}</td>")
+            tds.append(
+                f'<td class="v-{e(c["verdict"].replace(" ", "-"))}" title="{title}">'
+                f"{e(_cell_text(c))}</td>"
+            )
         rows.append(f"<tr><th>{e(s)}</th>{''.join(tds)}</tr>")
     prov = []
     for p in parsers:
         pv = p["provenance"]
         variants = "".join(f"<li>{e(t)}</li>" for t in _variant_text(p))
-        prov.append(f"<li><b>{e(p['column'])}</b> ({e(pv['family'])}): vLLM "
-                    f"{e(str(pv.get('vllm_version')))}, reasoning parser "
-                    f"{e(pv.get('reasoning_parser') or 'none')}, chat template: "
-                    f"{e(pv['chat_template'])}; model output: {e(pv['model_output'])}"
-                    f"<ul>{variants}</ul></li>")
-    return (f'<section id="scripted-parsers"><h2>{e(sec["title"])}</h2>'
-            "<p>Each column is a real vLLM server with one tool parser, serving a tiny "
-            "random-weight model whose output is scripted (the text a model of that family "
-            "emits); the cells show what the parser and the serving layer did with it.</p>"
-            f"<table><tr><th>scenario</th>{head}</tr>{''.join(rows)}</table>"
-            f"<ul>{''.join(prov)}</ul></section>")
+        prov.append(
+            f"<li><b>{e(p['column'])}</b> ({e(pv['family'])}): vLLM "
+            f"{e(str(pv.get('vllm_version')))}, reasoning parser "
+            f"{e(pv.get('reasoning_parser') or 'none')}, chat template: "
+            f"{e(pv['chat_template'])}; model output: {e(pv['model_output'])}"
+            f"<ul>{variants}</ul></li>"
+        )
+    return (
+        f'<section id="scripted-parsers"><h2>{e(sec["title"])}</h2>'
+        "<p>Each column is a real vLLM server with one tool parser, serving a tiny "
+        "random-weight model whose output is scripted (the text a model of that family "
+        "emits); the cells show what the parser and the serving layer did with it.</p>"
+        f"<table><tr><th>scenario</th>{head}</tr>{''.join(rows)}</table>"
+        f"<ul>{''.join(prov)}</ul></section>"
+    )
 
 
 def quirks_in(doc: dict[str, Any]) -> set[str]:
@@ -260,8 +339,17 @@ def quirks_in(doc: dict[str, Any]) -> set[str]:
     return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []}
 
 
-__all__ = ["KEY", "TITLE", "choice_rows", "compare", "quirks_in", "render_choice_table",
-           "render_html", "render_markdown", "scripted_section"]
+__all__ = [
+    "KEY",
+    "TITLE",
+    "choice_rows",
+    "compare",
+    "quirks_in",
+    "render_choice_table",
+    "render_html",
+    "render_markdown",
+    "scripted_section",
+]
 
 
 def main(argv: list[str]) -> int:
@@ -275,8 +363,10 @@ def main(argv: list[str]) -> int:
     doc = json.loads(Path(argv[0]).read_text("utf-8"))
     table = render_choice_table(doc)
     if not table:
-        print(f"{argv[0]}: no scripted-parsers section (render it with --scripted-parsers)",
-              file=sys.stderr)
+        print(
+            f"{argv[0]}: no scripted-parsers section (render it with --scripted-parsers)",
+            file=sys.stderr,
+        )
         return 2
     sys.stdout.write(table)
     return 0
@@ -284,4 +374,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     import sys as _sys
+
     _sys.exit(main(_sys.argv[1:]))

@@ -97,11 +97,16 @@ def _check_references(doc: Doc) -> None:
         for q in referenced:
             if q not in quirks:
                 raise MatrixError(f"{where}: quirk {q!r} is not in $.quirks")
-    field = [(f"$.columns[{i}].field_evidence[{j}]", e) for i, c in enumerate(doc["columns"])
-             for j, e in enumerate(c.get("field_evidence") or [])]
-    field += [(f"$.field_providers[{i}].entries[{j}]", e)
-              for i, r in enumerate(doc.get("field_providers") or [])
-              for j, e in enumerate(r["entries"])]
+    field = [
+        (f"$.columns[{i}].field_evidence[{j}]", e)
+        for i, c in enumerate(doc["columns"])
+        for j, e in enumerate(c.get("field_evidence") or [])
+    ]
+    field += [
+        (f"$.field_providers[{i}].entries[{j}]", e)
+        for i, r in enumerate(doc.get("field_providers") or [])
+        for j, e in enumerate(r["entries"])
+    ]
     for where, entry in field:
         for q in entry["quirks"]:
             if q not in quirks:

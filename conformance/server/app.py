@@ -222,8 +222,11 @@ def serve(host: str = "127.0.0.1", port: int = 8765, latency: float = 0.0) -> No
         sock.close()
         raise PortInUse(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     bound = sock.getsockname()[1]
-    print(f"toolcall-conformance serve: listening on http://{host}:{bound}/v1", file=sys.stderr,
-          flush=True)
+    print(
+        f"toolcall-conformance serve: listening on http://{host}:{bound}/v1",
+        file=sys.stderr,
+        flush=True,
+    )
     config = uvicorn.Config(create_app(latency=latency), log_level="info")
     try:
         uvicorn.Server(config).run(sockets=[sock])

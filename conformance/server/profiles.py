@@ -100,9 +100,12 @@ def _thought_signature(messages: list[dict[str, Any]]) -> RequestError | None:
         for tc in message["tool_calls"]:
             sig = ((tc.get("extra_content") or {}).get("google") or {}).get("thought_signature")
             if not sig:
-                error = {"code": 400, "status": "INVALID_ARGUMENT",
-                         "message": "Function call is missing a thought_signature in "
-                                    "functionCall parts."}
+                error = {
+                    "code": 400,
+                    "status": "INVALID_ARGUMENT",
+                    "message": "Function call is missing a thought_signature in "
+                    "functionCall parts.",
+                }
                 return RequestError(400, {"error": error})
     return None
 
@@ -385,9 +388,16 @@ def example_request(profile: str, *, stream: bool = True) -> dict[str, Any]:
     if needs == "required":
         body["tool_choice"] = "required"
     if needs == "strict":
-        body["tools"] = [{"type": "function", "function": dict(
-            _WEATHER["function"], strict=True,
-            parameters=dict(_WEATHER["function"]["parameters"], additionalProperties=False))}]
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": dict(
+                    _WEATHER["function"],
+                    strict=True,
+                    parameters=dict(_WEATHER["function"]["parameters"], additionalProperties=False),
+                ),
+            }
+        ]
     if needs == "named":
         body["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
     if stream and PROFILES[profile].fault != "stream-options-rejected":

@@ -16,10 +16,10 @@ from conformance.server.testing import running_server
 
 
 def main(argv: list[str]) -> int:
-    if "--" not in argv or not argv[argv.index("--") + 1:]:
+    if "--" not in argv or not argv[argv.index("--") + 1 :]:
         print("usage: python -m conformance.server.record -- CMD ...", file=sys.stderr)
         return 2
-    cmd = argv[argv.index("--") + 1:]
+    cmd = argv[argv.index("--") + 1 :]
     with running_server() as url:
         env = dict(os.environ, CONFORMANCE_SERVER_URL=url)
         try:

@@ -39,7 +39,7 @@ class Recorded:
 
 async def _chunks(body: bytes) -> AsyncIterator[bytes]:
     for i in range(0, len(body), BLOCK):
-        yield body[i: i + BLOCK]
+        yield body[i : i + BLOCK]
 
 
 def create_replay_app(streams: Mapping[str, Recorded]) -> Starlette:
@@ -52,13 +52,17 @@ def create_replay_app(streams: Mapping[str, Recorded]) -> Starlette:
             error = openai_error(404, "No recorded stream of that name.", code="model_not_found")
             return JSONResponse(error.body, 404)
         if "event-stream" in rec.content_type and rec.status == 200:
-            return StreamingResponse(_chunks(rec.body), status_code=rec.status,
-                                     media_type=rec.content_type,
-                                     headers={"cache-control": "no-cache"})
+            return StreamingResponse(
+                _chunks(rec.body),
+                status_code=rec.status,
+                media_type=rec.content_type,
+                headers={"cache-control": "no-cache"},
+            )
         return Response(rec.body, status_code=rec.status, media_type=rec.content_type)
 
-    return Starlette(routes=[Route("/r/{stream}/v1/chat/completions", chat_completions,
-                                   methods=["POST"])])
+    return Starlette(
+        routes=[Route("/r/{stream}/v1/chat/completions", chat_completions, methods=["POST"])]
+    )
 
 
 def recorded_from_cassette(path: Path) -> dict[str, Recorded]:
@@ -74,8 +78,10 @@ def recorded_from_cassette(path: Path) -> dict[str, Recorded]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m conformance.server.replay",
-                                 description="Serve recorded cassette answers over HTTP.")
+    ap = argparse.ArgumentParser(
+        prog="python -m conformance.server.replay",
+        description="Serve recorded cassette answers over HTTP.",
+    )
     ap.add_argument("cassettes", nargs="+", type=Path)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8766)

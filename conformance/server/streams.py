@@ -178,8 +178,9 @@ class Hints:
         non_ascii = tuple(w for w in words if len(w) > 2 and not w.isascii())
         proper = tuple(w for w in words[1:] if w[0].isupper() and len(w) > 2)
         places = tuple(dict.fromkeys(non_ascii + proper)) or _PLACES
-        return cls(places, non_ascii, " ".join(text.split())[:60] or "latest news",
-                   _asked_length(text))
+        return cls(
+            places, non_ascii, " ".join(text.split())[:60] or "latest news", _asked_length(text)
+        )
 
 
 _NUMBERS = {"ten": 10, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100}
@@ -200,8 +201,9 @@ def _asked_length(text: str) -> int:
 def long_text(rng: random.Random, words: int) -> str:
     out = []
     for i in range(words):
-        out.append(rng.choice(_WORDS) + ("\n" if i % _WORDS_PER_LINE == _WORDS_PER_LINE - 1
-                                         else " "))
+        out.append(
+            rng.choice(_WORDS) + ("\n" if i % _WORDS_PER_LINE == _WORDS_PER_LINE - 1 else " ")
+        )
     return "".join(out).strip()
 
 

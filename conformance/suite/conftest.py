@@ -56,9 +56,15 @@ def cell_runner(request: pytest.FixtureRequest) -> Iterator[CellRunner]:
     runner.close()
 
 
-def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
-          quirks_only: bool = False, fail_on: str = "should", provider: Provider | None = None,
-          request: pytest.FixtureRequest | None = None) -> None:
+def judge(
+    cell: Cell,
+    tolerated: frozenset[str] = frozenset(),
+    *,
+    quirks_only: bool = False,
+    fail_on: str = "should",
+    provider: Provider | None = None,
+    request: pytest.FixtureRequest | None = None,
+) -> None:
     """A MUST violation fails; an expected quirk is an expected failure with its reason;
     an unexpected quirk fails; an expected quirk that disappeared fails (strict). An
     error whose cause is an expected quirk is an expected failure too. A cell that did
@@ -75,14 +81,20 @@ def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
     problems = []
     unexpected = [q for q in cell.unexpected if q not in tolerated]
     if fail_on == "info" and provider is not None:  # INFO quirks are judged only then
-        unexpected += sorted(q for q in cell.quirks if quirk_level(q) == INFO
-                             and not provider.expects(q, cell.scenario) and q not in tolerated)
+        unexpected += sorted(
+            q
+            for q in cell.quirks
+            if quirk_level(q) == INFO
+            and not provider.expects(q, cell.scenario)
+            and q not in tolerated
+        )
     floor = Level(fail_on.upper()).rank
     below = [q for q in unexpected if Level(quirk_level(q)).rank < floor]
     unexpected = [q for q in unexpected if q not in below]
     if below and request is not None:
         request.node.user_properties.append(
-            ("conformance_tolerated", [f"{q} ({quirk_level(q)})" for q in below]))
+            ("conformance_tolerated", [f"{q} ({quirk_level(q)})" for q in below])
+        )
     if cell.verdict == "error" and not (cell.expected and not unexpected) and not quirks_only:
         problems.append(f"error: {cell.reason}")
     for f in [] if quirks_only else cell.uncatalogued_must:
@@ -92,8 +104,10 @@ def judge(cell: Cell, tolerated: frozenset[str] = frozenset(), *,
     if unexpected:
         problems.append(declare_hint(cell.provider, unexpected))
     if cell.missing_expected:
-        problems.append("expected quirks no longer seen (remove them from expected_quirks "
-                        "or --expect-quirk): " + ", ".join(cell.missing_expected))
+        problems.append(
+            "expected quirks no longer seen (remove them from expected_quirks "
+            "or --expect-quirk): " + ", ".join(cell.missing_expected)
+        )
     if problems:
         # Reasons and messages quote the wire: each line escaped (no ESC, no OSC 52)
         pytest.fail("\n".join(terminal(secrets.redact(p)) for p in problems), pytrace=False)
@@ -131,21 +145,28 @@ def unexpected_quirk_lines(cell: Cell, quirk: str) -> list[str]:
     level = quirk_level(quirk)
     if not found:
         return [f"unexpected {level} quirk {quirk}"]
-    return [f"unexpected {f.get('level') or level} quirk {quirk} ({broken(f)}){_where(f)}: "
-            f"{f['message']}"
-            for f in found[:5]] + ([f"  … {len(found) - 5} more"] if len(found) > 5 else [])
+    return [
+        f"unexpected {f.get('level') or level} quirk {quirk} ({broken(f)}){_where(f)}: "
+        f"{f['message']}"
+        for f in found[:5]
+    ] + ([f"  … {len(found) - 5} more"] if len(found) > 5 else [])
 
 
 def declare_hint(provider: str, quirks: list[str]) -> str:
     flags = " ".join(f"--expect-quirk {q}='<reason>'" for q in quirks)
-    return (f"if this is known and accepted, declare it expected: {flags} (toolcall-conformance run "
-            f"or pytest), or under provider '{provider}' in providers.yaml: expected_quirks: "
-            + "{" + ", ".join(f"{q}: <reason>" for q in quirks) + "}")
+    return (
+        f"if this is known and accepted, declare it expected: {flags} (toolcall-conformance run "
+        f"or pytest), or under provider '{provider}' in providers.yaml: expected_quirks: "
+        + "{"
+        + ", ".join(f"{q}: <reason>" for q in quirks)
+        + "}"
+    )
 
 
 @pytest.fixture
-def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
-                     ) -> Callable[[Provider, Scenario], Cell]:
+def conformance_cell(
+    request: pytest.FixtureRequest, cell_runner: CellRunner
+) -> Callable[[Provider, Scenario], Cell]:
     cfg = suite(request.config)
 
     def run(provider: Provider, scenario: Scenario) -> Cell:
@@ -163,22 +184,29 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
         if cfg.replay:
             repeat = max(1, _recorded_trials(cfg.cassette_dir, provider, scenario))
             # The bound the recording was sent with (none before the default existed).
-            max_tokens = _recorded(cfg.cassette_dir, provider, scenario).get(
-                "default_max_tokens")
+            max_tokens = _recorded(cfg.cassette_dir, provider, scenario).get("default_max_tokens")
         sent = with_max_tokens(provider, max_tokens)
         with provider_slot(lock_dir(cfg.report_dir), provider):
-            cell = cell_runner.run(sent, scenario, repeat=repeat,
-                                   cassette=str(_rel(cassette)))
+            cell = cell_runner.run(sent, scenario, repeat=repeat, cassette=str(_rel(cassette)))
         write_cell(cfg.report_dir, cell.to_json())
         if not cfg.replay:
-            record_provenance(cfg.cassette_dir / cassette_key(provider), provider, scenario.id,
-                              now_iso(), repeat,
-                              {k: cell.meta.get(k) for k in ("model", "system_fingerprint",
-                                                             "server")},
-                              scenario_extra={"default_max_tokens": max_tokens})
-        judge(cell, getattr(provider, "tolerated", frozenset()),
-              quirks_only=provider.kind == "gateway-profile", fail_on=cfg.fail_on,
-              provider=provider, request=request)
+            record_provenance(
+                cfg.cassette_dir / cassette_key(provider),
+                provider,
+                scenario.id,
+                now_iso(),
+                repeat,
+                {k: cell.meta.get(k) for k in ("model", "system_fingerprint", "server")},
+                scenario_extra={"default_max_tokens": max_tokens},
+            )
+        judge(
+            cell,
+            getattr(provider, "tolerated", frozenset()),
+            quirks_only=provider.kind == "gateway-profile",
+            fail_on=cfg.fail_on,
+            provider=provider,
+            request=request,
+        )
         return cell
 
     return run
@@ -186,6 +214,7 @@ def conformance_cell(request: pytest.FixtureRequest, cell_runner: CellRunner
 
 def _recorded(root: Path, provider: Provider, scenario: Scenario) -> dict[str, Any]:
     from conformance.matrix import load_provenance
+
     prov = load_provenance(root / cassette_key(provider))
     return dict((prov.get("scenarios") or {}).get(scenario.id) or {})
 

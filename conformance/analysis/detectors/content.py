@@ -39,10 +39,16 @@ MARKUP_OVERLAP = 40  # characters of the previous content searched again: a mark
 # over two deltas ("<|python" then "_tag|>") is found in the second
 
 
-@detector("choice", reports=("Q-REASONING-SAME-DELTA", "Q-REASONING-LEAK-AT-FINISH",))
+@detector(
+    "choice",
+    reports=(
+        "Q-REASONING-SAME-DELTA",
+        "Q-REASONING-LEAK-AT-FINISH",
+    ),
+)
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
-    delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+    delta = _v if isinstance(_v := choice.get("delta"), dict) else {}
     reasoning = any(delta.get(k) not in (None, "", []) for k in REASONING_FIELDS)
     content = delta.get("content")
     if reasoning:
@@ -134,14 +140,24 @@ def detect_required_not_enforced(a: Analyzer) -> None:
         return
     prose = "".join(a.content)
     if a.robust.turn().calls:
-        a.find("R-TOOL-CHOICE", 'tool_choice "required" but prose came before the first call',
-               quirk="Q-REQUIRED-NOT-ENFORCED", event=a.first_prose_event,
-               pointer="/choices/0/delta/content", excerpt=prose[:160])
+        a.find(
+            "R-TOOL-CHOICE",
+            'tool_choice "required" but prose came before the first call',
+            quirk="Q-REQUIRED-NOT-ENFORCED",
+            event=a.first_prose_event,
+            pointer="/choices/0/delta/content",
+            excerpt=prose[:160],
+        )
     else:
-        a.find("R-TOOL-CHOICE", 'tool_choice "required" but the model answered in prose, '
-               "with no tool call", quirk="Q-REQUIRED-NOT-ENFORCED", level=MUST,
-               event=a.first_prose_event, pointer="/choices/0/delta/content",
-               excerpt=prose[:160])
+        a.find(
+            "R-TOOL-CHOICE",
+            'tool_choice "required" but the model answered in prose, with no tool call',
+            quirk="Q-REQUIRED-NOT-ENFORCED",
+            level=MUST,
+            event=a.first_prose_event,
+            pointer="/choices/0/delta/content",
+            excerpt=prose[:160],
+        )
 
 
 _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
@@ -173,5 +189,7 @@ def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
     broken = [c.name for c in turn.calls if not c.valid and c.name in written]
     if not broken:
         return ""
-    return (f"the model's own text of the {broken[0]!r} call is in content (event "
-            f"{a.first_markup_event}) with valid arguments: the server's parser broke them")
+    return (
+        f"the model's own text of the {broken[0]!r} call is in content (event "
+        f"{a.first_markup_event}) with valid arguments: the server's parser broke them"
+    )

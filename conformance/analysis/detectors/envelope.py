@@ -43,7 +43,13 @@ AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  
 EXTRA_NAMES_SHOWN = 12
 
 
-@detector("chunk", reports=("Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK",))
+@detector(
+    "chunk",
+    reports=(
+        "Q-SSE-ERROR-ENVELOPE",
+        "Q-SSE-ERROR-IN-CHUNK",
+    ),
+)
 def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-SSE-ERROR-ENVELOPE (bare {"error":…}), Q-SSE-ERROR-IN-CHUNK (chunk-shaped error)."""
     if chunk.get("error") is None:
@@ -60,7 +66,13 @@ def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     )
 
 
-@detector("chunk", reports=("Q-USAGE-EMPTY-CHOICES", "Q-AZURE-PROMPT-FILTER-CHUNK",))
+@detector(
+    "chunk",
+    reports=(
+        "Q-USAGE-EMPTY-CHOICES",
+        "Q-AZURE-PROMPT-FILTER-CHUNK",
+    ),
+)
 def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-USAGE-EMPTY-CHOICES (reference), Q-AZURE-PROMPT-FILTER-CHUNK, Q-EMPTY-DELTA-CHUNKS."""
     choices = chunk.get("choices")
@@ -186,7 +198,8 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     if isinstance(ci, int) and not 0 <= ci < max(a.n, 1):
         a.find(
             "Q-CHUNK-ID-UNSTABLE",  # an index that names none of the request's n choices
-            f"choice index {ci} in a single-choice stream" if a.n <= 1
+            f"choice index {ci} in a single-choice stream"
+            if a.n <= 1
             else f"choice index {ci} in a stream of n={a.n} choices",
             event=n,
             pointer=ptr + "/index",
@@ -252,7 +265,13 @@ def _empty_delta(a: Analyzer, n: int) -> None:
         a.first_empty_delta = n
 
 
-@detector("end", reports=("Q-EXTRA-FIELDS", "Q-EMPTY-DELTA-CHUNKS",))
+@detector(
+    "end",
+    reports=(
+        "Q-EXTRA-FIELDS",
+        "Q-EMPTY-DELTA-CHUNKS",
+    ),
+)
 def detect_collected(a: Analyzer) -> None:
     """Q-EXTRA-FIELDS, Q-EMPTY-DELTA-CHUNKS. (OpenAI's own `obfuscation` is a CHUNK_KEY:
     reference behaviour, never an extra field.)"""

@@ -126,8 +126,7 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
         st.reported_at = n
         a.find(
             "Q-FINISH-ON-NONFINAL-CHUNK",
-            f"{a.choices.label(st)}output after finish_reason {st.last[1]!r} "
-            f"(event {st.last[0]})",
+            f"{a.choices.label(st)}output after finish_reason {st.last[1]!r} (event {st.last[0]})",
             event=n,
             pointer=ptr,
         )
@@ -245,8 +244,9 @@ def detect_finish_at_end(a: Analyzer) -> None:
             _judge_finish(a, c.label(st), st.last, bool(by_choice.get(key)))
 
 
-def _judge_finish(a: Analyzer, who: str, last_finish: tuple[int, str, str],
-                  has_calls: bool) -> None:
+def _judge_finish(
+    a: Analyzer, who: str, last_finish: tuple[int, str, str], has_calls: bool
+) -> None:
     ev, last, ptr = last_finish
     where = ptr if a.choices.per_choice else None
     if has_calls and last == "stop":
@@ -341,29 +341,41 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
     for t in a.tools if isinstance(a.tools, list) else []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            params = _v if isinstance(_v := fn.get("parameters"), dict) else {}
             declared[fn["name"]] = [r for r in _list(params.get("required")) if isinstance(r, str)]
     for key, st in a.choices.states.items():
         if st.last is not None and st.last[1] == "length":
             _invented(a, st, st.last[0], by_choice.get(key, []), declared)
 
 
-def _invented(a: Analyzer, st: ChoiceFinish, finish_event: int, calls: list[ToolCall],
-              declared: dict[str, list[str]]) -> None:
+def _invented(
+    a: Analyzer,
+    st: ChoiceFinish,
+    finish_event: int,
+    calls: list[ToolCall],
+    declared: dict[str, list[str]],
+) -> None:
     """The first call of the choice whose `{}` the model never wrote (one finding a choice)."""
     for c in calls:
         if c.raw_arguments.strip() != "{}":
             continue
         if a.req is not None and declared.get(c.name) == []:
             continue  # a declared tool without required parameters: {} is a whole call
-        why = (f"{c.name!r} requires {', '.join(declared[c.name])}" if declared.get(c.name)
-               else f"{c.name!r} is not a declared tool" if a.req is not None
-               else "the stream was cut")
+        why = (
+            f"{c.name!r} requires {', '.join(declared[c.name])}"
+            if declared.get(c.name)
+            else f"{c.name!r} is not a declared tool"
+            if a.req is not None
+            else "the stream was cut"
+        )
         state = a.indexes.get((st.key, c.provider_index))  # None for an index-less call
-        a.find("R-LENGTH-CUT", f'{a.choices.label(st)}call {c.index}: arguments "{{}}" with '
-               f'finish_reason "length" although {why}: the server filled them in, the model '
-               "never wrote them",
-               quirk="Q-ARGS-INVENTED-ON-TRUNCATION",
-               event=state.first_event if state else finish_event,
-               pointer=state.ptr if state else None)
+        a.find(
+            "R-LENGTH-CUT",
+            f'{a.choices.label(st)}call {c.index}: arguments "{{}}" with '
+            f'finish_reason "length" although {why}: the server filled them in, the model '
+            "never wrote them",
+            quirk="Q-ARGS-INVENTED-ON-TRUNCATION",
+            event=state.first_event if state else finish_event,
+            pointer=state.ptr if state else None,
+        )
         return

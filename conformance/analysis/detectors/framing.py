@@ -66,12 +66,16 @@ def body_cut(a: Analyzer) -> tuple[str, int | None, None] | None:
     if a.events == 0:
         size = len(t.raw) if t.raw is not None else None
         what = "an empty body" if not size else f"{size} bytes and no event"
-        reason = (f"HTTP 200 with {what}: the server closed the stream after its "
-                  "headers, before any event")
+        reason = (
+            f"HTTP 200 with {what}: the server closed the stream after its "
+            "headers, before any event"
+        )
     elif a.cut_inside_event:
         which = f" for choice {unfinished[0].key}" if a.finish_seen_at is not None else ""
-        reason = (f"HTTP 200 body cut inside an event after {a.events - 1} event(s), "
-                  f"with no finish_reason{which}: the server closed the stream mid-answer")
+        reason = (
+            f"HTTP 200 body cut inside an event after {a.events - 1} event(s), "
+            f"with no finish_reason{which}: the server closed the stream mid-answer"
+        )
     else:
         return None
     return reason, a.events - 1 if a.events else None, None

@@ -48,5 +48,6 @@ def detect_request_semantics(a: Analyzer) -> None:
         want = (choice.get("function") or {}).get("name")
         wrong = [c.name for c in calls if c.name != want]
         if want and wrong:
-            a.find("R-TOOL-CHOICE",
-                   f"named tool_choice {quoted(want)} but called {quoted(wrong[0])}")
+            a.find(
+                "R-TOOL-CHOICE", f"named tool_choice {quoted(want)} but called {quoted(wrong[0])}"
+            )

@@ -56,8 +56,11 @@ def detect_roundtrip(a: Analyzer) -> None:
             quirk = "Q-RT-FUNCTION-NAME-KEY-REQUIRED"
         elif "reasoning_content" in low:
             quirk = "Q-REASONING-MUST-BE-ECHOED"
-        elif "content" in low and ("null" in low or "<nil>" in low or "must be a string" in low) \
-                or _pydantic_content_none(a.t.raw):
+        elif (
+            "content" in low
+            and ("null" in low or "<nil>" in low or "must be a string" in low)
+            or _pydantic_content_none(a.t.raw)
+        ):
             quirk = "Q-RT-CONTENT-NULL-REJECTED"
         elif "content" in low and ("empty" in low or "non-empty" in low):
             quirk = "Q-RT-CONTENT-EMPTY-REJECTED"
@@ -70,5 +73,6 @@ def _pydantic_content_none(raw: bytes | None) -> bool:
     """llama-cpp-python's 500: pydantic lists every message type the assistant message
     failed; the assistant one says its ``content`` (None) is not a valid string."""
     text = (raw or b"")[:16000].decode("utf-8", "replace").lower()
-    return ("assistantmessage', 'content'), 'msg': 'input should be a valid string', "
-            "'input': none") in text
+    return (
+        "assistantmessage', 'content'), 'msg': 'input should be a valid string', 'input': none"
+    ) in text

@@ -71,7 +71,7 @@ def detect_tool_delta(
     a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
 ) -> None:
     """Every tool-call delta: the checks below, then the opener or the continuation."""
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    fn = _v if isinstance(_v := tc.get("function"), dict) else {}
     idx = tc.get("index")
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
     check_name_value(a, name, ptr, n)
@@ -139,7 +139,14 @@ def check_calls_per_delta(a: Analyzer, ptr: str, n: int, siblings: int) -> None:
         )
 
 
-@detector("part", reports=("Q-INDEX-ABSENT", "Q-TYPE-MISSING", "Q-ID-ABSENT",))
+@detector(
+    "part",
+    reports=(
+        "Q-INDEX-ABSENT",
+        "Q-TYPE-MISSING",
+        "Q-ID-ABSENT",
+    ),
+)
 def check_index_absent(
     a: Analyzer, tc: dict[str, Any], tid: Any, name: Any, ptr: str, n: int
 ) -> None:
@@ -297,7 +304,14 @@ def check_continuation_type(a: Analyzer, tc: dict[str, Any], ptr: str, n: int) -
         )
 
 
-@detector("part", reports=("Q-EMPTY-STRING-OVERWRITE", "Q-NAME-REPEATED", "Q-NAME-FRAGMENTED",))
+@detector(
+    "part",
+    reports=(
+        "Q-EMPTY-STRING-OVERWRITE",
+        "Q-NAME-REPEATED",
+        "Q-NAME-FRAGMENTED",
+    ),
+)
 def check_continuation_name(
     a: Analyzer,
     st: _IndexState,
@@ -344,7 +358,13 @@ def check_continuation_name(
         )
 
 
-@detector("part", reports=("Q-ARGS-JSON-OBJECT", "Q-ARGS-NULL",))
+@detector(
+    "part",
+    reports=(
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-NULL",
+    ),
+)
 def check_continuation_arguments(
     a: Analyzer, st: _IndexState, tc: dict[str, Any], args: Any, ptr: str, n: int
 ) -> None:
@@ -352,8 +372,9 @@ def check_continuation_arguments(
     if _nonempty(args) and not st.name:
         st.args_before_name = True
     fn = tc.get("function")
-    if not isinstance(args, str) and (args is not None or (
-            isinstance(fn, dict) and "arguments" in fn)):
+    if not isinstance(args, str) and (
+        args is not None or (isinstance(fn, dict) and "arguments" in fn)
+    ):
         _args_not_a_string(a, tc, args, ptr, n)
 
 
@@ -390,7 +411,7 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
         if a.calls_over is None:
             a.calls_over = (n, ptr)
         return
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    fn = _v if isinstance(_v := tc.get("function"), dict) else {}
     tid, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
     st = a.indexes[(key, idx)] = _IndexState(n, ptr)
     st.id = tid if _nonempty(tid) else ""
@@ -536,8 +557,10 @@ def calls_over_bound(a: Analyzer) -> tuple[str, int, str | None] | None:
         ev, pointer = a.robust.calls_cut, None
     else:
         return None
-    reason = (f"over {a.calls_kept} tool calls in one turn: the analysis assembles "
-              f"the first {a.calls_kept}")
+    reason = (
+        f"over {a.calls_kept} tool calls in one turn: the analysis assembles "
+        f"the first {a.calls_kept}"
+    )
     return reason, ev, pointer
 
 
@@ -571,7 +594,7 @@ def detect_indexless_shape(a: Analyzer) -> None:
         return
 
     def whole(tc: dict[str, Any]) -> bool:
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        fn = _v if isinstance(_v := tc.get("function"), dict) else {}
         args = fn.get("arguments")
         return _nonempty(fn.get("name")) and (
             isinstance(args, dict) or (_nonempty(args) and _complete_json(args))
