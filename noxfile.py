@@ -227,13 +227,13 @@ def diff(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check (pinned in pyproject's dev extra, so CI and a
-    developer format alike): run by .ci/run before the tests. mypy is not yet clean (see
-    the README's development notes), so it is run by hand: ``.nox/_suite/bin/mypy conformance``."""
+    """ruff check, ruff format --check and mypy (pinned in pyproject's dev extra, so CI and a
+    developer format alike): run by .ci/run before the tests."""
     _install(session)
     paths = ("conformance", "tests", "benchmarks", "tools", "noxfile.py")
     session.run(_bin(session, "ruff"), "check", *paths, external=True)
     session.run(_bin(session, "ruff"), "format", "--check", *paths, external=True)
+    session.run(_bin(session, "mypy"), "conformance", external=True)
 
 
 def _lane(session: nox.Session, lane: str, provider: str) -> None:

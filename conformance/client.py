@@ -773,6 +773,7 @@ class ToolCallAccumulator:
             return False
         if len(tc) > 4 or not _OPENER_KEYS.issuperset(tc) or not _FN_KEYS.issuperset(fn):
             return False
+        slot: _Slot | None
         if self._calls_left < 0:  # no bound: state.open, inlined
             slot = _Slot(len(state.slots), idx, ev)
             state.slots.append(slot)

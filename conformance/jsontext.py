@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-_scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends up in (strict=True)
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # typeshed omits it; the C scanner json.loads ends up in (strict=True)
 
 
 def loads(text: str) -> Any:

@@ -213,7 +213,9 @@ _JSON_TYPES = {
 def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
     """Where (a path) and what (one line): never the value itself, which may be a key."""
     parts = list(err.absolute_path)
-    v, inst, schema = err.validator, err.instance, err.schema
+    v, inst = err.validator, err.instance
+    schema: Any = err.schema  # the entry's schema: a mapping (typed as any schema value)
+    given: Any = err.validator_value
     if v == "additionalProperties" and isinstance(inst, dict):
         known = set(schema.get("properties") or {})
         extra = sorted(str(k) for k in inst if k not in known)
@@ -232,7 +234,7 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
         )
         return parts + [name], f"unknown field '{name}'{hint}"
     if v == "required":
-        missing = [r for r in err.validator_value if isinstance(inst, dict) and r not in inst]
+        missing = [r for r in given if isinstance(inst, dict) and r not in inst]
         return parts + missing[:1], "missing required field"
     if v == "type":
         want = err.validator_value
@@ -256,7 +258,7 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
     if v == "propertyNames":
         return parts, f"invalid name {secrets.one_line(repr(inst), 60)}"
     if v == "enum":
-        return parts, "must be one of: " + ", ".join(map(str, err.validator_value))
+        return parts, "must be one of: " + ", ".join(map(str, given))
     if v == "const":
         return parts, f"must be {err.validator_value!r}"
     if v == "oneOf" and parts[-2:-1] == ["expected_quirks"]:

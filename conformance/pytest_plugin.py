@@ -172,7 +172,7 @@ class SuiteConfig:
         return self._providers
 
     def all_providers(self) -> dict[str, Provider]:
-        out = dict(self.providers)
+        out: dict[str, Provider] = dict(self.providers)
         if self.config.getoption("--reference-profiles"):
             from conformance.gateway_columns import gateway_providers
             from conformance.profile_columns import profile_providers
@@ -188,8 +188,8 @@ class SuiteConfig:
         ):  # the suite's own columns
             from conformance.lanes.vllm_columns import scripted_providers
 
-            for p in scripted_providers():
-                out[p.name] = p
+            for sp in scripted_providers():
+                out[sp.name] = sp
         return out
 
     def selected(self) -> list[Provider]:
@@ -319,7 +319,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
     config._conformance_outcomes = CellOutcomes()  # type: ignore[attr-defined]
-    config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")
+    config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")  # type: ignore[attr-defined]
     config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
     if not active(config):
         return
@@ -369,10 +369,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not cells:
         return
     wanted = {s.id for s in suite(config).scenarios()}
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         m = item.get_closest_marker("conformance_scenario")
-        prov = getattr(item, "callspec", None) and item.callspec.params.get("conformance_provider")
+        prov = (cs := getattr(item, "callspec", None)) and cs.params.get("conformance_provider")
         # A reference profile runs only on the scenario that makes its quirk show.
         only = getattr(prov, "scenario", None) if getattr(prov, "profile", "") else None
         ok = m is None or (m.args[0] in wanted and (only is None or m.args[0] == only))
@@ -385,7 +386,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # provider's lock (provider_slot still enforces the limit under any distribution).
     seen: dict[str, int] = {}
     for item in items:
-        prov = getattr(item, "callspec", None) and item.callspec.params.get("conformance_provider")
+        prov = (cs := getattr(item, "callspec", None)) and cs.params.get("conformance_provider")
         if prov is not None and item.get_closest_marker("conformance_scenario"):
             k = seen.get(prov.name, 0)
             seen[prov.name] = k + 1
@@ -461,7 +462,7 @@ class CellOutcomes:
         node = report.nodeid.rsplit("::", 1)[-1]
         for name, value in report.user_properties:
             if name == "conformance_tolerated":
-                self.tolerated[node] = list(value)
+                self.tolerated[node] = list(value)  # type: ignore[call-overload]  # a list
         if report.skipped and not hasattr(report, "wasxfail"):
             self.outcome[node] = "skipped"
             self.why[node] = _skip_reason(report)
@@ -648,15 +649,15 @@ class RunSummary:
                 self.tolerated.setdefault(q, []).append(node)
         self.unreachable: dict[str, str] = {}
         failed_cells = [by_id.get(n) for n in self.failed]
-        whys = [unreachable_reason(c) if c else None for c in failed_cells]
+        whys: list[str | None] = [unreachable_reason(c) if c else None for c in failed_cells]
         if (
             failed_cells
             and len(self.failed) + n_not == len(self.ran)
             and all(whys)
             and not self.tested_ok
         ):
-            for c, why in zip(failed_cells, whys, strict=True):
-                self.unreachable.setdefault(c["column"], str(why))  # type: ignore[index]
+            for c, reason in zip(failed_cells, whys, strict=True):
+                self.unreachable.setdefault(c["column"], str(reason))  # type: ignore[index]
         self.hints: list[str] = []
 
     @property

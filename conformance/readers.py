@@ -596,10 +596,10 @@ def read_har_file(path: Path) -> list[Transcript]:
         # one read(HAR_LIMIT + 1) allocates the whole bound up front even for a small file.
         st = os.fstat(f.fileno())
         too_big = stat.S_ISREG(st.st_mode) and st.st_size > HAR_LIMIT  # refused unread
-        text = bytearray()
-        while not too_big and (block := f.read(min(1 << 20, HAR_LIMIT + 1 - len(text)))):
-            text += block
-            too_big = len(text) > HAR_LIMIT
+        raw = bytearray()
+        while not too_big and (block := f.read(min(1 << 20, HAR_LIMIT + 1 - len(raw)))):
+            raw += block
+            too_big = len(raw) > HAR_LIMIT
     if too_big:
         raise InputError(
             str(path),
@@ -608,7 +608,7 @@ def read_har_file(path: Path) -> list[Transcript]:
             "streams as SSE or a cassette",
         )
     try:
-        data = json.loads(text)
+        data = json.loads(raw)
     except (ValueError, RecursionError) as e:
         raise InputError(str(path), f"not valid JSON ({_one_line(e)})") from None
     entries = (
@@ -620,12 +620,12 @@ def read_har_file(path: Path) -> list[Transcript]:
         raise InputError(str(path), "a JSON file without log.entries (not a HAR file)")
     source = str(path)
     out = []
-    for i, e in enumerate(entries):
+    for i, entry in enumerate(entries):
         where = f"entry {i}"
-        if not isinstance(e, dict):
-            raise InputError(source, f"{where} is {_json_kind(e)}, not a mapping")
-        req = _mapping(e.get("request"), source, f"{where}: `request`")
-        resp = _mapping(e.get("response"), source, f"{where}: `response`")
+        if not isinstance(entry, dict):
+            raise InputError(source, f"{where} is {_json_kind(entry)}, not a mapping")
+        req = _mapping(entry.get("request"), source, f"{where}: `request`")
+        resp = _mapping(entry.get("response"), source, f"{where}: `response`")
         content = _mapping(resp.get("content"), source, f"{where}: response content")
         text = content.get("text")
         if content.get("encoding") == "base64":
@@ -657,7 +657,7 @@ def read_har_file(path: Path) -> list[Transcript]:
         }
         status = _status_code(resp.get("status"), source, f"{where}: response status")
         t = exchange_transcript(f"{path}#{i}", "har", request, status, headers, body)
-        times = _har_event_times(e)
+        times = _har_event_times(entry)
         if times is not None:
             t.meta["event_times"] = times
         out.append(t)

@@ -389,7 +389,7 @@ class CellRunner:
             findings,
             evidence,
             {k: v.to_json() for k, v in r1.impact.items()},
-            r1.tool_calls,
+            {str(k): v for k, v in r1.tool_calls.items()},  # the JSON's keys: plain strings
             r1.finish_reason,
             None if verdict == "error" else not_elicited is None,
             retries=retries,

@@ -107,7 +107,7 @@ def load(text: str | bytes, loader: type = Loader) -> Any:
     """``yaml.load`` with a checked safe loader (``Loader`` or a subclass of ``Checked``)."""
     if not issubclass(loader, Checked):
         raise TypeError("a checked loader is required")
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a checked SafeLoader
+    return yaml.load(text, Loader=loader)  # type: ignore[arg-type]  # noqa: S506 - a checked SafeLoader
 
 
 __all__ = ["ALIAS_BUDGET", "Checked", "Loader", "PyLoader", "Refused", "check", "load"]

@@ -676,7 +676,8 @@ class _Refused:
     """The decoder of a body whose coding cannot be undone: its first read fails."""
 
     def __init__(self, error: decoding.DecodeError):
-        self.error, self.undone = error, []
+        self.error = error
+        self.undone: list[str] = []
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         raise self.error

@@ -39,7 +39,7 @@ from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
 from conformance.bounded import cap_text
 from conformance.client import JOIN_AFTER, Turn, _declared_tools, join_tail
-from conformance.enums import ImpactStatus, Strategy
+from conformance.enums import ImpactStatus, Level, Strategy
 from conformance.rules import RULES, quirk_level
 from conformance.sse import CUT_FAULT
 from conformance.strategies import GuardedAccumulator, NaiveAccumulator, RobustStrategy
@@ -162,7 +162,7 @@ class Analyzer:
     ) -> None:
         if rule.startswith("Q-") and quirk is None:
             quirk = rule
-        lvl = level or (quirk_level(quirk) if quirk else RULES[rule].level)
+        lvl = Level(level) if level else quirk_level(quirk) if quirk else RULES[rule].level
         if "\n" in message or "\r" in message:
             message = _one_line(message)  # the CLI summary and the cell reason are lines
         message = cap_text(message)  # a name or an id quoted whole would be held whole
@@ -372,7 +372,7 @@ class Analyzer:
         )
 
     def _impact(
-        self, turn: Turn, calls: dict[str, list[dict[str, Any]]], findings: list[Finding]
+        self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
         want = [_call_key(c) for c in calls[Strategy.ROBUST]]
         out: dict[str, Impact] = {}
@@ -517,7 +517,7 @@ def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
 def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:
     args = c.get("arguments")
     try:
-        norm = json.dumps(json.loads(args), sort_keys=True)
+        norm = json.dumps(json.loads(args), sort_keys=True)  # type: ignore[arg-type]  # TypeError caught
     except (TypeError, ValueError):
         norm = args if isinstance(args, str) else repr(args)
     return (c.get("id") or "", c.get("name") or "", norm)

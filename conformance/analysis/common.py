@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoning_details")
 MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens")
@@ -35,7 +35,7 @@ def json_type(value: Any) -> str:
     return "an object"
 
 
-def _nonempty(v: Any) -> bool:
+def _nonempty(v: Any) -> TypeGuard[str]:
     return isinstance(v, str) and v != ""
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.client import Turn
-from conformance.enums import ImpactStatus, Level, Verdict
+from conformance.enums import ImpactStatus, Level, Strategy, Verdict
 
 
 @dataclass
@@ -51,7 +51,7 @@ class CaptureResult:
     verdict: Verdict
     findings: list[Finding]
     finish_reason: str | None
-    tool_calls: dict[str, list[dict[str, Any]]]
+    tool_calls: dict[Strategy, list[dict[str, Any]]]
     impact: dict[str, Impact]
     rules: dict[str, str]
     error: str | None = None

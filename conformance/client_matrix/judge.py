@@ -228,7 +228,7 @@ def _merged_into(c: dict[str, Any], wire: list[dict[str, Any]]) -> list[dict[str
     cid = c.get("id") if isinstance(c.get("id"), str) else ""
     if any(cid == w["id"] for w in wire):
         return []
-    held = [w for w in wire if w["id"] and w["id"] in cid]
+    held = [w for w in wire if w["id"] and isinstance(cid, str) and w["id"] in cid]
     if len({w["id"] for w in held}) >= 2:
         return held
     return []

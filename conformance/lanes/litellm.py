@@ -161,7 +161,7 @@ def ensure_venv() -> Path:
             _run_logged(
                 [sys.executable, "-m", "venv", VENV], log=log, timeout=300, what="creating the venv"
             )
-        pip = [venv_python(), "-m", "pip", "--disable-pip-version-check"]
+        pip: list[str | Path] = [venv_python(), "-m", "pip", "--disable-pip-version-check"]
         _run_logged(
             [*pip, "install", *PROXY_REQUIREMENTS],
             log=log,

@@ -40,7 +40,8 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
 
     if not base or not other or "not recorded" in (base["verdict"], other["verdict"]):
         return {"status": "not recorded"}
-    diffs, info = [], []
+    diffs: list[str] = []
+    info: list[str] = []
     qa, qb = set(base.get("quirks") or []), set(other.get("quirks") or [])
     for sign, qs in (("+", sorted(qb - qa)), ("-", sorted(qa - qb))):
         for q in qs:

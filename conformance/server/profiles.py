@@ -331,7 +331,7 @@ PROFILES: dict[str, Profile] = _build()
 
 # --------------------------------------------------------------------------- example requests
 
-_WEATHER = {
+_WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",

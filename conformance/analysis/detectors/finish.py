@@ -368,7 +368,9 @@ def _invented(
             if a.req is not None
             else "the stream was cut"
         )
-        state = a.indexes.get((st.key, c.provider_index))  # None for an index-less call
+        state = (  # None for an index-less call
+            None if c.provider_index is None else a.indexes.get((st.key, c.provider_index))
+        )
         a.find(
             "R-LENGTH-CUT",
             f'{a.choices.label(st)}call {c.index}: arguments "{{}}" with '
