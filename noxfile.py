@@ -124,8 +124,11 @@ def _render_readme(session: nox.Session, report_dir: str = "reports") -> None:
         "-c",
         (
             "from conformance.report import update_readme, render_headline, load_matrix; "
-            "from pathlib import Path; update_readme(Path('README.md'), "
-            f"render_headline(load_matrix(Path('{report_dir}/quirks-matrix.json'))))"
+            "from conformance.report.parsers import render_choice_table; "
+            "from pathlib import Path; "
+            f"doc = load_matrix(Path('{report_dir}/quirks-matrix.json')); "
+            "update_readme(Path('README.md'), render_headline(doc)); "
+            "update_readme(Path('README.md'), render_choice_table(doc), block='parsers')"
         ),
         external=True,
     )
