@@ -73,7 +73,7 @@ def test_every_quirk_link_reaches_an_entry(path: str) -> None:
 
 def test_readme_is_a_front_page() -> None:
     text = README.read_text("utf-8")
-    assert len(text.splitlines()) <= 330  # a front page, with a short glossary
+    assert len(text.splitlines()) <= 360  # a front page, with a short glossary and the parser table
     for word in (
         "seed 000",
         "§",
