@@ -644,7 +644,7 @@ def index_nonzero_start(frames, rng):
 
 @_mutation
 def index_all_zero(frames, rng):
-    """Q-INDEX-ALL-ZERO: every call on index 0, each with its own id (Ollama parallel, seed 004)."""
+    """Q-INDEX-ALL-ZERO: every call on index 0, each with its own id (Ollama parallel; LibreChat's index-repair fix)."""
     for _, tc in _tool_deltas(frames):
         tc["index"] = 0
 
@@ -687,7 +687,7 @@ def index_inconsistent_within_call(frames, rng):
 
 @_mutation
 def id_absent(frames, rng):
-    """Q-ID-ABSENT: the opening delta has no ``id`` key (seed 000 §5; Ollama, watsonx)."""
+    """Q-ID-ABSENT: the opening delta has no ``id`` key (Ollama, watsonx)."""
     for _, tc in _tool_deltas(frames):
         tc.pop("id", None)
 

@@ -1,4 +1,5 @@
-"""Field-presence rules (seed 000 §1, §3, §5) and quirk levels, as data.
+"""Field-presence rules (from the wire-format reference: its wire format, round-trip and
+provider-quirk sections) and quirk levels, as data.
 
 A rule has an id, a level, a one-line statement, its source and what it needs to be
 judged (``framing``: raw SSE bytes; ``http``: a status line; ``request``: the request
@@ -26,7 +27,7 @@ class Rule:
     needs: str | None = None  # framing | http | request | roundtrip | tool_calls
 
 
-_S0 = "seed 000"
+_S0 = "crow-cli's notes on OpenAI streaming tool calls"  # the wire-format reference
 RULES: dict[str, Rule] = {
     r.id: r
     for r in [
@@ -52,40 +53,40 @@ RULES: dict[str, Rule] = {
             "catalogue Q-ARGS-TRUNCATED",
             "request",
         ),
-        Rule("R-HTTP-OK", MUST, "The response status is 200.", f"{_S0} §1", "http"),
+        Rule("R-HTTP-OK", MUST, "The response status is 200.", f"{_S0}: “the wire format”", "http"),
         Rule(
             "R-SSE-CONTENT-TYPE",
             MUST,
             "A `stream: true` request is answered with `text/event-stream`.",
-            f"{_S0} §1; catalogue Q-STREAM-DOWNGRADED",
+            f"{_S0}: “the wire format”; catalogue Q-STREAM-DOWNGRADED",
             "http",
         ),
         Rule(
             "R-SSE-WELL-FORMED",
             MUST,
             "The body decodes as UTF-8 SSE and ends on an event boundary.",
-            "WHATWG SSE; catalogue §N.1",
+            "WHATWG SSE; the quirk catalogue, group N",
             "framing",
         ),
         Rule(
             "R-SSE-DATA-JSON",
             MUST,
             "Every `data:` payload except `[DONE]` is JSON.",
-            f"{_S0} §1; catalogue Q-SSE-KEEPALIVE-AS-DATA",
+            f"{_S0}: “the wire format”; catalogue Q-SSE-KEEPALIVE-AS-DATA",
             "framing",
         ),
         Rule(
             "R-SSE-DONE",
             SHOULD,
             "The stream ends with `data: [DONE]`.",
-            "seed 003; catalogue Q-SSE-DONE-MISSING",
+            "the cfosilvia docs' streaming handler; catalogue Q-SSE-DONE-MISSING",
             "framing",
         ),
         Rule(
             "R-CHUNK-OBJECT",
             MUST,
             "Each payload is a `chat.completion.chunk` object.",
-            f"{_S0} §1, §6",
+            f"{_S0}: “the wire format”, “async-openai Rust types”",
         ),
         Rule(
             "R-NO-ERROR",
@@ -97,91 +98,91 @@ RULES: dict[str, Rule] = {
             "R-INDEX-PRESENT",
             MUST,
             "Every tool-call delta carries an integer `index`.",
-            f"{_S0} §1 (field presence table)",
+            f"{_S0}: “the wire format” (field presence table)",
             "tool_calls",
         ),
         Rule(
             "R-INDEX-DISTINCT",
             MUST,
             "Parallel calls use distinct indices.",
-            f"{_S0} §1 (parallel tool calls)",
+            f"{_S0}: “the wire format” (parallel tool calls)",
             "tool_calls",
         ),
         Rule(
             "R-FIRST-ID",
             MUST,
             "The first delta of an index carries a non-empty `id`.",
-            f"{_S0} §0, §1",
+            f"{_S0}: “the one rule”, “the wire format”",
             "tool_calls",
         ),
         Rule(
             "R-FIRST-TYPE",
             MUST,
             'The first delta of an index carries `type: "function"`.',
-            f"{_S0} §1",
+            f"{_S0}: “the wire format”",
             "tool_calls",
         ),
         Rule(
             "R-FIRST-NAME",
             MUST,
             "The first delta of an index carries a non-empty `function.name`.",
-            f"{_S0} §1",
+            f"{_S0}: “the wire format”",
             "tool_calls",
         ),
         Rule(
             "R-FIRST-ARGS",
             SHOULD,
             'The first delta carries `function.arguments` (may be `""`).',
-            f"{_S0} §1",
+            f"{_S0}: “the wire format”",
             "tool_calls",
         ),
         Rule(
             "R-CONT-ID-ABSENT",
             MUST,
             'Continuation deltas carry no `id` (absent, not `""`).',
-            f"{_S0} §1, §5",
+            f"{_S0}: “the wire format”, “provider quirks”",
             "tool_calls",
         ),
         Rule(
             "R-CONT-TYPE-ABSENT",
             SHOULD,
             "Continuation deltas carry no `type`.",
-            f"{_S0} §1",
+            f"{_S0}: “the wire format”",
             "tool_calls",
         ),
         Rule(
             "R-CONT-NAME-ABSENT",
             MUST,
             "Continuation deltas carry no `function.name`.",
-            f"{_S0} §1, §5",
+            f"{_S0}: “the wire format”, “provider quirks”",
             "tool_calls",
         ),
         Rule(
             "R-ARGS-STRING",
             MUST,
             "`function.arguments` is a string fragment.",
-            f"{_S0} §1, §6",
+            f"{_S0}: “the wire format”, “async-openai Rust types”",
             "tool_calls",
         ),
         Rule(
             "R-ARGS-JSON",
             MUST,
             "The fragments of each call concatenate to valid JSON.",
-            f"{_S0} §1, §4",
+            f"{_S0}: “the wire format”, “JSON argument repair”",
             "tool_calls",
         ),
         Rule(
             "R-FINISH-PRESENT",
             MUST,
             "A non-null `finish_reason` ends each choice.",
-            f"{_S0} §1 (final chunk)",
+            f"{_S0}: “the wire format” (final chunk)",
         ),
         Rule(
             "R-FINISH-TOOL-CALLS",
             MUST,
             "A choice that streamed tool calls finishes with "
             '`"tool_calls"` (or `"length"` when cut).',
-            f"{_S0} §1 (final chunk)",
+            f"{_S0}: “the wire format” (final chunk)",
             "tool_calls",
         ),
         Rule(
@@ -195,7 +196,7 @@ RULES: dict[str, Rule] = {
             "R-TOOLCALLS-STRUCTURED",
             MUST,
             "Tool calls arrive in `delta.tool_calls`, not as content text.",
-            f"{_S0} §1; catalogue group H",
+            f"{_S0}: “the wire format”; catalogue group H",
         ),
         Rule(
             "R-TOOL-CHOICE",
@@ -216,14 +217,14 @@ RULES: dict[str, Rule] = {
             "R-ROUNDTRIP-IDS",
             MUST,
             "Every tool result's `tool_call_id` equals an id in the assistant's `tool_calls`.",
-            f"{_S0} §3",
+            f"{_S0}: “the round-trip”",
             "roundtrip",
         ),
         Rule(
             "R-ROUNDTRIP-ACCEPTED",
             MUST,
             "The provider accepts the assembled assistant message and tool results and answers.",
-            f"{_S0} §3",
+            f"{_S0}: “the round-trip”",
             "roundtrip",
         ),
         Rule(

@@ -207,28 +207,28 @@ def _build() -> dict[str, Profile]:
             "Q-EMPTY-STRING-OVERWRITE",
             "dashscope-compatible",
             'Alibaba compatible-mode: the real id and name first, then id "" and name "" '
-            "on every continuation delta (seed 000 §5).",
+            "on every continuation delta (the wire-format reference's provider quirks).",
         ),
         _single(
             "Q-INDEX-ALL-ZERO",
             "ollama-parallel",
-            "Ollama: index 0 for every parallel call, each with its own id (seed 004).",
+            "Ollama: index 0 for every parallel call, each with its own id (LibreChat's index-repair fix).",
         ),
         _single(
             "Q-INDEX-ABSENT",
             "ollama-legacy",
-            "Ollama before v0.4.7: no index on any tool-call delta (seed 004).",
+            "Ollama before v0.4.7: no index on any tool-call delta (LibreChat's index-repair fix).",
         ),
         _single(
             "Q-ARGS-TRUNCATED",
             "qwen-truncated",
             "Qwen/DashScope: the arguments stop short of valid JSON, finish_reason still "
-            "tool_calls (seed 000 §4).",
+            "tool_calls (the wire-format reference's JSON repair).",
         ),
         _single(
             "Q-ID-ABSENT",
             "id-omitted",
-            "Some Ollama models: the opening delta carries no id (seed 000 §5).",
+            "Some Ollama models: the opening delta carries no id (the wire-format reference's provider quirks).",
         ),
         # Framing faults beyond the single-quirk profiles.
         Profile(
