@@ -103,7 +103,7 @@ def run(tmp: Path, url: str) -> subprocess.CompletedProcess[bytes]:
     """``conformance run`` on one scenario; bytes out (a raw ESC must be seen as one)."""
     return subprocess.run(
         [
-            str(BIN / "conformance"),
+            str(BIN / "toolcall-conformance"),
             "run",
             "--base-url",
             url,
@@ -242,7 +242,9 @@ def test_analyze_with_a_surrogate_prints_and_reports(tmp_path: Path) -> None:
     )
     for mode in ([], ["--json"], ["--report", str(tmp_path / "r")]):
         r = subprocess.run(
-            [str(BIN / "conformance"), "analyze", *mode, str(path)], capture_output=True, timeout=60
+            [str(BIN / "toolcall-conformance"), "analyze", *mode, str(path)],
+            capture_output=True,
+            timeout=60,
         )
         assert r.returncode == 0, r.stderr
         assert b"Traceback" not in r.stderr
@@ -277,14 +279,18 @@ def test_analyze_prints_tool_names_and_errors_escaped(tmp_path: Path) -> None:
     path.write_bytes(call_stream(name=f"x{OSC52}{ESC_TITLE}\x9b31m"))
     for mode in ([], ["--json"]):
         r = subprocess.run(
-            [str(BIN / "conformance"), "analyze", *mode, str(path)], capture_output=True, timeout=60
+            [str(BIN / "toolcall-conformance"), "analyze", *mode, str(path)],
+            capture_output=True,
+            timeout=60,
         )
         assert r.returncode == 0
         assert b"\x1b" not in r.stdout and b"\x07" not in r.stdout
         assert "\x9b" not in r.stdout.decode("utf-8")
         assert b"\\u001b]52;c;" in r.stdout
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", "--json", str(path)], capture_output=True, timeout=60
+        [str(BIN / "toolcall-conformance"), "analyze", "--json", str(path)],
+        capture_output=True,
+        timeout=60,
     )
     assert (
         json.loads(r.stdout)["captures"][0]["tool_calls"]["robust"][0]["name"]
@@ -293,7 +299,7 @@ def test_analyze_prints_tool_names_and_errors_escaped(tmp_path: Path) -> None:
     bad = tmp_path / f"evil{ESC_TITLE}.jsonl"
     bad.write_text("{not json\n")
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", str(bad)], capture_output=True, timeout=60
+        [str(BIN / "toolcall-conformance"), "analyze", str(bad)], capture_output=True, timeout=60
     )
     assert r.returncode == 2 and b"\x1b" not in r.stderr
 

@@ -70,7 +70,9 @@ GOOD = (
 
 def verdict_of(path: Path) -> str:
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", "--json", str(path)], capture_output=True, timeout=60
+        [str(BIN / "toolcall-conformance"), "analyze", "--json", str(path)],
+        capture_output=True,
+        timeout=60,
     )
     assert r.returncode == 0, r.stderr
     return str(json.loads(r.stdout)["captures"][0]["verdict"])
@@ -85,7 +87,7 @@ def test_process_substitution_is_judged_as_the_file(tmp_path: Path) -> None:
     whole = verdict_of(good)
     assert whole in ("conforms", "quirk")
     r = subprocess.run(
-        ["bash", "-c", f"{BIN / 'conformance'} analyze --json <(cat {good})"],
+        ["bash", "-c", f"{BIN / 'toolcall-conformance'} analyze --json <(cat {good})"],
         capture_output=True,
         timeout=60,
     )
@@ -106,7 +108,9 @@ def test_a_fifo_is_read_once_and_does_not_hang(tmp_path: Path) -> None:
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", "--json", str(fifo)], capture_output=True, timeout=30
+        [str(BIN / "toolcall-conformance"), "analyze", "--json", str(fifo)],
+        capture_output=True,
+        timeout=30,
     )
     writer.join(timeout=5)
     assert r.returncode == 0, r.stderr
@@ -151,7 +155,7 @@ def test_stdin_on_a_full_disk_is_one_line(
 
 def test_stdin_still_reads(tmp_path: Path) -> None:
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", "--json", "-"],
+        [str(BIN / "toolcall-conformance"), "analyze", "--json", "-"],
         input=GOOD,
         capture_output=True,
         timeout=60,
@@ -184,9 +188,11 @@ def test_the_har_bound_holds_for_a_real_size(tmp_path: Path) -> None:
     with har.open("wb") as f:
         f.write(b'{"log": {"creator": {}, "entries": [' + b" " * 8192)  # text to the sniffer
         f.truncate(readers.HAR_LIMIT + (1 << 20))
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so the child would report
+    # the pytest worker's own peak.
     code = (
-        "import resource, sys; from conformance.cli import main; rc = main(['analyze', "
-        f"{str(har)!r}]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+        "import re, sys; from conformance.cli import main; rc = main(['analyze', "
+        f"{str(har)!r}]); print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
         "sys.exit(rc)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -210,7 +216,7 @@ def test_an_unusable_report_dir_is_the_one_line_config_error(tmp_path: Path, cas
     )
     for cmd in (
         [
-            str(BIN / "conformance"),
+            str(BIN / "toolcall-conformance"),
             "run",
             "--providers",
             "providers.yaml",
@@ -233,7 +239,7 @@ def test_an_unusable_report_dir_is_the_one_line_config_error(tmp_path: Path, cas
             "-q",
         ],
         [
-            str(BIN / "conformance"),
+            str(BIN / "toolcall-conformance"),
             "analyze",
             "--report",
             report,
@@ -310,7 +316,14 @@ def test_run_refuses_an_infinite_total_timeout_with_one_line(tmp_path: Path) -> 
         "    limits: {total_timeout: .inf}\n"
     )
     r = subprocess.run(
-        [str(BIN / "conformance"), "run", "--providers", "providers.yaml", "--scenario", "single"],
+        [
+            str(BIN / "toolcall-conformance"),
+            "run",
+            "--providers",
+            "providers.yaml",
+            "--scenario",
+            "single",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -43,6 +43,10 @@ def conformance_run(
 
 
 def pytest_door(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # A user's own directory: its own (empty) pytest configuration, so pytest's rootdir
+    # search stops here and never reaches this checkout's pyproject.toml (the tests'
+    # temporary directories live under .nox/, inside the checkout).
+    (cwd / "pytest.ini").touch()
     return subprocess.run(
         [
             sys.executable,

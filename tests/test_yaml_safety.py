@@ -137,7 +137,10 @@ def test_analyze_refuses_a_python_tag_with_one_line(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     path = pwn_cassette(tmp_path, marker)
     r = subprocess.run(
-        [str(BIN / "conformance"), "analyze", str(path)], capture_output=True, text=True, timeout=60
+        [str(BIN / "toolcall-conformance"), "analyze", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0, r.stderr
@@ -148,9 +151,11 @@ def test_analyze_refuses_a_python_tag_with_one_line(tmp_path: Path) -> None:
 def test_analyze_refuses_an_alias_bomb_fast_and_small(tmp_path: Path) -> None:
     path = bomb_cassette(tmp_path)
     assert path.stat().st_size < 1000
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so the child would report
+    # the pytest worker's own peak.
     code = (
-        "import resource, sys; from conformance.cli import main; rc = main(['analyze', "
-        f"{str(path)!r}]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+        "import re, sys; from conformance.cli import main; rc = main(['analyze', "
+        f"{str(path)!r}]); print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
         "sys.exit(rc)"
     )
     start = time.monotonic()
@@ -168,7 +173,7 @@ def test_replay_refuses_a_python_tag_and_runs_nothing(tmp_path: Path, door: str)
     providers(tmp_path)
     if door == "run":
         cmd = [
-            str(BIN / "conformance"),
+            str(BIN / "toolcall-conformance"),
             "run",
             "--providers",
             "providers.yaml",
@@ -218,7 +223,7 @@ def test_replay_refuses_an_alias_bomb(tmp_path: Path) -> None:
     providers(tmp_path)
     r = subprocess.run(
         [
-            str(BIN / "conformance"),
+            str(BIN / "toolcall-conformance"),
             "run",
             "--providers",
             "providers.yaml",
