@@ -120,9 +120,21 @@ _file_lock = common.file_lock
 _run_logged = functools.partial(common.run_logged, lane="llama.cpp lane")
 
 
+def _pip() -> list[str]:
+    """pip, from this interpreter or, in a virtualenv made without it (uv's, as nox makes
+    the suite's), from the interpreter the virtualenv was made from: a download needs no
+    install into the environment."""
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    base = getattr(sys, "_base_executable", None) or shutil.which("python3") or "python3"
+    return [base, "-m", "pip"]
+
+
 def _pip_download(requirement: str, dest: Path, *, log: Path, sdist: bool) -> Path:
     """``pip download --no-deps`` one distribution into *dest*; return the downloaded file."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    cmd = [*_pip(), "download", "--no-deps", "--disable-pip-version-check"]
     if sdist:
         # only this project from source; its build requirements may come as wheels
         cmd += ["--no-binary", requirement.split("==")[0]]
