@@ -162,6 +162,8 @@ def test_the_profile_serves_the_reference_calls_regrouped() -> None:
             [f for f in ref if isinstance(f, dict)]
         )
         shown = set(b.quirks) - {"Q-USAGE-EMPTY-CHOICES"}
-        assert shown == registry.spec(SHAPE).profile_also == PROFILES[
-            "delta-shape-load-dependent"
-        ].expected
+        assert (
+            shown
+            == registry.spec(SHAPE).profile_also
+            == PROFILES["delta-shape-load-dependent"].expected
+        )

@@ -362,9 +362,13 @@ def choice_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             shaped = sum(
                 1 for r in rows if any(f["kind"] == "shape" for f in r.get("findings") or [])
             )
-            text = "same calls" if not n else f"{n} differ (" + "; ".join(
-                f"{q}: {', '.join(ss)}" for q, ss in found.items()
-            ) + ")"
+            text = (
+                "same calls"
+                if not n
+                else f"{n} differ ("
+                + "; ".join(f"{q}: {', '.join(ss)}" for q, ss in found.items())
+                + ")"
+            )
             if shaped:
                 text += f", {SHAPE_ID} in {shaped}/{len(v['scenarios'])}"
             variants.append(f"steps {v['steps']} × load {v['load']}: {text}")
