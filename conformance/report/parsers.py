@@ -451,8 +451,15 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 def quirks_in(doc: dict[str, Any]) -> set[str]:
+    """The ids the section shows: its cells' and its steps × load comparison's."""
     sec = doc.get(KEY) or {}
-    return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []}
+    return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []} | {
+        f["quirk"]
+        for p in sec.get("parsers") or []
+        for v in p.get("variants") or []
+        for r in (v.get("scenarios") or {}).values()
+        for f in r.get("findings") or []
+    }
 
 
 __all__ = [
