@@ -812,7 +812,8 @@ def traced(fn: Callable[[], Any]) -> tuple[Any, int]:
 # the exchange under vcrpy and the analysis; its teardown, where pytest-recording writes
 # the cassette) to its end, and the peak of each of those three phases above what was
 # allocated when it began. The result, in bytes, goes to ``$CELLMEM_OUT`` as JSON: ``peak``
-# (the whole cell, above what was allocated before it), ``setup``, ``call``, ``teardown``.
+# (the whole cell, above what was allocated before it), ``setup``, ``call``, ``teardown``,
+# and ``hwm``, the process' peak RSS (VmHWM; interpreter and pytest included).
 CELL_PEAKS_PLUGIN = """
 import json, os, tracemalloc, pytest
 
@@ -846,8 +847,10 @@ def pytest_runtest_protocol(item, nextitem):
     yield
     peak = max(_peaks + [tracemalloc.get_traced_memory()[1]]) - base
     tracemalloc.stop()
+    with open("/proc/self/status") as f:  # the process' peak RSS (Linux), for benchmarks
+        hwm = next((int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:")), None)
     with open(os.environ["CELLMEM_OUT"], "w") as f:
-        json.dump({"cell": item.nodeid, "peak": peak, **_phases}, f)
+        json.dump({"cell": item.nodeid, "peak": peak, **_phases, "hwm": hwm}, f)
 """
 
 

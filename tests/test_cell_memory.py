@@ -48,7 +48,6 @@ from conformance.transport import (
 MiB = 2**20
 
 
-
 def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: Path) -> None:
     max_bytes = 4 * MiB
     with fault_server(max_wait=60) as fs:
@@ -665,7 +664,11 @@ def test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most(
 # ------------------------------------------------------------------ long strings cut to their ends
 
 SHORTEN = [  # (a JSON line, keep, what shorten_strings makes of it): written by hand
-    (b'{"a": "' + b"x" * 200 + b'", "b": 1}', 10, b'{"a": "' + b"x" * 10 + b"x" * 10 + b'", "b": 1}'),
+    (
+        b'{"a": "' + b"x" * 200 + b'", "b": 1}',
+        10,
+        b'{"a": "' + b"x" * 10 + b"x" * 10 + b'", "b": 1}',
+    ),
     (b'{"a": "short"}', 10, b'{"a": "short"}'),  # not longer than 2 * keep + 64
     # the head's end falls inside \u0041: cut before it; the tail's start inside \n: kept whole
     (
@@ -674,12 +677,28 @@ SHORTEN = [  # (a JSON line, keep, what shorten_strings makes of it): written by
         b'["' + b"y" * 8 + b"\\n" + b"w" * 9 + b'"]',
     ),
     # an escaped backslash before the cut is no escape: the cut stays where it is
-    (b'["' + b"v" * 8 + b"\\\\" + b"u" * 190 + b'"]', 10, b'["' + b"v" * 8 + b"\\\\" + b"u" * 10 + b'"]'),
+    (
+        b'["' + b"v" * 8 + b"\\\\" + b"u" * 190 + b'"]',
+        10,
+        b'["' + b"v" * 8 + b"\\\\" + b"u" * 10 + b'"]',
+    ),
     # a control character makes it no JSON string: never cut, so the line stays no JSON
-    (b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]', 10, b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]'),
+    (
+        b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]',
+        10,
+        b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]',
+    ),
     # a UTF-8 character at the cut is kept whole; invalid UTF-8 in the middle: not cut
-    (b'["' + b"s" * 9 + "\u00e9".encode() + b"s" * 190 + b'"]', 10, b'["' + b"s" * 9 + b"s" * 10 + b'"]'),
-    (b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]', 10, b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]'),
+    (
+        b'["' + b"s" * 9 + "\u00e9".encode() + b"s" * 190 + b'"]',
+        10,
+        b'["' + b"s" * 9 + b"s" * 10 + b'"]',
+    ),
+    (
+        b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]',
+        10,
+        b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]',
+    ),
 ]
 
 
@@ -694,7 +713,7 @@ def test_long_strings_are_cut_to_their_ends_never_inside_an_escape(
 
 
 def test_a_cut_line_keeps_its_structure_and_its_validity() -> None:
-    value = {"a": ["\u00e9\\\"" * 300, {"b": "x" * 5000}], "c": "\U0001f600" * 400, "d": 1}
+    value = {"a": ['\u00e9\\"' * 300, {"b": "x" * 5000}], "c": "\U0001f600" * 400, "d": 1}
     for ascii_ in (True, False):
         line = json.dumps(value, ensure_ascii=ascii_).encode()
         cut = b"".join(secrets.shorten_strings(line, 0, len(line), 100))
