@@ -336,7 +336,8 @@ def redact_bytes(data: bytes) -> bytes:
     A body is redacted a slice of about ``SLICE`` bytes at a time, each cut after a line
     end (no pattern and no known secret spans one, so this is the whole-text redaction):
     its text is never held whole beside its bytes, and a body with nothing to redact is
-    returned as it is. Only a body where ``_split_found`` sees a known secret in a field
+    returned as it is; a line longer than a slice that ``clean_bytes`` finds clean is not
+    even decoded. Only a body where ``_split_found`` sees a known secret in a field
     of several events (or a secret holding a line end) is decoded and redacted whole."""
     if _whole_needed(data):
         text = data.decode("utf-8", "surrogateescape")
@@ -345,7 +346,8 @@ def redact_bytes(data: bytes) -> bytes:
     view = memoryview(data)
     done: list[bytes] | None = None  # from the first slice that changed on
     for start, end in slices(data):
-        if clean_bytes(data, start, end):  # told from the bytes: a long line not decoded
+        if end - start > SLICE and clean_bytes(data, start, end):  # a line longer than a
+            # slice that holds nothing to redact, told from its bytes: not decoded whole
             if done is not None:
                 done.append(data[start:end])
             continue
@@ -437,9 +439,9 @@ def _whole_needed(data: bytes) -> bool:
     def value(m: re.Match[bytes]) -> str:  # decoded once: no copy of a line as long as a body
         start = m.start() + 5 + (data[m.start() + 5 : m.start() + 6] == b" ")
         if m.end() - start > LONG_LINE:  # its long strings cut to their ends first
-            return b"".join(shorten_strings(data, start, m.end(), keep)).decode(
-                "utf-8", "surrogateescape"
-            )
+            pieces = shorten_strings(data, start, m.end(), keep)
+            if len(pieces) > 1:
+                return b"".join(pieces).decode("utf-8", "surrogateescape")
         return str(view[start : m.end()], "utf-8", "surrogateescape")
 
     return _split_found_in(

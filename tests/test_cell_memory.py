@@ -27,6 +27,8 @@ from typing import Any
 import httpx
 import pytest
 from faults import fault_server, providers_yaml, run_suite, stream_server
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from streams import cell_peaks, cell_result, long_names_body, traced
 from vcr.request import Request
 from vcr.serialize import serialize
@@ -754,6 +756,42 @@ def test_clean_bytes_says_clean_only_where_redact_changes_nothing(
     # a long line is told apart across the hint's steps too
     padded = b"p" * 70_000 + data + b"q" * 70_000
     assert secrets.clean_bytes(padded, 3, len(padded) - 3) is clean
+
+
+# pieces of what redact looks for, and of what it does not: joined at random
+_PIECES = [
+    "Bearer ", "bear", "er ", "BASIC ", "ToKeN\t", "token ", "abcdefgh12345678", "sk-",
+    "AIza", "gsk_", "xai-", "hf_", "?", "&", "=", "@", "://", "\\u0043", "\\/", "\\",
+    "CANARYmem01", "23456789", "n", " ", "\n", "\u00e9", "\u017f", "\u212a", "x" * 40,
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_clean_bytes_never_says_clean_where_redact_changes_something(pieces: list[str]) -> None:
+    secrets.register(CANARY)
+    try:
+        text = "".join(pieces)
+        if secrets.clean_bytes(text.encode()):
+            assert secrets.redact(text) == text
+    finally:
+        secrets.forget(CANARY)
+
+
+def test_a_line_longer_than_a_slice_is_not_decoded_when_its_bytes_are_clean(canary: str) -> None:
+    body = b'data: {"a": "' + b"n" * (3 * MiB) + b'"}\n\ndata: [DONE]\n\n'
+    out, peak = traced(lambda: secrets.redact_bytes(body))
+    assert out is body and peak < MiB, peak / MiB  # before: its 3 MiB of text
+    for hot in (
+        b" " + canary.encode(),
+        b" Bearer abcdefghijkl",
+        b" \xc3\xa9 sk-abcdefghijklmnopqrst",
+    ):
+        dirty = b"data: " + b"n" * (3 * MiB) + hot + b"\n\n"
+        assert secrets.redact_bytes(dirty) == secrets.redact(
+            dirty.decode("utf-8", "surrogateescape")
+        ).encode("utf-8", "surrogateescape")
+        assert b"<redacted>" in secrets.redact_bytes(dirty)
 
 
 def test_a_key_split_at_a_long_strings_end_is_still_found(canary: str) -> None:
