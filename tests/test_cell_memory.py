@@ -9,6 +9,9 @@
   evidence) and held once: the cell's peak stays under the body + 6 MiB, recorded and
   replayed; the cassette is written, and loaded, with no copy of the body beside
   vcrpy's;
+- end to end, a 12 MiB body made of an 8 MiB tool name and a 4 MiB id: the body and one
+  parse of its event, recorded and replayed (the split-key search and the evidence read
+  long strings by their ends, a long clean line is neither decoded nor escaped whole);
 - unit: the transport's buffer (one byte per chunk costs no more than the bytes, a body
   near ``max_bytes`` is held about once, not twice), the cut at an event boundary, the
   marker, and the line-by-line cassette writer (the same bytes and the same redaction as
