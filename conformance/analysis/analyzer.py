@@ -194,19 +194,20 @@ class Analyzer:
             self.naive.compact()
             self.guarded.compact()
             self.robust.compact()
-        if ev.kind == COMMENT:
+        kind = ev.kind
+        if kind == CHUNK:  # nearly every event: tested first
+            self.feed_chunk(ev.chunk, ev.n)
+        elif kind == COMMENT:
             for detector in COMMENT_DETECTORS:
                 detector(self, ev)
-        elif ev.kind == FAULT:
+        elif kind == FAULT:
             self.find("R-SSE-WELL-FORMED", ev.data, event=ev.n)
             self.cut_inside_event = ev.data.startswith(CUT_FAULT)
-        elif ev.kind == DONE:
+        elif kind == DONE:
             self.done_seen = True
-        elif ev.kind == NONJSON:
+        elif kind == NONJSON:
             for detector in NONJSON_DETECTORS:
                 detector(self, ev)
-        elif ev.kind == CHUNK:
-            self.feed_chunk(ev.chunk, ev.n)
 
     def feed_chunk(self, chunk: Any, n: int) -> None:
         if self._template is not None and type(chunk) is dict and self._feed_steady(chunk, n):
@@ -230,11 +231,33 @@ class Analyzer:
         for k, v in t.values:
             if chunk[k] != v:
                 return False
-        frag = _fragment(chunk)
-        if frag is None:
+        # _fragment's tests, inlined (this runs for nearly every chunk of a long stream);
+        # a choice with the template's keys has an index and no finishReason.
+        choices = chunk["choices"]
+        if type(choices) is not list or len(choices) != 1:
             return False
-        choice, idx, args = frag
-        if choice.keys() != t.choice_keys or choice["index"] != t.choice_index:
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or choice.keys() != t.choice_keys
+            or choice["index"] != t.choice_index
+            or choice.get("finish_reason") is not None
+        ):
+            return False
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1:
+            return False
+        tcs = delta.get("tool_calls")
+        if type(tcs) is not list or len(tcs) != 1:
+            return False
+        tc = tcs[0]
+        if type(tc) is not dict or len(tc) != 2:
+            return False
+        fn, idx = tc.get("function"), tc.get("index")
+        if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
+            return False
+        args = fn.get("arguments")
+        if type(args) is not str or not args:
             return False
         st = self.indexes.get((0, idx))
         if st is None:
@@ -249,7 +272,7 @@ class Analyzer:
                     parts.append(args)
                     if len(parts) > JOIN_AFTER:
                         join_tail(parts)
-        self.robust.feed(chunk, n)
+        self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
         for detector in FRAGMENT_DETECTORS:
             detector(self, st, args, n)
         if self.timing is not None:
@@ -374,12 +397,22 @@ class Analyzer:
     def _impact(
         self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
-        want = [_call_key(c) for c in calls[Strategy.ROBUST]]
+        robust = calls[Strategy.ROBUST]
+        raw = [_raw_key(c) for c in robust]
+        want: list[tuple[str, str, str]] | None = None  # normalised only when raw differs
         out: dict[str, Impact] = {}
         for name, strat in ((Strategy.NAIVE, self.naive), (Strategy.GUARDED, self.guarded)):
             if strat.crash:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
-            elif [_call_key(c) for c in calls[name]] != want:
+                continue
+            # The same id, name and argument text give the same normalised key: the
+            # arguments are parsed and re-serialised only for a strategy whose text differs.
+            if [_raw_key(c) for c in calls[name]] == raw:
+                out[name] = Impact(ImpactStatus.OK)
+                continue
+            if want is None:
+                want = [_call_key(c) for c in robust]
+            if [_call_key(c) for c in calls[name]] != want:
                 out[name] = Impact(
                     ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST])
                 )
@@ -512,6 +545,11 @@ def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
     if type(args) is not str or not args:
         return None
     return choice, idx, args
+
+
+def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What _call_key is a function of: equal raw keys give equal call keys."""
+    return (c.get("id") or "", c.get("name") or "", c.get("arguments"))
 
 
 def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:

@@ -49,7 +49,9 @@ MARKUP_OVERLAP = 40  # characters of the previous content searched again: a mark
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
     delta = _v if isinstance(_v := choice.get("delta"), dict) else {}
-    reasoning = any(delta.get(k) not in (None, "", []) for k in REASONING_FIELDS)
+    reasoning = not delta.keys().isdisjoint(REASONING_FIELDS) and any(  # one C call first
+        delta.get(k) not in (None, "", []) for k in REASONING_FIELDS
+    )
     content = delta.get("content")
     if reasoning:
         if delta.get("tool_calls"):
