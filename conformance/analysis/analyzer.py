@@ -89,6 +89,8 @@ TEXT_KEPT = 1 << 20
 # the analysis (about 2.7 KB over the three strategies, the index state and the results)
 # stays a few MiB, where a body of tiny calls would cost a GB at the default max_bytes.
 CALLS_KEPT = 1024
+# The strategies' enum members, looked up once (an enum attribute costs a lookup each time).
+_NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
 
 
 class Analyzer:
@@ -358,9 +360,9 @@ class Analyzer:
             self.find(rule, message, quirk=quirk, event=w.event)
         check_length_and_usage(self, turn)
         calls = {
-            Strategy.NAIVE: self.naive.calls(),
-            Strategy.GUARDED: self.guarded.calls(),
-            Strategy.ROBUST: self.robust.calls(),
+            _NAIVE: self.naive.calls(),
+            _GUARDED: self.guarded.calls(),
+            _ROBUST: self.robust.calls(),
         }
         findings = [self.findings[k] for k in self.order]
         findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
@@ -397,11 +399,11 @@ class Analyzer:
     def _impact(
         self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
-        robust = calls[Strategy.ROBUST]
+        robust = calls[_ROBUST]
         raw = [_raw_key(c) for c in robust]
         want: list[tuple[str, str, str]] | None = None  # normalised only when raw differs
         out: dict[str, Impact] = {}
-        for name, strat in ((Strategy.NAIVE, self.naive), (Strategy.GUARDED, self.guarded)):
+        for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
             if strat.crash:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
                 continue
@@ -414,7 +416,7 @@ class Analyzer:
                 want = [_call_key(c) for c in robust]
             if [_call_key(c) for c in calls[name]] != want:
                 out[name] = Impact(
-                    ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST])
+                    ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST])
                 )
             else:
                 out[name] = Impact(ImpactStatus.OK)
@@ -423,7 +425,7 @@ class Analyzer:
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if turn.recoverable and not missing:
-            out[Strategy.ROBUST] = Impact(
+            out[_ROBUST] = Impact(
                 ImpactStatus.OK, "repaired arguments" if turn.repaired else ""
             )
         else:
@@ -436,7 +438,7 @@ class Analyzer:
                     if turn.error is not None
                     else "a call without a name or valid arguments"
                 )
-            out[Strategy.ROBUST] = Impact(ImpactStatus.UNRECOVERABLE, why)
+            out[_ROBUST] = Impact(ImpactStatus.UNRECOVERABLE, why)
         return out
 
     def _body_facts(self) -> None:
@@ -476,29 +478,53 @@ class Analyzer:
     def _rule_status(self) -> dict[str, str]:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
+        roundtrip = _is_roundtrip(self.req)
         has = {
             "framing": self.t.framing,
             "http": self.t.status is not None or self.t.transport_error is not None,
             "request": self.req is not None,
-            "roundtrip": _is_roundtrip(self.req),
+            "roundtrip": roundtrip,
             "tool_calls": self.any_tool_delta,
             None: self.events > 0,  # chunk rules need a stream to judge
         }
-        choice = req.get("tool_choice")
-        special = {
-            "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
-            "R-ROUNDTRIP-ACCEPTED": has["roundtrip"] and self.t.status is not None,
-            "R-USAGE": self.events > 0 and _usage_requested(req),
-            "R-LENGTH-VISIBLE": self.length_judged,
-            "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
-            "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
-            "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
+        if req:
+            choice = req.get("tool_choice")
+            special = {
+                "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
+                "R-ROUNDTRIP-ACCEPTED": roundtrip and self.t.status is not None,
+                "R-USAGE": self.events > 0 and _usage_requested(req),
+                "R-LENGTH-VISIBLE": self.length_judged,
+                "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
+                "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
+                "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
+            }
+        else:  # no request (a bare SSE or JSONL capture): what the above gives for {}
+            special = {**_NO_REQUEST, "R-LENGTH-VISIBLE": self.length_judged}
+        failed = self.failed_rules
+        return {
+            rid: "fail"
+            if rid in failed
+            else "pass"
+            if (special[rid] if rid in special else has[needs])
+            else "not applicable"
+            for rid, needs in _RULE_NEEDS
         }
-        out = {}
-        for rid, rule in RULES.items():
-            ok = special[rid] if rid in special else has[rule.needs]
-            out[rid] = "fail" if rid in self.failed_rules else ("pass" if ok else "not applicable")
-        return out
+
+
+# Each rule's id and what it needs, in RULES's order (read once per capture).
+_RULE_NEEDS = tuple((rid, rule.needs) for rid, rule in RULES.items())
+# _rule_status's special rules for a capture without a request (R-LENGTH-VISIBLE apart).
+_NO_REQUEST = dict.fromkeys(
+    (
+        "R-SSE-CONTENT-TYPE",
+        "R-ROUNDTRIP-ACCEPTED",
+        "R-USAGE",
+        "R-TOOL-CHOICE",
+        "R-PARALLEL-DISABLED",
+        "R-TOOL-DECLARED",
+    ),
+    False,
+)
 
 
 # The chunk values the chunk detectors read; the steady path requires them equal.

@@ -143,8 +143,13 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     if not (isinstance(choices, list) and choices):
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
     get = chunk.get
-    missing = [k for k in ("id", "object", "created", "model") if get(k) in (None, "")]
-    if missing:
+    if (  # the usual chunk has all four: no list built for it
+        get("id") in (None, "")
+        or get("object") in (None, "")
+        or get("created") in (None, "")
+        or get("model") in (None, "")
+    ):
+        missing = [k for k in ("id", "object", "created", "model") if get(k) in (None, "")]
         a.find(
             "Q-ENVELOPE-FIELDS-MISSING",
             "chunk without " + ", ".join(missing),
@@ -187,11 +192,17 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             excerpt=choice,
         )
         delta = {}
-    missing = [k for k in ("index", "finish_reason") if k not in choice]
-    if "role" in delta and delta["role"] is None:
-        missing.append("delta.role (null)")
-    elif delta.get("role") == "":  # the schema's enum refuses it as it refuses null
-        missing.append('delta.role ("")')
+    missing = (
+        [k for k in ("index", "finish_reason") if k not in choice]
+        if "index" not in choice or "finish_reason" not in choice
+        else []
+    )
+    if "role" in delta:
+        role = delta["role"]
+        if role is None:
+            missing.append("delta.role (null)")
+        elif role == "":  # the schema's enum refuses it as it refuses null
+            missing.append('delta.role ("")')
     if missing:
         a.find(
             "Q-ENVELOPE-FIELDS-MISSING",
