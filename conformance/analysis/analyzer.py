@@ -415,9 +415,7 @@ class Analyzer:
             if want is None:
                 want = [_call_key(c) for c in robust]
             if [_call_key(c) for c in calls[name]] != want:
-                out[name] = Impact(
-                    ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST])
-                )
+                out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST]))
             else:
                 out[name] = Impact(ImpactStatus.OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
@@ -425,9 +423,7 @@ class Analyzer:
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if turn.recoverable and not missing:
-            out[_ROBUST] = Impact(
-                ImpactStatus.OK, "repaired arguments" if turn.repaired else ""
-            )
+            out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing
