@@ -1,0 +1,78 @@
+"""How the self-tests are spread over pytest-xdist workers, and which of them are end to end.
+
+Two things, both decided at collection and neither changing what a test does:
+
+- A module whose module-scoped fixture is expensive (a recording of every reference profile,
+  a replay of the committed cassettes, a built wheel, a local Dask cluster) keeps its tests on
+  one worker (an ``xdist_group``): under ``--dist loadgroup`` its tests would otherwise be
+  spread over both workers, and each would build the fixture again.
+- The ``e2e`` mark: tests that run the suite, a door or a recipe in a subprocess, record the
+  reference profiles, build a wheel, start a cluster or measure a process's memory. The
+  ``tests`` nox session (the README's self-test loop) runs everything else, the ``tests-e2e``
+  session runs these; together they are every test, and ``.ci/run`` runs both. A test can
+  also carry ``@pytest.mark.e2e`` itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+# Modules whose module-scoped fixture costs seconds: one worker each, the fixture built once.
+ONE_WORKER = frozenset(
+    {
+        "test_profiles_e2e.py",  # records every reference profile, then replays it
+        "test_gateway.py",  # replays every profile and the gateway column
+        "test_pipeline.py",  # records and replays two providers
+        "test_packaging.py",  # builds the wheel and a fresh virtualenv
+        "test_cluster.py",  # a LocalCluster of three worker processes
+    }
+)
+
+# End-to-end by design: every test in these modules (or nearly) crosses a process boundary.
+E2E_MODULES = frozenset(
+    {
+        "test_profiles_e2e.py",
+        "test_gateway.py",
+        "test_pipeline.py",
+        "test_packaging.py",
+        "test_cluster.py",
+        "test_door.py",
+        "test_outside_use.py",
+        "test_ci_recipe.py",
+    }
+)
+
+# End-to-end tests in modules that are otherwise in-process (module, test function).
+E2E_TESTS = frozenset(
+    {
+        ("test_faults.py", "test_suite_end_to_end_faults_side_by_side"),
+        ("test_retries.py", "test_suite_records_retries_in_results_and_replays_them"),
+        ("test_secrets.py", "test_canaries_never_leak_record_and_replay"),
+        ("test_secrets.py", "test_replay_without_keys_set_also_stays_clean"),
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "e2e: an end-to-end self-test (a subprocess run, a recording of every profile, a "
+        "memory measurement): `python3 noxw -s tests-e2e`, not the `tests` loop",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the groups into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent != HERE:
+            continue  # the replayed cells (conformance/suite) group themselves
+        module = item.path.name
+        if module in ONE_WORKER and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(f"module:{module}"))
+        func = getattr(item, "originalname", item.name)
+        if module in E2E_MODULES or (module, func) in E2E_TESTS:
+            item.add_marker(pytest.mark.e2e)
