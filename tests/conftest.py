@@ -7,10 +7,10 @@ Two things, both decided at collection and neither changing what a test does:
   one worker (an ``xdist_group``): under ``--dist loadgroup`` its tests would otherwise be
   spread over both workers, and each would build the fixture again.
 - The ``e2e`` mark: tests that run the suite, a door or a recipe in a subprocess, record the
-  reference profiles, build a wheel, start a cluster or measure a process's memory. The
-  ``tests`` nox session (the README's self-test loop) runs everything else, the ``tests-e2e``
-  session runs these; together they are every test, and ``.ci/run`` runs both. A test can
-  also carry ``@pytest.mark.e2e`` itself.
+  reference profiles, build a wheel, start a cluster or a browser. The ``tests`` nox session
+  (the README's self-test loop) runs everything else, the ``tests-e2e`` session runs these;
+  together they are every test, and ``.ci/run`` runs both. A test can also carry
+  ``@pytest.mark.e2e`` itself.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ ONE_WORKER = frozenset(
         "test_pipeline.py",  # records and replays two providers
         "test_packaging.py",  # builds the wheel and a fresh virtualenv
         "test_cluster.py",  # a LocalCluster of three worker processes
+        "test_report_browser.py",  # launches chromium
     }
 )
 
@@ -40,6 +41,7 @@ E2E_MODULES = frozenset(
         "test_pipeline.py",
         "test_packaging.py",
         "test_cluster.py",
+        "test_report_browser.py",
         "test_door.py",
         "test_outside_use.py",
         "test_ci_recipe.py",
@@ -87,8 +89,8 @@ E2E_TESTS = frozenset(
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "e2e: an end-to-end self-test (a subprocess run, a recording of every profile, a "
-        "memory measurement): `python3 noxw -s tests-e2e`, not the `tests` loop",
+        "e2e: an end-to-end self-test (the suite or a door in a subprocess, every profile "
+        "recorded, a wheel, a cluster, a browser): `python3 noxw -s tests-e2e`, not `tests`",
     )
 
 
