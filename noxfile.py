@@ -163,7 +163,7 @@ def _selects(args: list[str]) -> bool:
     )
 
 
-def _self_tests(session: nox.Session, marks: list[str]) -> None:
+def _self_tests(session: nox.Session, marks: list[str], dist: str) -> None:
     _install(session)
     # Two workers (pytest-xdist): the suite is CPU-bound and this machine has two cores.
     workers = os.environ.get("CONFORMANCE_TEST_WORKERS", "auto")
@@ -173,7 +173,7 @@ def _self_tests(session: nox.Session, marks: list[str]) -> None:
         "-n",
         workers,
         "--dist",
-        "loadgroup",
+        dist,
         f"--report-dir={_scratch(session, 'reports')}",
         *([] if _selects(args) else marks),
         *args,
@@ -184,14 +184,18 @@ def _self_tests(session: nox.Session, marks: list[str]) -> None:
 def tests(session: nox.Session) -> None:
     """Self-tests of the machinery and the replayed provider × scenario cells, without the
     end-to-end ones (`tests-e2e`). With a path, -m or -k the arguments select alone."""
-    _self_tests(session, ["-m", f"not {E2E}"])
+    _self_tests(session, ["-m", f"not {E2E}"], "loadgroup")
 
 
 @nox.session(name="tests-e2e", python=False)
 def tests_e2e(session: nox.Session) -> None:
     """The end-to-end self-tests: the doors, recipes and suite in subprocesses, every
-    reference profile recorded and replayed, the built wheel, a local Dask cluster."""
-    _self_tests(session, ["-m", E2E])
+    reference profile recorded and replayed, the built wheel, a local Dask cluster.
+    `--dist loadscope`: a module's tests on one worker, so that its module fixture (every
+    profile recorded, the committed cassettes replayed, the wheel, the cluster) is built
+    once, not once per worker. (pytest-xdist 3.8's `xdist_group` marks have no effect under
+    pytest 9: it renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    _self_tests(session, ["-m", E2E], "loadscope")
 
 
 @nox.session(python=False)

@@ -1,16 +1,10 @@
-"""How the self-tests are spread over pytest-xdist workers, and which of them are end to end.
+"""Which self-tests are end to end (decided at collection; it changes nothing a test does).
 
-Two things, both decided at collection and neither changing what a test does:
-
-- A module whose module-scoped fixture is expensive (a recording of every reference profile,
-  a replay of the committed cassettes, a built wheel, a local Dask cluster) keeps its tests on
-  one worker (an ``xdist_group``): under ``--dist loadgroup`` its tests would otherwise be
-  spread over both workers, and each would build the fixture again.
-- The ``e2e`` mark: tests that run the suite, a door or a recipe in a subprocess, record the
-  reference profiles, build a wheel, start a cluster or a browser. The ``tests`` nox session
-  (the README's self-test loop) runs everything else, the ``tests-e2e`` session runs these;
-  together they are every test, and ``.ci/run`` runs both. A test can also carry
-  ``@pytest.mark.e2e`` itself.
+The ``e2e`` mark: tests that run the suite, a door or a recipe in a subprocess, record the
+reference profiles, build a wheel, start a cluster or a browser. The ``tests`` nox session
+(the README's self-test loop) runs everything else, the ``tests-e2e`` session runs these;
+together they are every test, and ``.ci/run`` runs both. A test can also carry
+``@pytest.mark.e2e`` itself.
 """
 
 from __future__ import annotations
@@ -20,18 +14,6 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-
-# Modules whose module-scoped fixture costs seconds: one worker each, the fixture built once.
-ONE_WORKER = frozenset(
-    {
-        "test_profiles_e2e.py",  # records every reference profile, then replays it
-        "test_gateway.py",  # replays every profile and the gateway column
-        "test_pipeline.py",  # records and replays two providers
-        "test_packaging.py",  # builds the wheel and a fresh virtualenv
-        "test_cluster.py",  # a LocalCluster of three worker processes
-        "test_report_browser.py",  # launches chromium
-    }
-)
 
 # End-to-end by design: every test in these modules (or nearly) crosses a process boundary.
 E2E_MODULES = frozenset(
@@ -94,14 +76,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the groups into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.parent != HERE:
-            continue  # the replayed cells (conformance/suite) group themselves
+            continue  # the replayed cells (conformance/suite) are not end to end
         module = item.path.name
-        if module in ONE_WORKER and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(f"module:{module}"))
         func = getattr(item, "originalname", item.name)
         if module in E2E_MODULES or (module, func) in E2E_TESTS:
             item.add_marker(pytest.mark.e2e)
