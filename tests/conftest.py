@@ -47,6 +47,10 @@ E2E_TESTS = frozenset(
             "test_cell_memory.py",
             "test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings",
         ),
+        (  # the same test as renamed on main
+            "test_cell_memory.py",
+            "test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most",
+        ),
         ("test_config.py", "test_pytest_reports_a_bad_file_as_one_usage_line"),
         ("test_config.py", "test_pytest_unknown_provider_lists_valid_ones"),
         ("test_config.py", "test_pytest_unknown_scenario_lists_valid_ones"),
