@@ -1,5 +1,5 @@
-"""nox sessions: tests, matrix, field, live, lint, diff, llamacpp, vllm, vllm-parsers, litellm,
-llama-cpp-python, profiles, bench, bench-suite, mutation, clean, clients.
+"""nox sessions: tests, tests-e2e, matrix, field, live, lint, diff, llamacpp, vllm,
+vllm-parsers, litellm, llama-cpp-python, profiles, bench, bench-suite, mutation, clean, clients.
 
 Replay is the default everywhere and never touches the network; `live` records.
 
@@ -102,6 +102,13 @@ def _bin(session: nox.Session, name: str) -> str:
     return str(Path(session.env["VIRTUAL_ENV"]) / "bin" / name)
 
 
+# Bytecode for every Python process of a pytest run, under .nox/ (the checkout stays clean).
+# The self-tests start a hundred-odd Python processes (the doors, the suite, the recipes);
+# where PYTHONDONTWRITEBYTECODE is set each of them compiled every module it imports, and
+# every xdist worker rewrote the asserts of every test module: 40 % of their CPU time.
+BYTECODE = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(HERE / ".nox" / "pycache")}
+
+
 def _pytest(session: nox.Session, *args: str, **kw: object) -> None:
     tmp = _scratch(session, "pytest")
     session.run(
@@ -111,7 +118,7 @@ def _pytest(session: nox.Session, *args: str, **kw: object) -> None:
         *ROOT_ARGS,
         f"--basetemp={tmp}/base",
         *args,
-        env={"TMPDIR": tmp},
+        env={"TMPDIR": tmp, **BYTECODE},
         external=True,
         **kw,
     )  # type: ignore[arg-type]
@@ -141,21 +148,54 @@ def _render_readme(session: nox.Session, report_dir: str = "reports") -> None:
     )
 
 
-@nox.session(python=False)
-def tests(session: nox.Session) -> None:
-    """Self-tests of the machinery and the replayed provider × scenario cells."""
+# The end-to-end self-tests (the `e2e` mark, tests/conftest.py): subprocess runs of the doors
+# and recipes, recordings of every reference profile, a built wheel, a local cluster.
+# `tests` runs the rest (the README's self-test loop), `tests-e2e` these; CI runs both.
+E2E = "e2e"
+
+
+def _selects(args: list[str]) -> bool:
+    """Whether the arguments choose the tests themselves (a path, a node id, -m, -k):
+    then they run as given, e2e or not."""
+    return any(
+        a in ("-m", "-k") or a.startswith(("-m=", "-k=")) or Path(a.split("::")[0]).exists()
+        for a in args
+    )
+
+
+def _self_tests(session: nox.Session, marks: list[str], dist: str) -> None:
     _install(session)
     # Two workers (pytest-xdist): the suite is CPU-bound and this machine has two cores.
     workers = os.environ.get("CONFORMANCE_TEST_WORKERS", "auto")
+    args = list(session.posargs)
     _pytest(
         session,
         "-n",
         workers,
         "--dist",
-        "loadgroup",
+        dist,
         f"--report-dir={_scratch(session, 'reports')}",
-        *session.posargs,
+        *([] if _selects(args) else marks),
+        *args,
     )
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """Self-tests of the machinery and the replayed provider × scenario cells, without the
+    end-to-end ones (`tests-e2e`). With a path, -m or -k the arguments select alone."""
+    _self_tests(session, ["-m", f"not {E2E}"], "loadgroup")
+
+
+@nox.session(name="tests-e2e", python=False)
+def tests_e2e(session: nox.Session) -> None:
+    """The end-to-end self-tests: the doors, recipes and suite in subprocesses, every
+    reference profile recorded and replayed, the built wheel, a local Dask cluster.
+    `--dist loadscope`: a module's tests on one worker, so that its module fixture (every
+    profile recorded, the committed cassettes replayed, the wheel, the cluster) is built
+    once, not once per worker. (pytest-xdist 3.8's `xdist_group` marks have no effect under
+    pytest 9: it renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    _self_tests(session, ["-m", E2E], "loadscope")
 
 
 @nox.session(python=False)

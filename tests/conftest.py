@@ -1,0 +1,90 @@
+"""Which self-tests are end to end (decided at collection; it changes nothing a test does).
+
+The ``e2e`` mark: tests that run the suite, a door or a recipe in a subprocess, record the
+reference profiles, build a wheel, start a cluster or a browser. The ``tests`` nox session
+(the README's self-test loop) runs everything else, the ``tests-e2e`` session runs these;
+together they are every test, and ``.ci/run`` runs both. A test can also carry
+``@pytest.mark.e2e`` itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+# End-to-end by design: every test in these modules (or nearly) crosses a process boundary.
+E2E_MODULES = frozenset(
+    {
+        "test_profiles_e2e.py",
+        "test_gateway.py",
+        "test_pipeline.py",
+        "test_packaging.py",
+        "test_cluster.py",
+        "test_report_browser.py",
+        "test_door.py",
+        "test_outside_use.py",
+        "test_ci_recipe.py",
+    }
+)
+
+# End-to-end tests in modules that are otherwise in-process: each runs the suite (or `run`)
+# in a subprocess. (module, test function)
+E2E_TESTS = frozenset(
+    {
+        (
+            "test_calls_bound.py",
+            "test_a_cell_over_the_bound_is_the_same_error_live_analysed_and_replayed",
+        ),
+        ("test_cell_memory.py", "test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays"),
+        (
+            "test_cell_memory.py",
+            "test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once",
+        ),
+        (
+            "test_cell_memory.py",
+            "test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings",
+        ),
+        (  # the same test as renamed on main
+            "test_cell_memory.py",
+            "test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most",
+        ),
+        ("test_config.py", "test_pytest_reports_a_bad_file_as_one_usage_line"),
+        ("test_config.py", "test_pytest_unknown_provider_lists_valid_ones"),
+        ("test_config.py", "test_pytest_unknown_scenario_lists_valid_ones"),
+        ("test_config.py", "test_pytest_base_url_env_not_http"),
+        ("test_config.py", "test_unset_key_skips_that_provider_and_the_others_run"),
+        ("test_faults.py", "test_suite_end_to_end_faults_side_by_side"),
+        ("test_hostile_text.py", "test_a_lone_surrogate_is_written_escaped_by_run"),
+        ("test_hostile_text.py", "test_an_index_that_is_true_is_judged_and_the_matrix_written"),
+        ("test_hostile_text.py", "test_run_prints_an_http_error_message_escaped"),
+        ("test_hostile_text.py", "test_run_prints_an_error_event_escaped"),
+        ("test_retries.py", "test_suite_records_retries_in_results_and_replays_them"),
+        ("test_secrets.py", "test_canaries_never_leak_record_and_replay"),
+        ("test_secrets.py", "test_replay_without_keys_set_also_stays_clean"),
+        (
+            "test_wire_hostile.py",
+            "test_hidden_keys_never_leak_recorded_or_replayed_without_the_key",
+        ),
+    }
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "e2e: an end-to-end self-test (the suite or a door in a subprocess, every profile "
+        "recorded, a wheel, a cluster, a browser): `python3 noxw -s tests-e2e`, not `tests`",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent != HERE:
+            continue  # the replayed cells (conformance/suite) are not end to end
+        module = item.path.name
+        func = getattr(item, "originalname", item.name)
+        if module in E2E_MODULES or (module, func) in E2E_TESTS:
+            item.add_marker(pytest.mark.e2e)
