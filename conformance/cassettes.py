@@ -252,6 +252,13 @@ def _write_text(f: Any, body: bytes) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")()
     view = memoryview(body)
     for start, end in secrets.slices(body, PIECE):
+        if end - start > PIECE and secrets.clean_bytes(body, start, end):
+            # a line longer than a piece (no line end to cut at) that holds nothing to
+            # redact: escaped a piece at a time, never decoded whole
+            for i in range(start, end, PIECE):
+                j = min(end, i + PIECE)
+                f.write(_escape(decoder.decode(view[i:j], j == len(body))))
+            continue
         f.write(_escape(secrets.redact(decoder.decode(view[start:end], end == len(body)))))
     f.write(b'"\n')
 

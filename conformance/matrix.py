@@ -275,12 +275,13 @@ def build_matrix(
         evidence,
     )
     if scripted:  # vLLM's tool parsers on a scripted model: a section of their own
-        from conformance.report.parsers import scripted_section
+        from conformance.report.parsers import quirks_in, scripted_section
 
         doc.update(scripted_section(scripted, by_key, scen, cassette_root))
-        doc["quirks"] = dict(
-            sorted({**quirk_entries(doc[_SCRIPTED]["cells"]), **doc["quirks"]}.items())
-        )
+        # The steps × load comparison's ids (Q-DELTA-SHAPE-LOAD-DEPENDENT…) are found by no
+        # cell alone; they join the list so the report links them like every other id.
+        shown = quirks_in(doc)
+        doc["quirks"] = dict(sorted({**quirk_entries([], shown), **doc["quirks"]}.items()))
     if gateways:
         doc.update(_gateways(gateways, by_key, profiles, cassette_root))
         through = [c for c in by_key.values() if c["column"].startswith("gateway:")]

@@ -854,6 +854,26 @@ def args_lost_multitoken_delta(frames, rng):
             _discard(frames, pos, tc)
 
 
+BUSY_FRAGMENTS_PER_DELTA = 4  # what one delta of a busy server carries (vLLM, 4 per step)
+
+
+@_mutation
+def delta_shape_load_dependent(frames, rng):
+    """Q-DELTA-SHAPE-LOAD-DEPENDENT: the same calls as a busy server groups them (vLLM under load)."""
+    for group in _calls(frames):
+        if len(group) < 3:  # one fragment or none: nothing to regroup
+            continue
+        (_, opener), (pos, first), rest = group[0], group[1], group[2:]
+        opener["function"]["arguments"] = _args(opener) + _args(first)  # on the opener
+        _discard(frames, pos, first)
+        for at in range(0, len(rest), BUSY_FRAGMENTS_PER_DELTA):
+            (_, keep), *merged = rest[at : at + BUSY_FRAGMENTS_PER_DELTA]
+            keep["function"]["arguments"] = _args(keep) + "".join(_args(tc) for _, tc in merged)
+            for pos, tc in merged:
+                _discard(frames, pos, tc)
+    return finish_same_chunk_as_call(_compact(frames), rng)  # the last fragment ends the turn
+
+
 @_mutation
 def args_absent_no_params(frames, rng):
     """Q-ARGS-ABSENT-NO-PARAMS: a parameterless call streams no ``arguments`` key (vLLM hermes)."""
@@ -1278,6 +1298,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-ARGS-CUMULATIVE": args_cumulative,
     "Q-ARGS-DUPLICATED-ON-FLUSH": args_duplicated_on_flush,
     "Q-ARGS-LOST-MULTITOKEN-DELTA": args_lost_multitoken_delta,
+    "Q-DELTA-SHAPE-LOAD-DEPENDENT": delta_shape_load_dependent,
     "Q-ARGS-ABSENT-NO-PARAMS": args_absent_no_params,
     "Q-ARGS-SERVER-PARSER-CORRUPTION": args_server_parser_corruption,
     "Q-ARGS-INVALID-JSON": args_invalid_json,

@@ -228,6 +228,7 @@ def reporters() -> dict[str, list[Reporter]]:
 def load_reporters() -> dict[str, list[Reporter]]:
     """Import every module that declares reporters, then ``reporters()``."""
     import conformance.analysis  # noqa: F401  (the detectors and, through them, the client)
+    import conformance.report.parsers  # noqa: F401  (the scripted lane's steps x load comparison)
     import conformance.runner  # noqa: F401  (the scenario checks)
 
     return reporters()

@@ -79,9 +79,9 @@ def unsupported_cell(provider: Provider, scenario: Scenario) -> Cell | None:
 
 
 def _evidence(t: Transcript, findings: list[dict[str, Any]], exchange_no: int) -> list[dict]:
-    from conformance.report.evidence import evidence_from_events
+    from conformance.report.evidence import evidence_events, evidence_from_events
 
-    out = evidence_from_events(t.events(), findings)
+    out = evidence_from_events(evidence_events(t), findings)
     for e in out:
         e["exchange"] = exchange_no
         e["data"] = secrets.redact(e["data"])

@@ -15,6 +15,7 @@ leaves half a file.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import logging
 import os
@@ -335,7 +336,8 @@ def redact_bytes(data: bytes) -> bytes:
     A body is redacted a slice of about ``SLICE`` bytes at a time, each cut after a line
     end (no pattern and no known secret spans one, so this is the whole-text redaction):
     its text is never held whole beside its bytes, and a body with nothing to redact is
-    returned as it is. Only a body where ``_split_found`` sees a known secret in a field
+    returned as it is; a line longer than a slice that ``clean_bytes`` finds clean is not
+    even decoded. Only a body where ``_split_found`` sees a known secret in a field
     of several events (or a secret holding a line end) is decoded and redacted whole."""
     if _whole_needed(data):
         text = data.decode("utf-8", "surrogateescape")
@@ -344,6 +346,11 @@ def redact_bytes(data: bytes) -> bytes:
     view = memoryview(data)
     done: list[bytes] | None = None  # from the first slice that changed on
     for start, end in slices(data):
+        if end - start > SLICE and clean_bytes(data, start, end):  # a line longer than a
+            # slice that holds nothing to redact, told from its bytes: not decoded whole
+            if done is not None:
+                done.append(data[start:end])
+            continue
         text = str(view[start:end], "utf-8", "surrogateescape")
         red = redact(text)
         if done is None and red != text:
@@ -351,6 +358,42 @@ def redact_bytes(data: bytes) -> bytes:
         if done is not None:
             done.append(red.encode("utf-8", "surrogateescape"))
     return data if done is None else b"".join(done)
+
+
+_PREFIXES_B = tuple(p.encode() for prefixes, _ in _SHAPES for p in prefixes)
+_HIDING_B = tuple(h.encode() for h in _HIDING)
+
+
+def clean_bytes(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``redact`` leaves ``data[start:end]`` (decoded) as it is, told from the
+    bytes without decoding them or copying more than ``_HINT_STEP`` bytes: ASCII (so
+    case-folding is ``lower``) holding none of what ``redact`` looks for (a known secret,
+    a JSON escape that could hide one, a key shape's prefix, a scheme's name, a query's
+    ``=`` with ``?`` or ``&``, a URL's ``@`` with ``://``). False when unsure: a slice
+    that is not clean is redacted as text, so this only spares the decoding of a line
+    as long as a body that holds nothing to redact."""
+    end = len(data) if end is None else end
+    step = _HINT_STEP
+    for i in range(start, end, step):  # first: the scheme test below relies on ASCII
+        piece = data[i : min(end, i + step + 6)]
+        if not piece.isascii():
+            return False
+        low = piece.lower()
+        if b"bearer" in low or b"basic" in low or b"token " in low or b"token\t" in low:
+            return False
+    known = _by_length
+    hiding = _HIDING_B if known else ()
+    for needle in (*_PREFIXES_B, *hiding):
+        if data.find(needle, start, end) >= 0:
+            return False
+    for s in known:
+        if not s.isascii() or data.find(s.encode("ascii"), start, end) >= 0:
+            return False  # (a secret beyond ASCII cannot be in ASCII text: unsure anyway)
+    if data.find(b"=", start, end) >= 0 and (
+        data.find(b"?", start, end) >= 0 or data.find(b"&", start, end) >= 0
+    ):
+        return False
+    return not (data.find(b"@", start, end) >= 0 and data.find(b"://", start, end) >= 0)
 
 
 SLICE = 1 << 20  # bytes of a body redacted at once
@@ -391,9 +434,14 @@ def _whole_needed(data: bytes) -> bool:
     if b"data:" not in data:
         return False
     view = memoryview(data)
+    keep = _split_keep(secrets_)
 
     def value(m: re.Match[bytes]) -> str:  # decoded once: no copy of a line as long as a body
         start = m.start() + 5 + (data[m.start() + 5 : m.start() + 6] == b" ")
+        if m.end() - start > LONG_LINE:  # its long strings cut to their ends first
+            pieces = shorten_strings(data, start, m.end(), keep)
+            if len(pieces) > 1:
+                return b"".join(pieces).decode("utf-8", "surrogateescape")
         return str(view[start : m.end()], "utf-8", "surrogateescape")
 
     return _split_found_in(
@@ -558,10 +606,103 @@ def _split_found_in(payloads: Iterable[str]) -> bool:
 
 
 def _text_payloads(text: str) -> Iterator[str]:
+    keep = _split_keep(_by_length)
+
+    def value(m: re.Match[str]) -> str:  # as _whole_needed's: a long line's strings cut
+        start = m.start() + 5 + (text[m.start() + 5 : m.start() + 6] == " ")
+        if m.end() - start > LONG_LINE:
+            return "".join(shorten_strings(text, start, m.end(), keep))
+        return text[start : m.end()]
+
     return _payloads(
-        ((m.start(), m.end(), m.group()) for m in _DATA_LINE.finditer(text)),
+        ((m.start(), m.end(), value(m)) for m in _DATA_LINE.finditer(text)),
         lambda end, start: _BLANK.search(text, end, start) is not None,
+        _joined,
     )
+
+
+# ------------------------------------------------------------------ long strings
+
+LONG_LINE = 1 << 16  # a data line longer than this has its long strings cut to their ends
+# A JSON string literal, as the grammar has it (only its escapes, no control character):
+# a literal that is not one is never cut, so a payload that is not JSON stays not JSON.
+_JSON_STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
+_JSON_STRING_B = re.compile(_JSON_STRING.encode())
+_JSON_STRING_S = re.compile(_JSON_STRING)
+
+
+def _split_keep(secrets_: tuple[str, ...]) -> int:
+    """What of a long string's ends the split search needs: a secret continued at its
+    start or begun at its end, each character written as a ``\\uXXXX`` escape at worst."""
+    return max(4096, 8 * len(secrets_[0])) if secrets_ else 4096
+
+
+def shorten_strings(data: Any, start: int, end: int, keep: int) -> list[Any]:
+    """``data[start:end]`` (str, or bytes as UTF-8: pieces as memoryviews) as pieces, each JSON string literal in
+    it longer than about ``2 * keep`` cut to its first and last ``keep`` characters or so
+    (never inside an escape or a UTF-8 character; never where the cut part is not
+    valid UTF-8): the same JSON structure, its strings' ends, its first ``keep``
+    characters, and its validity as JSON and as UTF-8, without a copy of an 8 MiB tool
+    name. What the split-key search needs of a long line, and the evidence of an event."""
+    text = isinstance(data, str)
+    pattern = _JSON_STRING_S if text else _JSON_STRING_B
+    ascii_ = text or data.isascii()
+    view = data if text else memoryview(data)  # bytes handed on as views: no copy
+    out, pos = [], start
+    for m in pattern.finditer(data, start, end):
+        a, b = m.start() + 1, m.end() - 1  # the literal's inside
+        if b - a <= 2 * keep + 64:
+            continue
+        head = _char_start(data, _escape_cut(data, a, a + keep), a)
+        tail = _char_start(data, _escape_cut(data, a, b - keep), head)
+        if not ascii_ and not _utf8_between(data, head, tail):
+            continue
+        out.append(view[pos:head])
+        pos = tail
+    out.append(view[pos:end])
+    return out
+
+
+def _escape_cut(data: Any, a: int, x: int) -> int:
+    """``x``, or the start of the escape that ``x`` falls inside (in a string literal
+    whose inside starts at ``a``: an escape starts at a backslash ending an odd run)."""
+    bs = "\\" if isinstance(data, str) else b"\\"
+    p = data.rfind(bs, max(a, x - 5), x)
+    if p < 0:
+        return x
+    q = p  # the run's start, found 64 characters at a time (a run may be long)
+    while q > a:
+        window = data[max(a, q - 64) : q]
+        n = len(window) - len(window.rstrip(bs))
+        q -= n
+        if n < len(window):
+            break
+    if (p - q) % 2:  # an even run ends at p: the backslash at p is escaped, no escape
+        return x
+    size = 6 if data[p + 1 : p + 2] in ("u", b"u") else 2
+    return p if p + size > x else x
+
+
+def _char_start(data: Any, x: int, floor: int) -> int:
+    """``x``, moved back to the start of the UTF-8 character it falls inside (bytes)."""
+    if isinstance(data, str):
+        return x
+    while x > floor and 0x80 <= data[x] < 0xC0:
+        x -= 1
+    return x
+
+
+def _utf8_between(data: bytes, a: int, b: int) -> bool:
+    """Whether ``data[a:b]`` is valid UTF-8, decoded a slice at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for i in range(a, b, SLICE):
+            decoder.decode(view[i : min(b, i + SLICE)])
+        decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def redact_split(text: str) -> str:

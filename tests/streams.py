@@ -805,6 +805,95 @@ def traced(fn: Callable[[], Any]) -> tuple[Any, int]:
         tracemalloc.stop()
 
 
+# ------------------------------------------------------------------ a cell's memory
+
+# A pytest plugin for the suite's own process (``-p cellmem``, written by ``cell_peaks``):
+# tracemalloc from the start of the cell (its setup, where a replay loads the cassette;
+# the exchange under vcrpy and the analysis; its teardown, where pytest-recording writes
+# the cassette) to its end, and the peak of each of those three phases above what was
+# allocated when it began. The result, in bytes, goes to ``$CELLMEM_OUT`` as JSON: ``peak``
+# (the whole cell, above what was allocated before it), ``setup``, ``call``, ``teardown``,
+# and ``hwm``, the process' peak RSS (VmHWM; interpreter and pytest included).
+CELL_PEAKS_PLUGIN = """
+import json, os, tracemalloc, pytest
+
+_peaks, _phases = [], {}
+
+def _phase(name):
+    _peaks.append(tracemalloc.get_traced_memory()[1])
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    yield
+    peak = tracemalloc.get_traced_memory()[1]
+    _phases[name] = peak - start
+    _peaks.append(peak)
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _phase("setup")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _phase("call")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield from _phase("teardown")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    yield
+    peak = max(_peaks + [tracemalloc.get_traced_memory()[1]]) - base
+    tracemalloc.stop()
+    with open("/proc/self/status") as f:  # the process' peak RSS (Linux), for benchmarks
+        hwm = next((int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:")), None)
+    with open(os.environ["CELLMEM_OUT"], "w") as f:
+        json.dump({"cell": item.nodeid, "peak": peak, **_phases, "hwm": hwm}, f)
+"""
+
+
+def cell_peaks(
+    tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """Run the real suite (``faults.run_suite``) on ``tmp``'s providers.yaml with
+    ``args`` and ``CELL_PEAKS_PLUGIN``: its process and the peaks of its one cell."""
+    from faults import run_suite
+
+    (tmp / "cellmem.py").write_text(CELL_PEAKS_PLUGIN)
+    out = tmp / "peak.json"
+    out.unlink(missing_ok=True)
+    proc = run_suite(
+        tmp,
+        *args,
+        "-p",
+        "cellmem",
+        env={**(env or {}), "PYTHONPATH": str(tmp), "CELLMEM_OUT": str(out)},
+    )
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(out.read_text())
+
+
+def long_names_body(name: int = 8 << 20, id_: int = 4 << 20) -> bytes:
+    """A stream that ends normally, made mostly of one tool call's name (8 MiB) and id
+    (4 MiB) in one event: what would make every copy of a field as costly as the body."""
+    env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+
+    def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return b"data: " + json.dumps({**env, "choices": [choice]}).encode() + b"\n\n"
+
+    call = {"index": 0, "id": "c" * id_, "type": "function"}
+    return (
+        ev({"role": "assistant", "content": None})
+        + ev({"tool_calls": [{**call, "function": {"name": "n" * name, "arguments": ""}}]})
+        + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
+        + ev({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+
+
 def cell_result(reports: Path) -> dict[str, Any]:
     """The one cell a suite run wrote under ``reports``."""
     (path,) = (reports / "results").glob("*.json")

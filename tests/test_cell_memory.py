@@ -9,6 +9,9 @@
   evidence) and held once: the cell's peak stays under the body + 6 MiB, recorded and
   replayed; the cassette is written, and loaded, with no copy of the body beside
   vcrpy's;
+- end to end, a 12 MiB body made of an 8 MiB tool name and a 4 MiB id: the body and one
+  parse of its event, recorded and replayed (the split-key search and the evidence read
+  long strings by their ends, a long clean line is neither decoded nor escaped whole);
 - unit: the transport's buffer (one byte per chunk costs no more than the bytes, a body
   near ``max_bytes`` is held about once, not twice), the cut at an event boundary, the
   marker, and the line-by-line cassette writer (the same bytes and the same redaction as
@@ -27,7 +30,9 @@ from typing import Any
 import httpx
 import pytest
 from faults import fault_server, providers_yaml, run_suite, stream_server
-from streams import cell_result, traced
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streams import cell_peaks, cell_result, long_names_body, traced
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer, yamlserializer
@@ -47,52 +52,9 @@ from conformance.transport import (
 
 MiB = 2**20
 
-# Runs inside the suite's pytest process: tracemalloc from the start of the cell (its
-# setup, where a replay loads the cassette; the exchange under vcrpy and the analysis;
-# its teardown, where pytest-recording writes the cassette) to its end, and the peak of
-# each of those three phases above what was allocated when it began.
-PLUGIN = """
-import json, os, tracemalloc, pytest
-
-_peaks, _phases = [], {}
-
-def _phase(name):
-    _peaks.append(tracemalloc.get_traced_memory()[1])
-    tracemalloc.reset_peak()
-    start = tracemalloc.get_traced_memory()[0]
-    yield
-    peak = tracemalloc.get_traced_memory()[1]
-    _phases[name] = peak - start
-    _peaks.append(peak)
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item):
-    yield from _phase("setup")
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    yield from _phase("call")
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item):
-    yield from _phase("teardown")
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    yield
-    peak = max(_peaks + [tracemalloc.get_traced_memory()[1]]) - base
-    tracemalloc.stop()
-    with open(os.environ["CELLMEM_OUT"], "w") as f:
-        json.dump({"cell": item.nodeid, "peak": peak, **_phases}, f)
-"""
-
 
 def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: Path) -> None:
     max_bytes = 4 * MiB
-    (tmp_path / "cellmem.py").write_text(PLUGIN)
-    env = {"PYTHONPATH": str(tmp_path), "CELLMEM_OUT": str(tmp_path / "peak.json")}
     with fault_server(max_wait=60) as fs:
         (tmp_path / "providers.yaml").write_text(
             providers_yaml(
@@ -106,11 +68,9 @@ def test_an_endless_cell_holds_max_bytes_plus_a_constant_and_replays(tmp_path: P
                 }
             )
         )
-        rec = run_suite(
-            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
-        )
+        rec, peaks = cell_peaks(tmp_path, "--record-mode=all", "--scenario", "single")
     assert "1 failed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
-    peak = json.loads((tmp_path / "peak.json").read_text())["peak"]
+    peak = peaks["peak"]
     # k = 1: the transport holds the body as it came (no copy) until a limit ends it,
     # then hands on only its first 256 KiB. C = 4 MiB: that prefix copied by vcrpy, the
     # scrub, the exchange, the analysis and the YAML writer (about 6 times, 1.5 MiB),
@@ -172,14 +132,9 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     events = 4352  # 4352 * 862 bytes + 451 bytes of end: 3.6 MiB, 90 % of max_bytes
     body = len(LONG_EVENT) * events + len(LONG_END)
     assert body == 3751875
-    (tmp_path / "cellmem.py").write_text(PLUGIN)
     # with a key, as a real provider has: the body's redaction then also looks for it
     # split across events (which held every event parsed: 31.6 MiB here before)
-    env = {
-        "PYTHONPATH": str(tmp_path),
-        "CELLMEM_OUT": str(tmp_path / "peak.json"),
-        "CELLMEM_KEY": "sk-cellmem0123456789abcdef",
-    }
+    env = {"CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
     with stream_server(lambda w: _long_body(w, events)) as base_url:
         (tmp_path / "providers.yaml").write_text(
             providers_yaml(
@@ -194,11 +149,8 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
                 }
             )
         )
-        rec = run_suite(
-            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
-        )
+        rec, live = cell_peaks(tmp_path, "--record-mode=all", "--scenario", "single", env=env)
     assert "1 passed" in rec.stdout, rec.stdout[-3000:] + rec.stderr[-3000:]
-    live = json.loads((tmp_path / "peak.json").read_text())
     # k = 1: the body held once, by the transport's buffer handed on to vcrpy without a
     # copy. Measured (3.6 MiB body, of which 2.8 MiB content text): 8.6 MiB, the body +
     # 5.0 MiB, in the call (the exchange and the analysis: the buffer an eighth over, the
@@ -218,11 +170,8 @@ def test_a_body_that_ends_normally_near_max_bytes_is_kept_whole_and_held_once(
     assert CUT_HEADER not in t.headers and t.transport_error is None
     assert cell_result(tmp_path / "reports")["verdict"] == "conforms"
 
-    rep = run_suite(
-        tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single", env=env
-    )
+    rep, replay = cell_peaks(tmp_path, "--record-mode=none", "--scenario", "single", env=env)
     assert "1 passed" in rep.stdout, rep.stdout[-3000:] + rep.stderr[-3000:]
-    replay = json.loads((tmp_path / "peak.json").read_text())
     # The replay loads the cassette in the cell's setup: the body, decoded from its line
     # a slice at a time into a buffer grown in place, and a first load's imports.
     # Measured: the body + 2.1 MiB; before, 11.6 MiB (3.25 x the body: the file's text
@@ -665,49 +614,13 @@ def test_every_split_occurrence_is_marked_and_nothing_past_it(
 # ------------------------------------------------------------------ names and ids as long as a body
 
 
-def _long_names_body() -> bytes:
-    """An 8 MiB tool name and a 4 MiB id in one event: a 12 MiB body that ends normally."""
-    env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
-
-    def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return (
-            b"data: "
-            + json.dumps(
-                {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            ).encode()
-            + b"\n\n"
-        )
-
-    return (
-        ev({"role": "assistant", "content": None})
-        + ev(
-            {
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "c" * (4 * MiB),
-                        "type": "function",
-                        "function": {"name": "n" * (8 * MiB), "arguments": ""},
-                    }
-                ]
-            }
-        )
-        + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
-        + ev({}, "tool_calls")
-        + b"data: [DONE]\n\n"
-    )
-
-
-def test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings(
+def test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most(
     tmp_path: Path,
 ) -> None:
-    body = _long_names_body()
-    (tmp_path / "cellmem.py").write_text(PLUGIN)
-    env = {
-        "PYTHONPATH": str(tmp_path),
-        "CELLMEM_OUT": str(tmp_path / "peak.json"),
-        "CELLMEM_KEY": "sk-cellmem0123456789abcdef",
-    }
+    """An 8 MiB tool name and a 4 MiB id in one event (a 12 MiB body, with a key set):
+    the cell holds the body and one parse of that event, not copies of them."""
+    body = long_names_body()
+    env = {"CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
     with stream_server(lambda w: w.write(body)) as base_url:
         (tmp_path / "providers.yaml").write_text(
             providers_yaml(
@@ -722,29 +635,202 @@ def test_a_name_and_an_id_as_long_as_the_body_are_not_held_again_by_findings(
                 }
             )
         )
-        rec = run_suite(
-            tmp_path, "--record-mode=all", "-p", "cellmem", "--scenario", "single", env=env
-        )
+        rec, live = cell_peaks(tmp_path, "--record-mode=all", "--scenario", "single", env=env)
     assert "Traceback" not in rec.stdout + rec.stderr, rec.stdout[-3000:]
-    live = json.loads((tmp_path / "peak.json").read_text())
     live_cell = cell_result(tmp_path / "reports")
     (t,) = read_cassette_file(tmp_path / "cassettes" / "names" / "single.yaml")
     assert t.raw == body  # whole in the cassette
-    # The call (the exchange and the analysis): measured the body + 36.8 MiB: the body,
-    # the event's payload text and its parse in the split-key search, then in the
-    # analysis and again in the evidence's pass, the name and id the calls keep. Before,
-    # the body + 64.6 MiB: the line joined and concatenated (one copy more), the
-    # payload's line, its data and its payload copied again by the split-key search,
-    # and two findings quoting the id and the name whole (12 MiB of messages held).
-    assert live["call"] <= len(body) + 40 * MiB, live["call"] / MiB
-    rep = run_suite(
-        tmp_path, "--record-mode=none", "-p", "cellmem", "--scenario", "single", env=env
-    )
-    replay = json.loads((tmp_path / "peak.json").read_text())
-    # measured the body + 36.9 MiB (its load: the body + 24 MiB); before, the body + 64.7 MiB
-    assert replay["peak"] <= len(body) + 40 * MiB, replay["peak"] / MiB
+    # Recorded, measured the body + 24.6 MiB: the body, and the event's line and its
+    # parse in the analysis (the SSE parser holds the line's text and the value parsed
+    # from it at once: 2 x 12 MiB), of which the analysis keeps the name and the id. The
+    # split-key search reads a long line's long strings by their ends only
+    # (secrets.shorten_strings), the evidence parses the body with them cut, and the
+    # redaction tells from the bytes that a long line holds nothing to redact. Before:
+    # the body + 49.3 MiB at the cassette's write (the line decoded and escaped whole:
+    # 36 MiB) and the body + 36.8 MiB in the call (the split-key search's decoding and
+    # parse of the line, the evidence's second parse beside the analysis' name and id).
+    assert live["peak"] <= len(body) + 28 * MiB, live["peak"] / MiB
+    assert live["call"] <= len(body) + 28 * MiB, live["call"] / MiB
+    # the cassette's write: the body escaped a piece at a time (measured 0.5 MiB)
+    assert live["teardown"] <= 1.5 * MiB, live["teardown"] / MiB
+    rep, replay = cell_peaks(tmp_path, "--record-mode=none", "--scenario", "single", env=env)
+    # the load (and vcrpy's scrub of what it loaded): measured the body + 1.5 MiB; before,
+    # the body + 24.1 MiB (the split-key search on the line)
+    assert replay["setup"] <= len(body) + 3 * MiB, replay["setup"] / MiB
+    # measured the body + 24.8 MiB (the analysis, as recorded); before, the body + 37 MiB
+    assert replay["peak"] <= len(body) + 28 * MiB, replay["peak"] / MiB
     replayed = cell_result(tmp_path / "reports")
-    for key in ("verdict", "reason", "quirks", "findings", "tool_calls"):
+    for key in ("verdict", "reason", "quirks", "findings", "tool_calls", "evidence"):
         assert replayed[key] == live_cell[key], key
     assert "more characters not shown" in json.dumps(live_cell["findings"])
     assert rep.returncode == rec.returncode
+
+
+# ------------------------------------------------------------------ long strings cut to their ends
+
+SHORTEN = [  # (a JSON line, keep, what shorten_strings makes of it): written by hand
+    (
+        b'{"a": "' + b"x" * 200 + b'", "b": 1}',
+        10,
+        b'{"a": "' + b"x" * 10 + b"x" * 10 + b'", "b": 1}',
+    ),
+    (b'{"a": "short"}', 10, b'{"a": "short"}'),  # not longer than 2 * keep + 64
+    # the head's end falls inside \u0041: cut before it; the tail's start inside \n: kept whole
+    (
+        b'["' + b"y" * 8 + b"\\u0041" + b"z" * 150 + b"\\n" + b"w" * 9 + b'"]',
+        10,
+        b'["' + b"y" * 8 + b"\\n" + b"w" * 9 + b'"]',
+    ),
+    # an escaped backslash before the cut is no escape: the cut stays where it is
+    (
+        b'["' + b"v" * 8 + b"\\\\" + b"u" * 190 + b'"]',
+        10,
+        b'["' + b"v" * 8 + b"\\\\" + b"u" * 10 + b'"]',
+    ),
+    # a control character makes it no JSON string: never cut, so the line stays no JSON
+    (
+        b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]',
+        10,
+        b'["' + b"t" * 100 + b"\x01" + b"t" * 100 + b'"]',
+    ),
+    # a UTF-8 character at the cut is kept whole; invalid UTF-8 in the middle: not cut
+    (
+        b'["' + b"s" * 9 + "\u00e9".encode() + b"s" * 190 + b'"]',
+        10,
+        b'["' + b"s" * 9 + b"s" * 10 + b'"]',
+    ),
+    (
+        b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]',
+        10,
+        b'["' + b"r" * 100 + b"\xff" + b"r" * 100 + b'"]',
+    ),
+]
+
+
+@pytest.mark.parametrize("line,keep,short", SHORTEN)
+def test_long_strings_are_cut_to_their_ends_never_inside_an_escape(
+    line: bytes, keep: int, short: bytes
+) -> None:
+    assert b"".join(secrets.shorten_strings(line, 0, len(line), keep)) == short
+    if line.isascii():  # text is cut the same way (by characters, as the split search reads it)
+        text = line.decode()
+        assert "".join(secrets.shorten_strings(text, 0, len(text), keep)) == short.decode()
+
+
+def test_a_cut_line_keeps_its_structure_and_its_validity() -> None:
+    value = {"a": ['\u00e9\\"' * 300, {"b": "x" * 5000}], "c": "\U0001f600" * 400, "d": 1}
+    for ascii_ in (True, False):
+        line = json.dumps(value, ensure_ascii=ascii_).encode()
+        cut = b"".join(secrets.shorten_strings(line, 0, len(line), 100))
+        assert len(cut) < len(line) // 4
+        short = json.loads(cut)
+        assert short["d"] == 1 and short["a"][1]["b"].startswith("x" * 90)
+        assert short["a"][0][:50] == value["a"][0][:50]  # type: ignore[index]
+    bad = b'{"a": "' + b"x" * 5000 + b'", "b": }'
+    with pytest.raises(ValueError):  # not JSON before, not JSON after
+        json.loads(b"".join(secrets.shorten_strings(bad, 0, len(bad), 100)))
+
+
+CLEAN = [  # (text, whether clean_bytes may say clean): written by hand
+    ("n" * 300_000, True),
+    ("plain text, nothing to hide\n", True),
+    ("a Bearer abcdefghijkl", False),
+    ("a bEaReR abcdefghijkl", False),
+    ("token\tabcdefgh1234", False),
+    ("sk-abcdefghijklmnopqrstu", False),
+    ("x=1&y=2", False),
+    ("x=1 y=2", True),
+    ("http://u@h/", False),
+    ("mail me @ home", True),
+    ("caf\u00e9", False),  # beyond ASCII: unsure, redacted as text
+    ("a CANARYmem0123456789 b", False),
+    ('"\\u0043ANARYmem0123456789"', False),  # an escape that could hide the secret
+]
+
+
+@pytest.mark.parametrize("text,clean", CLEAN)
+def test_clean_bytes_says_clean_only_where_redact_changes_nothing(
+    canary: str, text: str, clean: bool
+) -> None:
+    data = text.encode()
+    assert secrets.clean_bytes(data) is clean
+    if clean:
+        assert secrets.redact(text) == text
+    # a long line is told apart across the hint's steps too
+    padded = b"p" * 70_000 + data + b"q" * 70_000
+    assert secrets.clean_bytes(padded, 3, len(padded) - 3) is clean
+
+
+# pieces of what redact looks for, and of what it does not: joined at random
+_PIECES = [
+    "Bearer ", "bear", "er ", "BASIC ", "ToKeN\t", "token ", "abcdefgh12345678", "sk-",
+    "AIza", "gsk_", "xai-", "hf_", "?", "&", "=", "@", "://", "\\u0043", "\\/", "\\",
+    "CANARYmem01", "23456789", "n", " ", "\n", "\u00e9", "\u017f", "\u212a", "x" * 40,
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_clean_bytes_never_says_clean_where_redact_changes_something(pieces: list[str]) -> None:
+    secrets.register(CANARY)
+    try:
+        text = "".join(pieces)
+        if secrets.clean_bytes(text.encode()):
+            assert secrets.redact(text) == text
+    finally:
+        secrets.forget(CANARY)
+
+
+def test_a_line_longer_than_a_slice_is_not_decoded_when_its_bytes_are_clean(canary: str) -> None:
+    body = b'data: {"a": "' + b"n" * (3 * MiB) + b'"}\n\ndata: [DONE]\n\n'
+    out, peak = traced(lambda: secrets.redact_bytes(body))
+    assert out is body and peak < MiB, peak / MiB  # before: its 3 MiB of text
+    for hot in (
+        b" " + canary.encode(),
+        b" Bearer abcdefghijkl",
+        b" \xc3\xa9 sk-abcdefghijklmnopqrst",
+    ):
+        dirty = b"data: " + b"n" * (3 * MiB) + hot + b"\n\n"
+        assert secrets.redact_bytes(dirty) == secrets.redact(
+            dirty.decode("utf-8", "surrogateescape")
+        ).encode("utf-8", "surrogateescape")
+        assert b"<redacted>" in secrets.redact_bytes(dirty)
+
+
+def test_a_key_split_at_a_long_strings_end_is_still_found(canary: str) -> None:
+    long = "w" * (3 * MiB)
+    for first, second in (
+        (long + "CANARYmem01", "23456789"),  # begun at a long fragment's end
+        ("CANARYmem01", "23456789" + long),  # continued at a long fragment's start
+    ):
+        body = (_ev(first) + "\n\n" + _ev(second) + "\n\n").encode()
+        assert secrets._whole_needed(body)
+        out = secrets.redact_bytes(body)
+        assert b"CANARY" not in out and b"23456789" not in out
+        text = body.decode()
+        assert "CANARY" not in secrets.redact_body(text)
+    clean = (_ev(long + "CANARYmem0") + "\n\n" + _ev("x") + "\n\n").encode()
+    (found, peak) = traced(lambda: secrets._whole_needed(clean))
+    assert found is False and peak < MiB, peak / MiB  # the line never decoded whole
+
+
+def test_the_evidence_of_long_strings_is_the_evidence_of_the_whole_parse() -> None:
+    from conformance.readers import exchange_transcript
+    from conformance.report.evidence import evidence_events, evidence_from_events
+
+    bodies = [
+        long_names_body(300_000, 200_000),
+        long_names_body(300_000, 200_000).replace(b"data: ", b"data:", 1)
+        + b": note\n\ndata: {bad\n\n",
+        b'data: {"a": "' + b"\xff" * 100_000 + b'"}\n\ndata: [DONE]\n\n',  # bad UTF-8
+        b'data: {"a": "' + b"x" * 100_000 + b'\x01"}\n\n',  # not JSON
+    ]
+    for body in bodies:
+        t = exchange_transcript("x", "live", None, 200, {"content-type": "text/event-stream"}, body)
+        findings = [{"event": n} for n in range(8)]
+        want = evidence_from_events(t.events(), findings)
+        events, peak = traced(lambda t=t: list(evidence_events(t)))  # type: ignore[misc]
+        assert evidence_from_events(events, findings) == want
+        assert [e.kind for e in events] == [e.kind for e in t.events()]
+        if b"n" * 1000 in body:  # (the whole parse: twice the body; a line not cut: so)
+            assert peak < len(body) // 2, peak

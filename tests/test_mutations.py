@@ -207,6 +207,7 @@ TOUCHES = {
     "Q-ARGS-CUMULATIVE": {"tool_deltas"},
     "Q-ARGS-DUPLICATED-ON-FLUSH": {"tool_deltas", "count"},
     "Q-ARGS-LOST-MULTITOKEN-DELTA": {"tool_deltas", "count"},
+    "Q-DELTA-SHAPE-LOAD-DEPENDENT": {"tool_deltas", "count"},  # regrouped, finish with the call
     "Q-ARGS-ABSENT-NO-PARAMS": {"tool_deltas", "count"},
     "Q-ARGS-SERVER-PARSER-CORRUPTION": {"tool_deltas", "count", "content"},  # + the text
     "Q-ARGS-INVALID-JSON": {"tool_deltas", "count"},

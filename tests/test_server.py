@@ -368,6 +368,12 @@ def _args_lost(f, c, r):
     assert sent == [(x["name"], "") for x in c]
 
 
+@shape("Q-DELTA-SHAPE-LOAD-DEPENDENT")
+def _delta_shape_load(f, c, r):
+    # the reference's calls, in fewer deltas (what a busy server sends for the same output)
+    assert assemble(f) == assemble(r) == c and len(deltas(f)) < len(deltas(r))
+
+
 @shape("Q-ARGS-ABSENT-NO-PARAMS")
 def _args_absent(f, c, r):
     assert c[0]["arguments"] == "{}"

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 from faults import HIDDEN, fault_server, providers_yaml, run_suite, stream_server
+from streams import long_names_body, traced
 from test_secrets import _forms
 
 from conformance import decoding, secrets
@@ -123,16 +124,6 @@ BOMBS = {
 }
 
 
-def _traced(fn: Callable[[], Any]) -> tuple[Any, int]:
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        return fn(), tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 # ------------------------------------------------------------------ cause 3: decoding
 
 
@@ -144,7 +135,7 @@ def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
     url = raw_server(headers, body)
     limits = Limits(max_bytes=MiB, first_byte_timeout=10, idle_timeout=10, total_timeout=30)
     with make_client(limits) as client:
-        t, peak = _traced(lambda: exchange(client, url, REQUEST, limits=limits))
+        t, peak = traced(lambda: exchange(client, url, REQUEST, limits=limits))
     assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", (
         how,
         t.transport_error,
@@ -167,7 +158,7 @@ def test_a_bomb_replayed_is_bounded_too(how: str) -> None:
 
     limits = Limits(max_bytes=MiB)
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
-        t, peak = _traced(
+        t, peak = traced(
             lambda: exchange(client, "http://replay.invalid/v1", REQUEST, limits=limits)
         )
     assert t.transport_error == f"stream exceeded {MiB} bytes (limits.max_bytes)", t.transport_error
@@ -204,7 +195,7 @@ def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> 
             }
         )
     )
-    (t,), peak = _traced(lambda: read_path(har))
+    (t,), peak = traced(lambda: read_path(har))
     assert (
         t.transport_error
         == f"stream exceeded {decoding.DEFAULT_MAX_BYTES} bytes (limits.max_bytes)"
@@ -468,44 +459,12 @@ def test_hidden_keys_never_leak_recorded_or_replayed_without_the_key(tmp_path: P
 # ------------------------------------------------------------------ cause 5: fields
 
 
-def _long_names_body() -> bytes:
-    env = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
-
-    def ev(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return (
-            b"data: "
-            + json.dumps(
-                {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            ).encode()
-            + b"\n\n"
-        )
-
-    return (
-        ev({"role": "assistant", "content": None})
-        + ev(
-            {
-                "tool_calls": [
-                    {
-                        "index": 0,
-                        "id": "c" * (4 * MiB),
-                        "type": "function",
-                        "function": {"name": "n" * (8 * MiB), "arguments": ""},
-                    }
-                ]
-            }
-        )
-        + ev({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "P"}'}}]})
-        + ev({}, "tool_calls")
-        + b"data: [DONE]\n\n"
-    )
-
-
 def test_long_names_and_ids_are_cut_in_results_with_a_marker() -> None:
     from conformance.providers import provider_from_entry
     from conformance.runner import CellRunner
     from conformance.scenarios import SCENARIOS
 
-    body = _long_names_body()
+    body = long_names_body()
     with stream_server(lambda w: w.write(body)) as url:
         p = provider_from_entry(
             "p", {"base_url": url, "model": "m", "limits": {"max_bytes": 16 * MiB}}
@@ -515,7 +474,7 @@ def test_long_names_and_ids_are_cut_in_results_with_a_marker() -> None:
             cell = runner.run(p, SCENARIOS["single"])
         finally:
             runner.close()
-    result, peak = _traced(cell.to_json)
+    result, peak = traced(cell.to_json)
     text = json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True)
     assert len(text) < 3 * MiB, f"{len(text) / MiB:.1f} MiB of results for a 12 MiB body"
     assert peak < 8 * MiB, f"to_json peaked at {peak / MiB:.1f} MiB"

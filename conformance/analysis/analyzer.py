@@ -89,6 +89,8 @@ TEXT_KEPT = 1 << 20
 # the analysis (about 2.7 KB over the three strategies, the index state and the results)
 # stays a few MiB, where a body of tiny calls would cost a GB at the default max_bytes.
 CALLS_KEPT = 1024
+# The strategies' enum members, looked up once (an enum attribute costs a lookup each time).
+_NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
 
 
 class Analyzer:
@@ -194,19 +196,20 @@ class Analyzer:
             self.naive.compact()
             self.guarded.compact()
             self.robust.compact()
-        if ev.kind == COMMENT:
+        kind = ev.kind
+        if kind == CHUNK:  # nearly every event: tested first
+            self.feed_chunk(ev.chunk, ev.n)
+        elif kind == COMMENT:
             for detector in COMMENT_DETECTORS:
                 detector(self, ev)
-        elif ev.kind == FAULT:
+        elif kind == FAULT:
             self.find("R-SSE-WELL-FORMED", ev.data, event=ev.n)
             self.cut_inside_event = ev.data.startswith(CUT_FAULT)
-        elif ev.kind == DONE:
+        elif kind == DONE:
             self.done_seen = True
-        elif ev.kind == NONJSON:
+        elif kind == NONJSON:
             for detector in NONJSON_DETECTORS:
                 detector(self, ev)
-        elif ev.kind == CHUNK:
-            self.feed_chunk(ev.chunk, ev.n)
 
     def feed_chunk(self, chunk: Any, n: int) -> None:
         if self._template is not None and type(chunk) is dict and self._feed_steady(chunk, n):
@@ -230,11 +233,33 @@ class Analyzer:
         for k, v in t.values:
             if chunk[k] != v:
                 return False
-        frag = _fragment(chunk)
-        if frag is None:
+        # _fragment's tests, inlined (this runs for nearly every chunk of a long stream);
+        # a choice with the template's keys has an index and no finishReason.
+        choices = chunk["choices"]
+        if type(choices) is not list or len(choices) != 1:
             return False
-        choice, idx, args = frag
-        if choice.keys() != t.choice_keys or choice["index"] != t.choice_index:
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or choice.keys() != t.choice_keys
+            or choice["index"] != t.choice_index
+            or choice.get("finish_reason") is not None
+        ):
+            return False
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1:
+            return False
+        tcs = delta.get("tool_calls")
+        if type(tcs) is not list or len(tcs) != 1:
+            return False
+        tc = tcs[0]
+        if type(tc) is not dict or len(tc) != 2:
+            return False
+        fn, idx = tc.get("function"), tc.get("index")
+        if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
+            return False
+        args = fn.get("arguments")
+        if type(args) is not str or not args:
             return False
         st = self.indexes.get((0, idx))
         if st is None:
@@ -249,7 +274,7 @@ class Analyzer:
                     parts.append(args)
                     if len(parts) > JOIN_AFTER:
                         join_tail(parts)
-        self.robust.feed(chunk, n)
+        self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
         for detector in FRAGMENT_DETECTORS:
             detector(self, st, args, n)
         if self.timing is not None:
@@ -335,9 +360,9 @@ class Analyzer:
             self.find(rule, message, quirk=quirk, event=w.event)
         check_length_and_usage(self, turn)
         calls = {
-            Strategy.NAIVE: self.naive.calls(),
-            Strategy.GUARDED: self.guarded.calls(),
-            Strategy.ROBUST: self.robust.calls(),
+            _NAIVE: self.naive.calls(),
+            _GUARDED: self.guarded.calls(),
+            _ROBUST: self.robust.calls(),
         }
         findings = [self.findings[k] for k in self.order]
         findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
@@ -374,15 +399,23 @@ class Analyzer:
     def _impact(
         self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
-        want = [_call_key(c) for c in calls[Strategy.ROBUST]]
+        robust = calls[_ROBUST]
+        raw = [_raw_key(c) for c in robust]
+        want: list[tuple[str, str, str]] | None = None  # normalised only when raw differs
         out: dict[str, Impact] = {}
-        for name, strat in ((Strategy.NAIVE, self.naive), (Strategy.GUARDED, self.guarded)):
+        for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
             if strat.crash:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
-            elif [_call_key(c) for c in calls[name]] != want:
-                out[name] = Impact(
-                    ImpactStatus.WRONG, _diff_calls(calls[name], calls[Strategy.ROBUST])
-                )
+                continue
+            # The same id, name and argument text give the same normalised key: the
+            # arguments are parsed and re-serialised only for a strategy whose text differs.
+            if [_raw_key(c) for c in calls[name]] == raw:
+                out[name] = Impact(ImpactStatus.OK)
+                continue
+            if want is None:
+                want = [_call_key(c) for c in robust]
+            if [_call_key(c) for c in calls[name]] != want:
+                out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST]))
             else:
                 out[name] = Impact(ImpactStatus.OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
@@ -390,9 +423,7 @@ class Analyzer:
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if turn.recoverable and not missing:
-            out[Strategy.ROBUST] = Impact(
-                ImpactStatus.OK, "repaired arguments" if turn.repaired else ""
-            )
+            out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing
@@ -403,7 +434,7 @@ class Analyzer:
                     if turn.error is not None
                     else "a call without a name or valid arguments"
                 )
-            out[Strategy.ROBUST] = Impact(ImpactStatus.UNRECOVERABLE, why)
+            out[_ROBUST] = Impact(ImpactStatus.UNRECOVERABLE, why)
         return out
 
     def _body_facts(self) -> None:
@@ -443,29 +474,53 @@ class Analyzer:
     def _rule_status(self) -> dict[str, str]:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
+        roundtrip = _is_roundtrip(self.req)
         has = {
             "framing": self.t.framing,
             "http": self.t.status is not None or self.t.transport_error is not None,
             "request": self.req is not None,
-            "roundtrip": _is_roundtrip(self.req),
+            "roundtrip": roundtrip,
             "tool_calls": self.any_tool_delta,
             None: self.events > 0,  # chunk rules need a stream to judge
         }
-        choice = req.get("tool_choice")
-        special = {
-            "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
-            "R-ROUNDTRIP-ACCEPTED": has["roundtrip"] and self.t.status is not None,
-            "R-USAGE": self.events > 0 and _usage_requested(req),
-            "R-LENGTH-VISIBLE": self.length_judged,
-            "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
-            "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
-            "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
+        if req:
+            choice = req.get("tool_choice")
+            special = {
+                "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
+                "R-ROUNDTRIP-ACCEPTED": roundtrip and self.t.status is not None,
+                "R-USAGE": self.events > 0 and _usage_requested(req),
+                "R-LENGTH-VISIBLE": self.length_judged,
+                "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
+                "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
+                "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
+            }
+        else:  # no request (a bare SSE or JSONL capture): what the above gives for {}
+            special = {**_NO_REQUEST, "R-LENGTH-VISIBLE": self.length_judged}
+        failed = self.failed_rules
+        return {
+            rid: "fail"
+            if rid in failed
+            else "pass"
+            if (special[rid] if rid in special else has[needs])
+            else "not applicable"
+            for rid, needs in _RULE_NEEDS
         }
-        out = {}
-        for rid, rule in RULES.items():
-            ok = special[rid] if rid in special else has[rule.needs]
-            out[rid] = "fail" if rid in self.failed_rules else ("pass" if ok else "not applicable")
-        return out
+
+
+# Each rule's id and what it needs, in RULES's order (read once per capture).
+_RULE_NEEDS = tuple((rid, rule.needs) for rid, rule in RULES.items())
+# _rule_status's special rules for a capture without a request (R-LENGTH-VISIBLE apart).
+_NO_REQUEST = dict.fromkeys(
+    (
+        "R-SSE-CONTENT-TYPE",
+        "R-ROUNDTRIP-ACCEPTED",
+        "R-USAGE",
+        "R-TOOL-CHOICE",
+        "R-PARALLEL-DISABLED",
+        "R-TOOL-DECLARED",
+    ),
+    False,
+)
 
 
 # The chunk values the chunk detectors read; the steady path requires them equal.
@@ -512,6 +567,11 @@ def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
     if type(args) is not str or not args:
         return None
     return choice, idx, args
+
+
+def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What _call_key is a function of: equal raw keys give equal call keys."""
+    return (c.get("id") or "", c.get("name") or "", c.get("arguments"))
 
 
 def _call_key(c: dict[str, Any]) -> tuple[str, str, str]:

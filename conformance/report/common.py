@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance import registry
 from conformance.enums import Level, Verdict
 
 Doc = dict[str, Any]
@@ -76,11 +77,19 @@ def rows_for(doc: Doc, column_ids: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def quirk_level(doc: Doc, qid: str, cell: Cell | None = None) -> str:
+    """The level the document gives the id, else the registry's (a document written before
+    the id had a level), else the highest of the cell's findings for it. An id neither
+    knows (a document from a newer catalogue) is a MatrixError: a guessed level would put
+    it on the wrong side of a --fail-on threshold."""
     entry = (doc.get("quirks") or {}).get(qid) or {}
     if entry.get("level") in LEVEL_RANK:
         return str(entry["level"])
+    if qid in registry.specs():
+        return registry.level(qid).value
     levels = [f["level"] for f in (cell or {}).get("findings", []) if f.get("quirk") == qid]
-    return max(levels, key=LEVEL_RANK.__getitem__) if levels else "SHOULD"
+    if levels:
+        return max(levels, key=LEVEL_RANK.__getitem__)
+    raise MatrixError(f"quirk {qid}: no level in the document, the catalogue or its findings")
 
 
 def quirk_title(doc: Doc, qid: str) -> str:

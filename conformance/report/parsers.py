@@ -20,9 +20,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.registry import detector
+
 KEY = "scripted_parsers"
 TITLE = "vLLM tool parsers, scripted model output"
 Cell = dict[str, Any]
+
+
+SHAPE_ID = "Q-DELTA-SHAPE-LOAD-DEPENDENT"
+LOST_ID = "Q-ARGS-LOST-MULTITOKEN-DELTA"
 
 
 def _calls(cell: Cell | None) -> list[tuple[str, str]]:
@@ -30,23 +36,55 @@ def _calls(cell: Cell | None) -> list[tuple[str, str]]:
     return [(c.get("name") or "", c.get("arguments") or "") for c in calls]
 
 
+def _lost(ca: list[tuple[str, str]], cb: list[tuple[str, str]]) -> bool:
+    """Fewer calls, or a call whose arguments came out empty where the baseline had some."""
+    empty = ("", "{}")
+    return len(cb) < len(ca) or any(
+        b[1] in empty and a[1] not in empty for a, b in zip(ca, cb, strict=False)
+    )
+
+
+@detector("cell", reports=(SHAPE_ID, LOST_ID))
 def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
-    """One variant cell against the baseline cell of the same scenario: ``differs`` when the
-    assembled calls, the finish reason or a quirk beyond the delta shape differ; quirks of
-    the delta shape alone (INFO notes, ``vllm_columns.SHAPE_QUIRKS``), which come and go
-    with the delta sizes, are listed under ``info`` and make no difference."""
+    """One variant cell (several tokens per engine step, other requests in flight) against
+    the baseline cell of the same scenario (one token per step, alone), the same script.
+
+    ``differs`` when the assembled calls, the finish reason or a judged quirk (SHOULD or
+    MUST, beyond the delta shape) differ. Every difference is a finding with an id
+    (``findings``: quirk, change, kind, evidence; change "+": in this recording only, "-":
+    in the one-token, alone recording only, "": found by this comparison):
+
+    - kind ``calls``: the calls or the finish reason differ. The MUST ids that came or went
+      are the finding (Q-ARGS-LOST-MULTITOKEN-DELTA shows in one recording, not the other);
+      calls lost with no id in either cell (a call that vanished reads as "not elicited" in
+      the cell alone) are Q-ARGS-LOST-MULTITOKEN-DELTA, found by this comparison.
+    - kind ``quirks``: the same calls, and a SHOULD or MUST id shows in one recording only:
+      that id is the finding.
+    - kind ``shape``: the same calls (at least one) and finish reason, and the quirks of
+      the delta shape (``vllm_columns.SHAPE_QUIRKS``) differ: Q-DELTA-SHAPE-LOAD-DEPENDENT, the evidence
+      the shape ids that came (+) and went (-). A regrouping that changes none of those ids
+      is not seen here (the comparison reads the cells, not the deltas).
+
+    INFO ids that come and go are listed under ``info`` and make no difference."""
     from conformance.lanes.vllm_columns import SHAPE_QUIRKS
-    from conformance.rules import INFO, quirk_level
+    from conformance.rules import INFO, MUST, quirk_level
 
     if not base or not other or "not recorded" in (base["verdict"], other["verdict"]):
         return {"status": "not recorded"}
     diffs: list[str] = []
     info: list[str] = []
+    shape: list[str] = []
+    judged: list[str] = []
     qa, qb = set(base.get("quirks") or []), set(other.get("quirks") or [])
     for sign, qs in (("+", sorted(qb - qa)), ("-", sorted(qa - qb))):
         for q in qs:
-            shape = quirk_level(q) == INFO or q in SHAPE_QUIRKS
-            (info if shape else diffs).append(sign + q)
+            if q in SHAPE_QUIRKS:
+                shape.append(sign + q)
+            if quirk_level(q) == INFO or q in SHAPE_QUIRKS:
+                info.append(sign + q)
+            else:
+                judged.append(sign + q)
+    diffs += judged
     ca, cb = _calls(base), _calls(other)
     if ca != cb:
         diffs.append(
@@ -54,12 +92,38 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
             if len(ca) != len(cb)
             else "assembled arguments differ"
         )
-    if base.get("finish_reason") != other.get("finish_reason"):
-        diffs.append(f"finish_reason {base.get('finish_reason')} -> {other.get('finish_reason')}")
+    fa, fb = base.get("finish_reason"), other.get("finish_reason")
+    if fa != fb:
+        diffs.append(f"finish_reason {fa} -> {fb}")
+    findings: list[dict[str, str]] = []
+    calls_differ = ca != cb or fa != fb
+    what = ", ".join(d for d in diffs if d not in judged)
+    must = [d for d in judged if quirk_level(d[1:]) == MUST] if calls_differ else []
+    for d in judged:
+        kind = "calls" if d in must else "quirks"
+        findings.append(
+            {"quirk": d[1:], "change": d[0], "kind": kind, "evidence": what or "same calls"}
+        )
+    if calls_differ and not must:
+        lost = _lost(ca, cb)
+        findings.append(
+            {
+                "quirk": LOST_ID if lost else "",
+                "change": "",
+                "kind": "calls",
+                "evidence": f"{what}; found by this comparison, the cell alone reads "
+                f"{other['verdict']!r}" + ("" if lost else ": no catalogue id"),
+            }
+        )
+    if shape and ca and not calls_differ:  # judged on calls: a text answer has no call shape
+        findings.append(
+            {"quirk": SHAPE_ID, "change": "", "kind": "shape", "evidence": ", ".join(shape)}
+        )
     return {
         "status": "differs" if diffs else "same",
         "differences": diffs,
         "info": info,
+        "findings": findings,
         "verdict": other["verdict"],
         "cassette": other.get("cassette"),
     }
@@ -170,24 +234,49 @@ def _cell_text(cell: Cell) -> str:
     return f"{sym} {quirks}".strip()
 
 
+def _findings(rows: Mapping[str, Any], kinds: tuple[str, ...]) -> dict[str, list[str]]:
+    """id (or "no id") -> the scenarios whose comparison found it, of the given kinds."""
+    out: dict[str, list[str]] = {}
+    for s, r in rows.items():
+        for f in r.get("findings") or []:
+            if f["kind"] in kinds and s not in out.setdefault(f["quirk"] or "no id", []):
+                out[f["quirk"] or "no id"].append(s)
+    return out
+
+
 def _variant_text(parser: dict[str, Any]) -> list[str]:
     out = []
     for v in parser["variants"]:
         rows = v["scenarios"]
         unrecorded = sum(1 for r in rows.values() if r["status"] == "not recorded")
         diff = {s: r for s, r in rows.items() if r["status"] == "differs"}
-        info = sorted({q for r in rows.values() for q in r.get("info") or []})
+        shaped = {
+            s: f["evidence"]
+            for s, r in rows.items()
+            for f in r.get("findings") or []
+            if f["kind"] == "shape"
+        }
         what = (
             "not recorded"
             if unrecorded == len(rows)
             else "same calls, finish reasons and judged quirks in every recorded scenario"
             if not diff
-            else "; ".join(f"{s}: {', '.join(r['differences'])}" for s, r in diff.items())
+            else "; ".join(
+                f"{s}: "
+                + ", ".join(
+                    f"{f['change']}{f['quirk'] or 'no id'} ({f['evidence']})"
+                    for f in r.get("findings") or []
+                    if f["kind"] != "shape"
+                )
+                for s, r in diff.items()
+            )
         )
         if unrecorded and unrecorded < len(rows):
             what += f" ({unrecorded} not recorded)"
-        if info:
-            what += f" (delta shape changed: {', '.join(info)})"
+        if shaped:
+            what += f"; {SHAPE_ID} in {len(shaped)} of {len(rows)}: " + "; ".join(
+                f"{s} ({e})" for s, e in shaped.items()
+            )
         out.append(f"steps {v['steps']} × load {v['load']}: {what}")
     return out
 
@@ -215,7 +304,19 @@ def render_markdown(doc: dict[str, Any], sub: str = "##") -> list[str]:
     lines.append("|---|" + "---|" * len(parsers))
     for i, s in enumerate(sec["scenarios"]):
         lines.append(f"| {s} | " + " | ".join(_cell_text(p["cells"][i]) for p in parsers) + " |")
-    lines += ["", f"{h}# Provenance and steps × load", ""]
+    lines += [
+        "",
+        f"{h}# Provenance and steps × load",
+        "",
+        "Each variant streams the same scripts with several tokens per engine step "
+        "(`--stream-interval 4`) or with eight requests in flight, and is compared with "
+        "the one-token, one-request column, scenario by scenario. Every difference has an "
+        "id: `+` an id this variant shows and the baseline does not, `-` the reverse, no "
+        f"sign an id the comparison itself finds. {SHAPE_ID} (INFO) marks the same calls "
+        "and finish reason in other deltas: the evidence is the shape ids that came and "
+        "went.",
+        "",
+    ]
     for p in parsers:
         pv = p["provenance"]
         lines.append(
@@ -257,9 +358,20 @@ def choice_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             if all(r["status"] == "not recorded" for r in rows):
                 continue
             n = sum(1 for r in rows if r["status"] == "differs")
-            variants.append(
-                f"steps {v['steps']} × load {v['load']}: " + ("same" if not n else f"{n} differ")
+            found = _findings(v["scenarios"], ("calls", "quirks"))
+            shaped = sum(
+                1 for r in rows if any(f["kind"] == "shape" for f in r.get("findings") or [])
             )
+            text = (
+                "same calls"
+                if not n
+                else f"{n} differ ("
+                + "; ".join(f"{q}: {', '.join(ss)}" for q, ss in found.items())
+                + ")"
+            )
+            if shaped:
+                text += f", {SHAPE_ID} in {shaped}/{len(v['scenarios'])}"
+            variants.append(f"steps {v['steps']} × load {v['load']}: {text}")
         out.append(
             {
                 "parser": p["parser"],
@@ -329,15 +441,25 @@ def render_html(doc: dict[str, Any]) -> str:
         f'<section id="scripted-parsers"><h2>{e(sec["title"])}</h2>'
         "<p>Each column is a real vLLM server with one tool parser, serving a tiny "
         "random-weight model whose output is scripted (the text a model of that family "
-        "emits); the cells show what the parser and the serving layer did with it.</p>"
+        "emits); the cells show what the parser and the serving layer did with it. Each "
+        "variant (several tokens per step, eight requests in flight) is compared with the "
+        "one-token, one-request column: +/- an id shown only by the variant / the baseline, "
+        f"{e(SHAPE_ID)} the same calls in other deltas.</p>"
         f"<table><tr><th>scenario</th>{head}</tr>{''.join(rows)}</table>"
         f"<ul>{''.join(prov)}</ul></section>"
     )
 
 
 def quirks_in(doc: dict[str, Any]) -> set[str]:
+    """The ids the section shows: its cells' and its steps × load comparison's."""
     sec = doc.get(KEY) or {}
-    return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []}
+    return {q for c in sec.get("cells") or [] for q in c.get("quirks") or []} | {
+        f["quirk"]
+        for p in sec.get("parsers") or []
+        for v in p.get("variants") or []
+        for r in (v.get("scenarios") or {}).values()
+        for f in r.get("findings") or []
+    }
 
 
 __all__ = [

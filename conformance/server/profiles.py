@@ -166,6 +166,10 @@ def profile_name(quirk: str) -> str:
 
 
 _DESCRIPTIONS = {
+    "Q-DELTA-SHAPE-LOAD-DEPENDENT": "the reference stream's calls as a busy server groups them "
+    "(several fragments per delta, the first on the opening delta, the last with "
+    "finish_reason; vLLM under load or at several tokens per step): the same calls as "
+    "`reference`, so a client tested against both has seen the idle and the loaded shape.",
     "Q-FINISH-STOP-NAMED-TOOLCHOICE": "OpenAI itself: with a named tool_choice the calls end with "
     'finish_reason "stop" (only applied when tool_choice names a function).',
 }
@@ -180,7 +184,11 @@ def _single(quirk: str, name: str | None = None, description: str | None = None)
         description=description or _DESCRIPTIONS.get(quirk) or doc,
         mutations=(quirk,),
         quirks=shown,
-        expected=shown if spec.visible_in_bytes else frozenset(),
+        # an id the bytes cannot show is not expected, its evidence is (a load-dependent
+        # shape: the regrouped stream's own shapes)
+        expected=shown
+        if spec.visible_in_bytes
+        else frozenset(q for q in spec.profile_also if registry.spec(q).visible_in_bytes),
         when="named" if spec.needs == "named" else None,
         needs=spec.needs,
     )

@@ -35,6 +35,15 @@ TOOL_MARKUP = re.compile(
     r"<\|tool_calls_section_begin\|>|"
     r"\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
 )
+
+
+def _may_hold_markup(text: str) -> bool:
+    """False when TOOL_MARKUP cannot match: each of its markers starts with one of these
+    characters or holds "to=functions." (a few substring tests, where the regex tries
+    each of its alternatives at every position of every content delta)."""
+    return "<" in text or "[" in text or "{" in text or "to=functions." in text
+
+
 MARKUP_OVERLAP = 40  # characters of the previous content searched again: a marker split
 # over two deltas ("<|python" then "_tag|>") is found in the second
 
@@ -49,7 +58,9 @@ MARKUP_OVERLAP = 40  # characters of the previous content searched again: a mark
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
     delta = _v if isinstance(_v := choice.get("delta"), dict) else {}
-    reasoning = any(delta.get(k) not in (None, "", []) for k in REASONING_FIELDS)
+    reasoning = not delta.keys().isdisjoint(REASONING_FIELDS) and any(  # one C call first
+        delta.get(k) not in (None, "", []) for k in REASONING_FIELDS
+    )
     content = delta.get("content")
     if reasoning:
         if delta.get("tool_calls"):
@@ -67,9 +78,10 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             a.content.append(content)
             a.content_chars += len(content)
         if a.first_markup_event is None:
-            if TOOL_MARKUP.search(a.content_tail + content):
+            text = a.content_tail + content
+            if _may_hold_markup(text) and TOOL_MARKUP.search(text):
                 a.first_markup_event = n
-            a.content_tail = (a.content_tail + content)[-MARKUP_OVERLAP:]
+            a.content_tail = text[-MARKUP_OVERLAP:]
         if a.reasoning_seen and choice.get("finish_reason") == "tool_calls":
             a.find(
                 "Q-REASONING-LEAK-AT-FINISH",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from conformance.analysis.common import REASONING_FIELDS, _error_text, _list
+from conformance.analysis.common import REASONING_FIELDS, _error_text
 from conformance.registry import detector
 
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal", "function_ca
 
 TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 AZURE_FILTER_KEYS = frozenset({"prompt_filter_results", "prompt_annotations"})  # their own quirk
+_KNOWN_CHUNK_KEYS = CHUNK_KEYS | AZURE_FILTER_KEYS
+_KNOWN_CHOICE_KEYS = CHOICE_KEYS | {"finishReason"}
+_KNOWN_DELTA_KEYS = DELTA_KEYS | frozenset(REASONING_FIELDS)
 # Q-EXTRA-FIELDS names the first names in sorted order: only those are kept (a stream with a
 # new name on every event would otherwise keep them all), so the message is the same.
 EXTRA_NAMES_SHOWN = 12
@@ -133,13 +136,20 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         a.fingerprints.add(fp)
     if chunk.get("error") is not None:
         return  # judged by detect_error_in_stream
-    for k in chunk:
-        if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
-            _extra(a, k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
+    if not _KNOWN_CHUNK_KEYS.issuperset(chunk):  # one C call for the usual chunk
+        for k in chunk:
+            if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
+                _extra(a, k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
     if not (isinstance(choices, list) and choices):
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
-    missing = [k for k in ("id", "object", "created", "model") if chunk.get(k) in (None, "")]
-    if missing:
+    get = chunk.get
+    if (  # the usual chunk has all four: no list built for it
+        get("id") in (None, "")
+        or get("object") in (None, "")
+        or get("created") in (None, "")
+        or get("model") in (None, "")
+    ):
+        missing = [k for k in ("id", "object", "created", "model") if get(k) in (None, "")]
         a.find(
             "Q-ENVELOPE-FIELDS-MISSING",
             "chunk without " + ", ".join(missing),
@@ -182,11 +192,17 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             excerpt=choice,
         )
         delta = {}
-    missing = [k for k in ("index", "finish_reason") if k not in choice]
-    if "role" in delta and delta["role"] is None:
-        missing.append("delta.role (null)")
-    elif delta.get("role") == "":  # the schema's enum refuses it as it refuses null
-        missing.append('delta.role ("")')
+    missing = (
+        [k for k in ("index", "finish_reason") if k not in choice]
+        if "index" not in choice or "finish_reason" not in choice
+        else []
+    )
+    if "role" in delta:
+        role = delta["role"]
+        if role is None:
+            missing.append("delta.role (null)")
+        elif role == "":  # the schema's enum refuses it as it refuses null
+            missing.append('delta.role ("")')
     if missing:
         a.find(
             "Q-ENVELOPE-FIELDS-MISSING",
@@ -204,25 +220,35 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             event=n,
             pointer=ptr + "/index",
         )
-    for k in choice:
-        if k not in CHOICE_KEYS and k != "finishReason":
-            _extra(a, "choice." + k, n)
-    for k in delta:
-        if k not in DELTA_KEYS and k not in REASONING_FIELDS:
-            _extra(a, "delta." + k, n)
-    for tc in _list(delta.get("tool_calls")):
-        if isinstance(tc, dict):
-            for k in tc:
-                if k not in TOOL_CALL_KEYS:
-                    _extra(a, "tool_call." + k, n)
-    if delta.get("tool_calls") == []:
+    # The usual choice, delta and tool call have no other keys: one C call each, and the
+    # loops that name the extra fields run only when there are some.
+    if not _KNOWN_CHOICE_KEYS.issuperset(choice):
+        for k in choice:
+            if k not in CHOICE_KEYS and k != "finishReason":
+                _extra(a, "choice." + k, n)
+    if not _KNOWN_DELTA_KEYS.issuperset(delta):
+        for k in delta:
+            if k not in DELTA_KEYS and k not in REASONING_FIELDS:
+                _extra(a, "delta." + k, n)
+    tcs = delta.get("tool_calls")
+    if type(tcs) is list or isinstance(tcs, list):
+        for tc in tcs:
+            if isinstance(tc, dict) and not TOOL_CALL_KEYS.issuperset(tc):
+                for k in tc:
+                    if k not in TOOL_CALL_KEYS:
+                        _extra(a, "tool_call." + k, n)
+    if tcs == []:
         a.find(
             "Q-TOOLCALLS-EMPTY-ARRAY",
             "`tool_calls: []` on a delta",
             event=n,
             pointer=ptr + "/delta/tool_calls",
         )
-    carries = [k for k, v in delta.items() if k != "role" and v not in (None, "", [], {})]
+    carries = False  # a key besides role whose value is not empty
+    for k, v in delta.items():
+        if k != "role" and v not in (None, "", [], {}):
+            carries = True
+            break
     if not carries and choice.get("finish_reason") in (None, "") and "finishReason" not in choice:
         if not (delta.get("role") and a.chunk_ordinal == 0):
             _empty_delta(a, n)

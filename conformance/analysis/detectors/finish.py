@@ -86,8 +86,11 @@ def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     to tell whose deltas and whose finish_reason each one is (a `choices[0]` reader drops
     the second). No catalogue entry records it, so it is reported under the chunk rule.
     (An index outside `n`, and an absent one, are envelope.detect_choice_shape's.)"""
+    choices = chunk.get("choices")
+    if type(choices) is list and len(choices) < 2:
+        return  # nearly every chunk: one choice cannot repeat an index
     seen: set[int] = set()
-    for pos, choice in enumerate(_list(chunk.get("choices"))):
+    for pos, choice in enumerate(_list(choices)):
         ci = choice.get("index") if isinstance(choice, dict) else None
         if not isinstance(ci, int):
             continue
@@ -119,9 +122,10 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     d = choice.get("delta")
     delta: dict[str, Any] = d if isinstance(d, dict) else {}
     st = a.choices.state(choice, n, ptr)
-    if any(isinstance(tc, dict) for tc in _list(delta.get("tool_calls"))):
+    tcs = delta.get("tool_calls")
+    if tcs and type(tcs) is list and any(isinstance(tc, dict) for tc in tcs):
         st.tool_delta_at = n
-    carries_output = bool(delta.get("tool_calls")) or _nonempty(delta.get("content"))
+    carries_output = bool(tcs) or _nonempty(delta.get("content"))
     if st.last and carries_output and st.reported_at is None:
         st.reported_at = n
         a.find(

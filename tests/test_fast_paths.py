@@ -1,0 +1,72 @@
+"""The analysis' shortcuts give what the work they skip would give (issue 28).
+
+Each shortcut skips work whose result it can prove: these tests state the proof's premise
+so that a change to the skipped code (a new marker, a new key) cannot silently break it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.analysis.analyzer import _call_key, _raw_key
+from conformance.analysis.detectors.content import TOOL_MARKUP, _may_hold_markup
+
+# One text per alternative of TOOL_MARKUP (each family's marker, as its template writes it).
+MARKERS = [
+    "<tool_call>",
+    "<|tool_call|>",
+    "[TOOL_CALLS]",
+    "<function=get_weather>",
+    "<function>",
+    "<parameter=city>",
+    "<｜DSML｜",
+    "<｜tool▁calls▁begin｜>",
+    "[Calling tool: get_weather",
+    "<|python_tag|>",
+    "<arg_key>",
+    "<arg_value>",
+    "<minimax:tool_call>",
+    "<|channel|> commentary",
+    "to=functions.get_weather",
+    "<|call|>",
+    "<|tool_calls_section_begin|>",
+    '{"name": "get_weather", "arguments": {}}',
+]
+
+
+def test_every_alternative_has_a_sample() -> None:
+    # A new alternative in TOOL_MARKUP needs a sample here, and _may_hold_markup a look.
+    alternatives = re.split(r"\|(?![^()]*\))(?<!\\\|)", TOOL_MARKUP.pattern)
+    assert len(alternatives) == 17
+    for alt in alternatives:
+        assert any(re.search(alt, m) for m in MARKERS), alt
+    for m in MARKERS:
+        assert TOOL_MARKUP.search(m) and _may_hold_markup(m), m
+
+
+@given(
+    st.lists(
+        st.sampled_from([*MARKERS, *(m[1:] for m in MARKERS), " ", "a", "to=", "<", "{"]),
+        max_size=6,
+    ),
+    st.integers(0, 3),
+)
+def test_markup_is_never_skipped(pieces: list[str], cut: int) -> None:
+    text = "".join(pieces)[cut:]
+    if TOOL_MARKUP.search(text):
+        assert _may_hold_markup(text)
+
+
+def test_plain_prose_skips_the_regex() -> None:
+    assert not _may_hold_markup("Let me look that up for you.")
+
+
+def test_equal_raw_calls_have_equal_keys() -> None:
+    a = {"id": "call_1", "name": "f", "arguments": '{"b": 1, "a": 2}'}
+    b = dict(a)
+    assert _raw_key(a) == _raw_key(b) and _call_key(a) == _call_key(b)
+    c = {**a, "arguments": '{"a": 2, "b": 1}'}  # differs raw, equal once normalised
+    assert _raw_key(a) != _raw_key(c) and _call_key(a) == _call_key(c)
