@@ -329,7 +329,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if importlib.util.find_spec("pytest_recording") is None:
         raise pytest.UsageError(f"the conformance suite needs its extra: {SUITE_HINT}")
     if config.getoption("base_url", None) and not _given(config, "--record-mode"):
-        config.option.record_mode = "all"  # an endpoint given on the command line is live
+        # an endpoint given on the command line is live; each cell's cassette is recorded
+        # afresh ("all" would append to the last run's, and a replay would play the old first)
+        config.option.record_mode = "rewrite"
     if not getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
         # The same files as `toolcall-conformance run`: JUnit beside the matrix.
         config.option.xmlpath = str(cfg.report_dir / "junit.xml")

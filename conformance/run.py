@@ -168,7 +168,7 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         f"--junitxml={report_dir / 'junit.xml'}",
         "-o",
         "junit_family=xunit2",
-        f"--record-mode={'none' if args.replay else 'all'}",
+        f"--record-mode={'none' if args.replay else 'rewrite'}",
         f"--repeat={args.repeat}",
         f"--fail-on={args.fail_on}",
         f"--max-tokens={args.max_tokens}",

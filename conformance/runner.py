@@ -200,6 +200,40 @@ def _has_non_ascii(arguments: str) -> bool:
     return any(ord(ch) > 127 for ch in json.dumps(value, ensure_ascii=False))
 
 
+def _needs_stream_comparison(r: CaptureResult, body: dict[str, Any]) -> bool:
+    """A forced tool_choice (required or named) that streamed no call, where the analyzer
+    could not yet tell Q-TOOLCALLS-MISSING-IN-STREAM (its R-TOOL-CHOICE finding without a
+    quirk) from a tool_choice the server ignores."""
+    choice = body.get("tool_choice")
+    if not (choice == "required" or isinstance(choice, dict)) or r.verdict == Verdict.ERROR:
+        return False
+    return any(f.rule == "R-TOOL-CHOICE" and f.quirk is None for f in r.findings)
+
+
+def _stream_comparison(send: Any, body: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
+    """The same request with stream false: did its answer carry tool_calls (a non-empty
+    `choices[].message.tool_calls` array in the raw JSON)? Returns the comparison the
+    analyzer reads (transcript meta ``stream_comparison``) and the exchange's retries."""
+    plain = {k: v for k, v in body.items() if k != "stream_options"}
+    plain["stream"] = False
+    t = send(plain, "#stream-false")
+    retries = list(t.meta.get("retries", []))
+    if t.transport_error or t.status != 200:
+        why = t.transport_error or f"HTTP {t.status}"
+        return {"made": False, "reason": "stream false: " + secrets.one_line(why, 120)}, retries
+    try:
+        doc = json.loads(t.raw or b"")
+    except ValueError:
+        return {"made": False, "reason": "stream false: the body is not JSON"}, retries
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    n = 0
+    for ch in choices if isinstance(choices, list) else []:
+        msg = ch.get("message") if isinstance(ch, dict) else None
+        calls = msg.get("tool_calls") if isinstance(msg, dict) else None
+        n += len(calls) if isinstance(calls, list) else 0
+    return {"made": True, "tool_calls": n}, retries
+
+
 # A provider whose endpoint refused the connection or sent no response head on this many
 # cells in a row is down: its remaining cells end at once with the same reason instead
 # of each waiting out connect_timeout or first_byte_timeout (live runs only).
@@ -325,15 +359,23 @@ class CellRunner:
         )
         self._note_transport(provider, t1)
         r1 = analyze(t1)
+        exchanges = 1 + len(t1.meta.get("retries", []))
+        retries = list(t1.meta.get("retries", []))
+        if _needs_stream_comparison(r1, body):
+            # Q-TOOLCALLS-MISSING-IN-STREAM is defined by the same request with stream
+            # false: make it (recorded in the same cassette, so a replay makes it too).
+            send = self._sender(provider, client, url, limits, retry, rng)
+            t1.meta["stream_comparison"], cmp_retries = _stream_comparison(send, body)
+            retries += cmp_retries
+            exchanges += 1 + len(cmp_retries)
+            r1 = analyze(t1)
         findings = [dict(f.to_json(), exchange=0) for f in r1.findings]
         evidence = _evidence(t1, findings, 0)
-        exchanges = 1 + len(t1.meta.get("retries", []))
         verdict, reason = r1.verdict, r1.error
         extra, not_elicited = (
             ([], None) if verdict == "error" else check_expectations(scenario, r1, body)
         )
         findings += [dict(f, exchange=0) for f in extra]
-        retries = list(t1.meta.get("retries", []))
         if scenario.roundtrip and verdict != "error" and r1.turn and r1.turn.calls:
             try:
                 rt_findings, rt_error, rt_evidence, rt_retries = self._roundtrip(
@@ -377,6 +419,8 @@ class CellRunner:
             reason = not_elicited
         verdict = inconclusive_verdict(verdict, not_elicited, unexpected)
         meta = dict(r1.meta)
+        if "stream_comparison" in t1.meta:
+            meta["stream_comparison"] = t1.meta["stream_comparison"]
         cell = Cell(
             provider.name,
             scenario.id,

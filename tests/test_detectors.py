@@ -25,7 +25,7 @@ from conformance import registry
 from conformance.analysis import CaptureResult, analyze, analyze_bytes, analyze_chunks
 from conformance.rules import INFO, RULES, quirk_level
 from conformance.sse import parse_sse_bytes
-from conformance.transcript import Transcript
+from conformance.transcript import CHUNK, Event, Transcript
 
 PACKAGE = Path(__file__).resolve().parent.parent / "conformance"
 JSON_HEADERS = {"content-type": "application/json"}
@@ -39,6 +39,7 @@ def run(
     headers: dict[str, str] | None = None,
     transport_error: str | None = None,
     transport_quirk: str | None = None,
+    comparison: dict[str, Any] | None = None,
 ) -> CaptureResult:
     """SSE text goes through the SSE door (with framing), JSONL through the chunk door; a
     transport error makes a live transcript of the SSE bytes (what the transport hands on)."""
@@ -55,6 +56,12 @@ def run(
         )
         if transport_quirk:
             t.meta["transport_quirk"] = transport_quirk
+        return analyze(t)
+    if comparison is not None:  # the runner's stream-false comparison, on the transcript
+        evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate(S.chunks(stream))]
+        req = {"body": request} if request is not None else None
+        t = Transcript("<chunks>", "jsonl", False, lambda: iter(evs), request=req)
+        t.meta["stream_comparison"] = comparison
         return analyze(t)
     if status is not None or stream.lstrip().startswith(("data:", ":", "event:")):
         return analyze_bytes(stream.encode(), request=request, status=status, headers=headers)
@@ -84,6 +91,7 @@ class Case:
     why: str = ""  # why the other quirks in `quirks` are on this stream
     transport_error: str | None = None  # what the transport met (a stall), with its quirk
     transport_quirk: str | None = None
+    comparison: dict[str, Any] | None = field(default=None, hash=False)  # stream false's
 
 
 def case(stream, also=(), *, event, pointer=None, verdict="quirk", **kw) -> tuple:
@@ -95,6 +103,7 @@ def tc(k: int = 0, field: str = "") -> str:
 
 
 REQUIRED = {"model": "m", "stream": True, "tools": S.TOOLS_WEATHER, "tool_choice": "required"}
+SHOWED_CALLS = {"made": True, "tool_calls": 1}  # the same request with stream false had a call
 ROUNDTRIP = dict(request=S.ROUNDTRIP_REQUEST, status=400, headers=JSON_HEADERS)
 TOOLCALLS_NOT_ARRAY = """\
 {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}
@@ -377,7 +386,11 @@ _CASES: dict[str, tuple] = {
     "Q-TOOLCALL-AS-TEXT": case(S.TOOLCALL_AS_TEXT, event=0, verdict="fails"),
     "Q-TOOLCALL-DUPLICATED-IN-CONTENT": case(S.TOOLCALL_DUPLICATED_IN_CONTENT, {WHOLE}, event=0),
     "Q-TOOLCALLS-MISSING-IN-STREAM": case(
-        S.TOOLCALLS_MISSING_IN_STREAM, event=None, verdict="fails", request=REQUIRED
+        S.TOOLCALLS_MISSING_IN_STREAM,
+        event=None,
+        verdict="fails",
+        request=REQUIRED,
+        comparison=SHOWED_CALLS,
     ),
     # --- I. reasoning
     "Q-REASONING-SAME-DELTA": case(S.REASONING_SAME_DELTA, event=0, pointer="/choices/0/delta"),
@@ -441,6 +454,7 @@ def test_control_triggers_exactly_its_quirk(quirk):
         headers=c.headers,
         transport_error=c.transport_error,
         transport_quirk=c.transport_quirk,
+        comparison=c.comparison,
     )
     assert set(r.quirks) == c.quirks
     mine = [f for f in r.findings if f.quirk == quirk]
@@ -518,8 +532,9 @@ def test_prose_instead_of_a_required_call_is_a_must_finding_not_missing_calls():
     (f,) = [f for f in r.findings if f.quirk == "Q-REQUIRED-NOT-ENFORCED"]
     assert (f.rule, f.level, f.event) == ("R-TOOL-CHOICE", "MUST", 1)
     assert f.message == 'tool_choice "required" but the model answered in prose, with no tool call'
-    # an empty turn under "required" stays the catalogued missing-calls quirk
-    assert run(S.TOOLCALLS_MISSING_IN_STREAM, request=REQUIRED).quirks == [
+    # an empty turn under "required" is the catalogued missing-calls quirk when stream
+    # false returned the call
+    assert run(S.TOOLCALLS_MISSING_IN_STREAM, request=REQUIRED, comparison=SHOWED_CALLS).quirks == [
         "Q-TOOLCALLS-MISSING-IN-STREAM"
     ]
 

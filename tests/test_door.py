@@ -220,6 +220,21 @@ def test_two_models_into_one_directory_keep_both_results(
     assert f'Quirks <span class="count">{len(shown)} referenced' in html
 
 
+@pytest.mark.parametrize("kind", DOORS)
+def test_a_second_live_run_records_the_cell_afresh_and_replays_it(
+    kind: str, server: str, tmp_path: Path
+) -> None:
+    """A live run rewrites the cell's cassette: appended to the last run's, a replay would
+    play the old exchange first (vcrpy's "all" mode keeps what the file held)."""
+    args = ["--base-url", server, "--model", "reference", "--scenario", "single"]
+    for _ in range(2):
+        assert door(kind, tmp_path, *args).returncode == 0
+    cassette = (tmp_path / "conformance-cassettes" / "reference" / "single.yaml").read_text()
+    assert cassette.count("uri: ") == 1
+    if kind == "run":
+        assert door("run", tmp_path, *args, "--replay").returncode == 0
+
+
 def test_every_request_carries_max_tokens() -> None:
     provider = SimpleNamespace(
         model="m",

@@ -117,6 +117,7 @@ def test_the_page_names_the_reporters_of_every_id_whose_control_fires(qid: str) 
         headers=c.headers,
         transport_error=c.transport_error,
         transport_quirk=c.transport_quirk,
+        comparison=c.comparison,
     )
     assert qid in r.quirks
     line = _page_detectors()[qid]
@@ -166,6 +167,7 @@ def test_the_order_of_detectors_within_a_hook_changes_no_verdict(
                 headers=c.headers,
                 transport_error=c.transport_error,
                 transport_quirk=c.transport_quirk,
+                comparison=c.comparison,
             )
             out[q] = (r.verdict, tuple(r.quirks), r.impact["robust"].status)
         return out
@@ -301,6 +303,7 @@ def _without(c: Any, what: str) -> Any:
             headers=c.headers,
             transport_error=c.transport_error,
             transport_quirk=c.transport_quirk,
+            comparison=c.comparison,
         )
     if what == "timings":
         return run(c.stream, request=c.request)  # the same bytes, no arrival times

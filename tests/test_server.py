@@ -844,7 +844,19 @@ def test_analysis_reports_what_the_profile_injects(name):
     analysis = pytest.importorskip("conformance.analysis")
     body = example_request(name)
     reply = respond(PROFILES[name], body)
-    result = analysis.analyze_bytes(render_sse(reply.frames), source=name, request=body)
+    from conformance.readers import exchange_transcript
+    from conformance.runner import _stream_comparison
+
+    def send(b: dict, tag: str):  # the profile's answer to the runner's stream-false request
+        plain = respond(PROFILES[name], b)
+        raw = json.dumps(plain.body).encode()
+        json_head = {"content-type": "application/json"}
+        return exchange_transcript(name, "live", {"body": b}, plain.status, json_head, raw)
+
+    sse = {"content-type": "text/event-stream"}
+    t = exchange_transcript(name, "sse", {"body": body}, 200, sse, render_sse(reply.frames))
+    t.meta["stream_comparison"], _ = _stream_comparison(send, body)
+    result = analysis.analyze(t)
     from conformance import registry
     from conformance.rules import INFO, quirk_level
 

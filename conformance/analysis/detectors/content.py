@@ -133,11 +133,26 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
         and not a.t.transport_error
         and a.events
     ):
-        a.find(
-            "R-TOOL-CHOICE",
-            f"tool_choice {_excerpt(choice, 60)} but no tool call streamed",
-            quirk="Q-TOOLCALLS-MISSING-IN-STREAM",
-        )
+        # The quirk is defined by a comparison: the same request with stream false carries
+        # tool_calls. The runner makes it and sets it on the transcript; without it (a lone
+        # capture) or when it shows no call either, tool_choice was just not honoured.
+        cmp = a.t.meta.get("stream_comparison")
+        said = f"tool_choice {_excerpt(choice, 60)} but no tool call streamed"
+        if not isinstance(cmp, dict) or not cmp.get("made"):
+            why = cmp.get("reason") if isinstance(cmp, dict) else None
+            a.find(
+                "R-TOOL-CHOICE",
+                f"{said}; the stream-false comparison was not made" + (f" ({why})" if why else ""),
+            )
+        elif cmp.get("tool_calls"):
+            a.find(
+                "R-TOOL-CHOICE",
+                f"{said}; the same request with stream false returned "
+                f"{cmp['tool_calls']} tool call(s)",
+                quirk="Q-TOOLCALLS-MISSING-IN-STREAM",
+            )
+        else:
+            a.find("R-TOOL-CHOICE", f"{said}, nor with stream false: tool_choice ignored")
 
 
 @detector("end", reports=("Q-REQUIRED-NOT-ENFORCED",))
