@@ -1,7 +1,8 @@
 """pytest plugin: provider × scenario parametrization, cell results, the matrix at the end.
 
 Test ids read ``test_<scenario>[<provider>]``. Replay (``--record-mode=none``, the
-default of pytest-recording) never touches the network; ``--record-mode=all`` records.
+default of pytest-recording) never touches the network; ``--record-mode=rewrite`` records
+each cell's cassette afresh (``all`` would append to the last recording's exchanges).
 Cells are written as JSON under ``<report-dir>/results`` (one file each, so pytest-xdist
 workers never share a file) and the controlling process renders the matrix.
 
@@ -727,9 +728,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     n_not = sum(len(v) for v in summary.not_tested.values())
     passing = {n for nodes in summary.tolerated.values() for n in nodes} - set(summary.failed)
     below = f" ({len(passing)} with quirks below --fail-on {cfg.fail_on})" if passing else ""
+    # An unreachable endpoint's cells never reached a stream: they are counted as such, not
+    # as deviating, so the counts agree with the exit status (6, not 1).
+    failed = (
+        f"{len(summary.failed)} unreachable"
+        if summary.unreachable
+        else (f"{len(summary.failed)} deviating")
+    )
     tw.line(
         f"ran {len(summary.ran)} cell(s): {summary.conforming} conforming{below}, "
-        f"{len(summary.failed)} deviating, {n_not} not tested"
+        f"{failed}, {n_not} not tested"
     )
     for line in [] if summary.unreachable else summary.failure_lines():
         tw.line(terminal(line))

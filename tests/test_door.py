@@ -124,6 +124,9 @@ def test_a_closed_port_exits_with_the_unreachable_status(
         f"(connection refused): exit status {EXIT_UNREACHABLE}"
     ) in r.stdout
     assert "did you mean" not in r.stdout
+    # The counts agree with the status: nothing deviated, nothing was reached.
+    assert "ran 2 cell(s): 0 conforming, 2 unreachable, 0 not tested" in r.stdout
+    assert "deviating" not in r.stdout
 
 
 @pytest.mark.parametrize("kind", DOORS)
