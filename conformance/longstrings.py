@@ -29,7 +29,8 @@ from conformance.secrets import _JSON_STRING_B, _LINE_END, _char_start, _escape_
 
 LONG_LINE = 1 << 20  # a data line longer than this (bytes) is read for long identifiers
 LONG_STRING = 1 << 16  # an identifier longer than this (bytes of JSON text) is cut
-KEEP = 4096  # of a cut identifier's ends kept (characters of JSON text, about)
+KEEP = 2048  # characters of a cut identifier's ends kept
+_ENDS = 12 * KEEP + 12  # bytes of JSON text that hold KEEP characters and more (12: a pair)
 _STEP = 1 << 18  # a long value is decoded this many bytes at a time for its digest
 CUT_KEYS = (b"id", b"name", b"model", b"object", b"type", b"role", b"system_fingerprint")
 CUT_KEYS += (b"finish_reason", b"service_tier", b"tool_call_id", b"call_id")
@@ -103,16 +104,29 @@ def _cut_line(data: bytes, start: int, end: int) -> list[bytes | memoryview] | N
         if b - a <= LONG_STRING or not _KEY.search(data, max(start, m.start() - 40), m.start()):
             continue
         summary = _summary(data, a, b)
-        if summary is None:  # not valid UTF-8: left whole, the fault is the stream's
+        if summary is None or summary[0] <= 2 * KEEP:  # not UTF-8 (the stream's fault)
             continue
-        head = _char_start(data, _escape_cut(data, a, a + KEEP), a)
-        tail = _char_start(data, _escape_cut(data, a, b - KEEP), head)
-        out += [view[pos:head], marker(*summary).encode()]
-        pos = tail
+        # the ends as decoded characters, written back as ASCII JSON: the same value
+        # however the wire spelled it (escapes), and valid UTF-8 whatever it holds
+        head = _decoded(data, a, _cut(data, a, a + _ENDS))[:KEEP]
+        tail = _decoded(data, _cut(data, a, b - _ENDS), b)[-KEEP:]
+        out += [view[pos:a], json.dumps(head + marker(*summary) + tail)[1:-1].encode()]
+        pos = b
     if not out:
         return None
     out.append(view[pos:end])
     return out
+
+
+def _cut(data: bytes, a: int, x: int) -> int:
+    """``x``, moved back out of an escape or a UTF-8 character (a literal from ``a``)."""
+    return _char_start(data, _escape_cut(data, a, x), a)
+
+
+def _decoded(data: bytes, x: int, y: int) -> str:
+    """The characters of ``data[x:y]``, a piece of a valid literal cut by ``_cut``."""
+    raw = data[x:y]
+    return raw.decode() if b"\\" not in raw else str(json.loads(b'"' + raw + b'"'))
 
 
 def _summary(data: bytes, a: int, b: int) -> tuple[int, str] | None:
@@ -121,10 +135,9 @@ def _summary(data: bytes, a: int, b: int) -> tuple[int, str] | None:
     digest, length, high = hashlib.sha256(), 0, False
     x = a
     while x < b:
-        y = b if b - x <= _STEP else _char_start(data, _escape_cut(data, a, x + _STEP), x)
-        raw = data[x:y]
+        y = b if b - x <= _STEP else _cut(data, a, x + _STEP)
         try:
-            text = raw.decode() if b"\\" not in raw else json.loads(b'"' + raw + b'"')
+            text = _decoded(data, x, y)
         except ValueError:  # UnicodeDecodeError included
             return None
         if high and text[:1] and "\udc00" <= text[0] <= "\udfff":
