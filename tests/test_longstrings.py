@@ -80,6 +80,22 @@ def _judged(body: bytes) -> tuple[Any, ...]:
     return r.verdict, [f.to_json() for f in r.findings], r.turn.calls
 
 
+def test_a_round_trip_of_a_call_with_a_long_id_is_not_sent() -> None:
+    """The runner: the cell is an error that says why, and no second request goes out."""
+    from test_repeat_aggregation import run, sse
+
+    from conformance.mutations import CallSpec
+
+    long_id = CallSpec("c" * BIG, "get_weather", '{"city": "Paris"}')
+    cell, wire = run("round-trip", (200, sse([long_id])))
+    assert len(wire.requests) == 1
+    assert (cell.verdict, cell.reason) == (
+        "error",
+        "round trip: not sent: call 0's id was longer than the analysis keeps: sent back, "
+        "it would not be what was received",
+    )
+
+
 @pytest.mark.parametrize("args", ['{"city": "' + "P" * BIG + '"}', '{"city": "' + "P" * BIG])
 def test_long_arguments_are_never_cut_and_keep_their_verdict(
     args: str, monkeypatch: pytest.MonkeyPatch
