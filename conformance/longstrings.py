@@ -32,8 +32,9 @@ LONG_STRING = 1 << 16  # an identifier longer than this (bytes of JSON text) is 
 KEEP = 2048  # characters of a cut identifier's ends kept
 _ENDS = 12 * KEEP + 12  # bytes of JSON text that hold KEEP characters and more (12: a pair)
 _STEP = 1 << 18  # a long value is decoded this many bytes at a time for its digest
-CUT_KEYS = (b"id", b"name", b"model", b"object", b"type", b"role", b"system_fingerprint")
-CUT_KEYS += (b"finish_reason", b"service_tier", b"tool_call_id", b"call_id")
+# the identifier fields, compared for equality only (never judged as text or as JSON)
+CUT_KEYS: tuple[bytes, ...] = (b"id", b"name", b"model", b"object", b"type", b"role")
+CUT_KEYS += (b"system_fingerprint", b"finish_reason", b"service_tier", b"tool_call_id", b"call_id")
 # the key of the value that follows: a whole literal (a quote inside a string is escaped)
 _KEY = re.compile(rb'[{,\s]"(?:' + b"|".join(CUT_KEYS) + rb')"\s*:\s*\Z')
 MARKER = re.compile(r"…\[[0-9]+ characters, sha256 [0-9a-f]{32}\]…")

@@ -27,7 +27,12 @@ def _ev(obj: Any) -> bytes:
 
 
 def _call(name: str, id_: str, args: str = "", index: int = 0) -> dict[str, Any]:
-    tc = {"index": index, "id": id_, "type": "function", "function": {"name": name, "arguments": args}}
+    tc = {
+        "index": index,
+        "id": id_,
+        "type": "function",
+        "function": {"name": name, "arguments": args},
+    }
     return {"choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]}
 
 
@@ -61,7 +66,9 @@ def test_different_long_names_stay_different_and_the_same_stays_the_same() -> No
     # the same id spelled with an escape and without: equal once cut, as whole
     id_ = "c" * BIG
     escaped = _ev(_call("get_weather", id_)).replace(b'"id": "c', b'"id": "\\u0063', 1)
-    events = [e for e in parse_sse_bytes(_ev(_call("get_weather", id_)) + escaped) if e.kind == CHUNK]
+    events = [
+        e for e in parse_sse_bytes(_ev(_call("get_weather", id_)) + escaped) if e.kind == CHUNK
+    ]
     ids = [e.chunk["choices"][0]["delta"]["tool_calls"][0]["id"] for e in events]
     assert ids[0] == ids[1] and longstrings.is_cut(ids[0])
 
