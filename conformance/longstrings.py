@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from conformance.secrets import _JSON_STRING_B, _LINE_END, _char_start, _escape_cut
+from conformance.secrets import _JSON_STRING_B, _LINE_END, _char_start, _escape_cut, redact
 
 LONG_LINE = 1 << 20  # a data line longer than this (bytes) is read for long identifiers
 LONG_STRING = 1 << 16  # an identifier longer than this (bytes of JSON text) is cut
@@ -109,8 +109,9 @@ def _cut_line(data: bytes, start: int, end: int) -> list[bytes | memoryview] | N
             continue
         # the ends as decoded characters, written back as ASCII JSON: the same value
         # however the wire spelled it (escapes), and valid UTF-8 whatever it holds
-        head = _decoded(data, a, _cut(data, a, a + _ENDS))[:KEEP]
-        tail = _decoded(data, _cut(data, a, b - _ENDS), b)[-KEEP:]
+        # each end redacted before it is cut, so that a cut never leaves part of a key
+        head = redact(_decoded(data, a, _cut(data, a, a + _ENDS)))[:KEEP]
+        tail = redact(_decoded(data, _cut(data, a, b - _ENDS), b))[-KEEP:]
         out += [view[pos:a], json.dumps(head + marker(*summary) + tail)[1:-1].encode()]
         pos = b
     if not out:

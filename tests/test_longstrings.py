@@ -175,3 +175,22 @@ def test_a_cut_line_stays_valid_with_the_same_structure() -> None:
     tc = ev.chunk["choices"][0]["delta"]["tool_calls"][0]
     assert tc["function"]["arguments"] == '{"a": 1}'
     assert tc["id"] == "c" * longstrings.KEEP + _marker("c" * BIG) + "c" * longstrings.KEEP
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [(longstrings.KEEP - 5, BIG), (BIG, longstrings.KEEP - 5)]
+)
+def test_a_cut_never_leaves_part_of_a_key(before: int, after: int) -> None:
+    """A key across where a long name's kept end is cut: redacted before the cut."""
+    from conformance import secrets
+
+    key = "sk-longstrings0123456789abcdef"
+    name = "n" * before + key + "n" * after
+    secrets.register(key)
+    try:
+        (call,) = analyze_sse(_stream(_call(name, "call_1", "{}"))).turn.calls
+    finally:
+        secrets.forget(key)
+    assert longstrings.is_cut(call.name)
+    assert key[:4] not in call.name and key[-4:] not in call.name
+    assert secrets.REDACTED[:4] in call.name or secrets.REDACTED[-4:] in call.name
