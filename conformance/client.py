@@ -1150,6 +1150,14 @@ def assistant_message(turn: Turn, policy: RoundTripPolicy | None = None) -> dict
             f"at event {turn.calls_cut} was refused): sent back, it would not "
             "be what was received"
         )
+    from conformance.longstrings import is_cut
+
+    cut = next((c for c in turn.calls if is_cut(c.id) or is_cut(c.name)), None)
+    if cut is not None:
+        raise TextCutError(
+            f"call {cut.index}'s {'id' if is_cut(cut.id) else 'name'} was longer than the "
+            "analysis keeps: sent back, it would not be what was received"
+        )
     if turn.content_dropped:
         raise TextCutError(_cut("content", turn.content, turn.content_dropped))
     if p.echo_reasoning and turn.reasoning_dropped:

@@ -224,6 +224,7 @@ def payload_event(n: int, data: str, line: int | None, sse_event: str | None = N
 
 
 BLOCK = 64 * 1024  # a body held in memory is decoded in slices of this size
+LONG_LINE = 1 << 20  # a block longer than this may hold long identifiers to cut (longstrings)
 
 
 def iter_sse(blocks: Iterable[bytes]) -> Iterator[Event]:
@@ -234,10 +235,21 @@ def iter_sse(blocks: Iterable[bytes]) -> Iterator[Event]:
         if len(block) <= BLOCK:
             yield from parser.feed(block)
             continue
-        view = memoryview(block)
-        for i in range(0, len(block), BLOCK):
-            yield from parser.feed(bytes(view[i : i + BLOCK]))
+        for piece in _long_ids_cut(block, parser) if len(block) > LONG_LINE else (block,):
+            view = memoryview(piece)
+            for i in range(0, len(piece), BLOCK):
+                yield from parser.feed(bytes(view[i : i + BLOCK]))
     yield from parser.close()
+
+
+def _long_ids_cut(block: bytes, parser: SSEParser) -> Iterable[bytes | memoryview]:
+    """A block that may hold a line longer than ``LONG_LINE``: its long identifiers cut
+    (``longstrings``), read from the block's bytes before any of it is decoded."""
+    from conformance.longstrings import pieces
+
+    return pieces(
+        block, fresh=not (parser._n or parser._line_no or parser._lines._rest or parser._lines._cr)
+    )
 
 
 def parse_sse_bytes(raw: bytes) -> list[Event]:

@@ -9,9 +9,10 @@
   evidence) and held once: the cell's peak stays under the body + 6 MiB, recorded and
   replayed; the cassette is written, and loaded, with no copy of the body beside
   vcrpy's;
-- end to end, a 12 MiB body made of an 8 MiB tool name and a 4 MiB id: the body and one
-  parse of its event, recorded and replayed (the split-key search and the evidence read
-  long strings by their ends, a long clean line is neither decoded nor escaped whole);
+- end to end, a 12 MiB body made of an 8 MiB tool name and a 4 MiB id: the body and a
+  few MiB, recorded and replayed (the analysis, the split-key search and the evidence
+  read long strings by their ends, a long clean line is neither decoded nor escaped
+  whole);
 - unit: the transport's buffer (one byte per chunk costs no more than the bytes, a body
   near ``max_bytes`` is held about once, not twice), the cut at an event boundary, the
   marker, and the line-by-line cassette writer (the same bytes and the same redaction as
@@ -618,7 +619,7 @@ def test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most(
     tmp_path: Path,
 ) -> None:
     """An 8 MiB tool name and a 4 MiB id in one event (a 12 MiB body, with a key set):
-    the cell holds the body and one parse of that event, not copies of them."""
+    the cell holds the body and a few MiB, not copies of them nor a parse of them."""
     body = long_names_body()
     env = {"CELLMEM_KEY": "sk-cellmem0123456789abcdef"}
     with stream_server(lambda w: w.write(body)) as base_url:
@@ -640,29 +641,34 @@ def test_a_name_and_an_id_as_long_as_the_body_are_held_once_more_at_most(
     live_cell = cell_result(tmp_path / "reports")
     (t,) = read_cassette_file(tmp_path / "cassettes" / "names" / "single.yaml")
     assert t.raw == body  # whole in the cassette
-    # Recorded, measured the body + 24.6 MiB: the body, and the event's line and its
-    # parse in the analysis (the SSE parser holds the line's text and the value parsed
-    # from it at once: 2 x 12 MiB), of which the analysis keeps the name and the id. The
+    # Recorded, measured the body + 3.1 MiB: the analysis reads the event with the name
+    # and the id cut to their ends before the line is decoded (longstrings); at 3c60dc1
+    # the body + 24.6 MiB (the SSE parser held the line's text and the value parsed from
+    # it at once: 2 x 12 MiB, and the analysis kept the name and the id). The
     # split-key search reads a long line's long strings by their ends only
     # (secrets.shorten_strings), the evidence parses the body with them cut, and the
     # redaction tells from the bytes that a long line holds nothing to redact. Before:
     # the body + 49.3 MiB at the cassette's write (the line decoded and escaped whole:
     # 36 MiB) and the body + 36.8 MiB in the call (the split-key search's decoding and
     # parse of the line, the evidence's second parse beside the analysis' name and id).
-    assert live["peak"] <= len(body) + 28 * MiB, live["peak"] / MiB
-    assert live["call"] <= len(body) + 28 * MiB, live["call"] / MiB
+    assert live["peak"] <= len(body) + 8 * MiB, live["peak"] / MiB
+    assert live["call"] <= len(body) + 8 * MiB, live["call"] / MiB
     # the cassette's write: the body escaped a piece at a time (measured 0.5 MiB)
     assert live["teardown"] <= 1.5 * MiB, live["teardown"] / MiB
     rep, replay = cell_peaks(tmp_path, "--record-mode=none", "--scenario", "single", env=env)
     # the load (and vcrpy's scrub of what it loaded): measured the body + 1.5 MiB; before,
     # the body + 24.1 MiB (the split-key search on the line)
     assert replay["setup"] <= len(body) + 3 * MiB, replay["setup"] / MiB
-    # measured the body + 24.8 MiB (the analysis, as recorded); before, the body + 37 MiB
-    assert replay["peak"] <= len(body) + 28 * MiB, replay["peak"] / MiB
+    # measured the body + 3.1 MiB (the analysis, as recorded); at 3c60dc1 the body + 24.8
+    # MiB, before, the body + 37 MiB
+    assert replay["peak"] <= len(body) + 8 * MiB, replay["peak"] / MiB
     replayed = cell_result(tmp_path / "reports")
     for key in ("verdict", "reason", "quirks", "findings", "tool_calls", "evidence"):
         assert replayed[key] == live_cell[key], key
-    assert "more characters not shown" in json.dumps(live_cell["findings"])
+    # the name and the id shortened, with their length and digest (longstrings)
+    found = json.dumps(live_cell["findings"], ensure_ascii=False)
+    assert "…[8388608 characters, sha256 " in found, found[:300]
+    assert "…[4194304 characters, sha256 " in found, found[:300]
     assert rep.returncode == rec.returncode
 
 
