@@ -34,6 +34,20 @@ MODULES: dict[str, tuple[str, ...]] = {
     "report/diff": ("conformance/report/diff.py",),
     "runner": ("conformance/runner.py",),
     "readers": ("conformance/readers.py",),
+    "client_matrix/judge": ("conformance/client_matrix/judge.py",),
+    "report/common": ("conformance/report/common.py",),
+    "registry": ("conformance/registry.py",),
+    "verdict": ("conformance/verdict.py",),
+    "providers": ("conformance/providers.py",),
+    "matrix": ("conformance/matrix.py",),
+    "field": ("conformance/field.py",),
+    "decoding": ("conformance/decoding.py",),
+    "client_matrix/report": ("conformance/client_matrix/report.py",),
+    "client_matrix/streams": ("conformance/client_matrix/streams.py",),
+    "client_matrix/run": ("conformance/client_matrix/run.py",),
+    "profile_columns": ("conformance/profile_columns.py",),
+    "gateway_columns": ("conformance/gateway_columns.py",),
+    "server/profiles": ("conformance/server/profiles.py",),
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}  # a failing test, pytest error, timeout, type check
 SURVIVED = {0}

@@ -1,0 +1,414 @@
+"""providers.yaml and the command-line options that make a provider, pinned by what a user
+sees: the endpoint a request goes to, the credential headers it carries, the reason a
+column is skipped or a capability missing, and each refusal's one line (the file, the
+entry, the field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance import providers as P
+from conformance.providers import ConfigError, Provider, load_providers
+
+OK = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+
+
+def load_one(tmp_path: Path, **entry: Any) -> Provider:
+    p = tmp_path / "providers.yaml"
+    p.write_text(yaml.safe_dump({"version": 1, "providers": {"p": {**OK, **entry}}}))
+    return load_providers(p)["p"]
+
+
+def refusal(tmp_path: Path, **entry: Any) -> str:
+    p = tmp_path / "providers.yaml"
+    p.write_text(yaml.safe_dump({"version": 1, "providers": {"p": {**OK, **entry}}}))
+    with pytest.raises(ConfigError) as e:
+        load_providers(p)
+    return str(e.value).removeprefix(str(p))
+
+
+# ------------------------------------------------------------------ the endpoint
+
+
+def test_the_public_url_drops_user_info_and_every_query_but_api_version() -> None:
+    url = "https://user:pw@h.example/v1?api-version=2024-06-01&key=abcdef123456&x=1"
+    assert P.public_url(url) == "https://h.example/v1?api-version=2024-06-01"
+    assert (
+        P.public_url("https://h.example/v1?API-VERSION=1") == "https://h.example/v1?API-VERSION=1"
+    )
+
+
+def test_a_request_url_keeps_the_query_at_the_end_and_never_the_user_info() -> None:
+    p = Provider("p", "https://u:pw@h.example/v1/?key=QUERYSECRET01", "m")
+    assert p.url("/chat/completions") == "https://h.example/v1/chat/completions?key=QUERYSECRET01"
+    assert p.url("models") == "https://h.example/v1/models?key=QUERYSECRET01"
+    assert p.base_url == "https://h.example/v1"
+    assert p.endpoint == "https://u:pw@h.example/v1?key=QUERYSECRET01"
+
+
+def test_capabilities_are_supported_unless_declared_otherwise() -> None:
+    p = Provider("p", "http://h/v1", "m", capabilities={"strict": False, "parallel_calls": "no"})
+    assert p.supports("stream_options")
+    assert not p.supports("strict")
+    assert not p.supports("parallel_calls")  # a message is a missing capability
+    assert p.unsupported_reason("strict") == "p declares no strict"
+    assert p.unsupported_reason("parallel_calls") == "p declares no parallel calls: no"
+
+
+def test_expected_quirks_apply_to_their_scenarios_only() -> None:
+    p = Provider(
+        "p",
+        "http://h/v1",
+        "m",
+        expected_quirks={"Q-A": {"reason": "all"}, "Q-B": {"reason": "one", "scenarios": ["s1"]}},
+    )
+    assert p.expects("Q-A", "s9") == "all"
+    assert p.expects("Q-B", "s1") == "one"
+    assert p.expects("Q-B", "s2") is None
+    assert p.expects("Q-C", "s1") is None
+
+
+def test_the_server_version_comes_from_its_variable_when_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    p = Provider("p", "http://h/v1", "m", server={"version": "1.0", "version_env": "SRV_V"})
+    monkeypatch.delenv("SRV_V", raising=False)
+    assert p.server_version == "1.0"
+    monkeypatch.setenv("SRV_V", "2.0")
+    assert p.server_version == "2.0"
+    assert Provider("p", "http://h/v1", "m").server_version is None
+
+
+# ------------------------------------------------------------------ credentials
+
+
+def test_a_missing_key_names_the_first_unset_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = Provider("p", "http://h/v1", "m", api_key_env="K_MAIN", headers_env={"X-Org": "K_ORG"})
+    monkeypatch.delenv("K_MAIN", raising=False)
+    monkeypatch.delenv("K_ORG", raising=False)
+    assert p.missing_key_reason() == "set K_MAIN to run it"
+    monkeypatch.setenv("K_MAIN", "v" * 12)
+    assert p.missing_key_reason() == "set K_ORG to run it"
+    monkeypatch.setenv("K_ORG", "o" * 12)
+    assert p.missing_key_reason() is None
+    assert Provider("p", "http://h/v1", "m").missing_key_reason() is None
+    assert Provider("p", "http://h/v1", "m").api_key() is None
+
+
+@pytest.mark.parametrize(
+    "auth,header,value",
+    [
+        ("bearer", "Authorization", "Bearer KEYVALUE0001"),
+        ("api-key", "api-key", "KEYVALUE0001"),
+        ("x-api-key", "x-api-key", "KEYVALUE0001"),
+    ],
+)
+def test_the_key_travels_in_the_header_its_auth_names(
+    monkeypatch: pytest.MonkeyPatch, auth: str, header: str, value: str
+) -> None:
+    monkeypatch.setenv("K_MAIN", "KEYVALUE0001")
+    monkeypatch.setenv("K_ORG", "ORGVALUE0001")
+    p = Provider(
+        "p", "http://h/v1", "m", api_key_env="K_MAIN", auth=auth, headers_env={"X-Org": "K_ORG"}
+    )
+    assert p.auth_headers() == {header: value, "X-Org": "ORGVALUE0001"}
+
+
+def test_user_info_travels_as_basic_unless_the_key_is_the_authorization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    p = Provider("p", "https://us%40r:p%3Aw@h.example/v1", "m")
+    token = base64.b64encode(b"us@r:p:w").decode()
+    assert p.auth_headers() == {"Authorization": f"Basic {token}"}
+    monkeypatch.setenv("K_MAIN", "KEYVALUE0001")
+    p = Provider("p", "https://u:pw@h.example/v1", "m", api_key_env="K_MAIN")
+    assert p.auth_headers() == {"Authorization": "Bearer KEYVALUE0001"}
+    p = Provider("p", "https://u:pw@h.example/v1", "m", api_key_env="K_MAIN", auth="api-key")
+    assert p.auth_headers()["api-key"] == "KEYVALUE0001"
+    assert p.auth_headers()["Authorization"].startswith("Basic ")
+    monkeypatch.delenv("K_MAIN")
+    assert Provider("p", "http://h/v1", "m", headers_env={"X-Org": "K_MAIN"}).auth_headers() == {}
+
+
+# ------------------------------------------------------------------ loading a file
+
+
+def test_a_loaded_entry_keeps_every_field_and_its_defaults(tmp_path: Path) -> None:
+    p = load_one(
+        tmp_path,
+        expected_quirks={
+            "Q-ID-ABSENT": "documented",
+            "Q-INDEX-ALL-ZERO": {"reason": "r", "scenarios": ["s"]},
+        },
+        capabilities={"strict": False},
+        concurrency=2,
+        headers={"X-Trace": "on"},
+    )
+    assert (p.name, p.label, p.model, p.auth, p.kind, p.concurrency) == (
+        "p",
+        "p",
+        "m",
+        "bearer",
+        "provider",
+        2,
+    )
+    assert p.expected_quirks == {
+        "Q-ID-ABSENT": {"reason": "documented"},
+        "Q-INDEX-ALL-ZERO": {"reason": "r", "scenarios": ["s"]},
+    }
+    assert p.headers == {"X-Trace": "on"}
+    assert not p.supports("strict")
+    q = load_one(tmp_path, label="Shown", record_command="make rec")
+    assert (q.label, q.record_command, q.concurrency) == ("Shown", "make rec", 4)
+
+
+def test_the_default_record_command_fits_where_the_user_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert P.default_record_command("p", "my.yaml") == (
+        "toolcall-conformance run --providers my.yaml --provider p"
+    )
+    (tmp_path / "noxfile.py").write_text("def other():\n    pass\n")
+    assert P.default_record_command("p", "x").startswith("toolcall-conformance run")
+    (tmp_path / "noxfile.py").write_text("def live(session):\n    pass\n")
+    assert P.default_record_command("p", "x") == "python3 noxw -s live -- --provider p"
+
+
+def test_base_url_env_wins_when_set_and_the_file_url_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MY_URL", raising=False)
+    assert load_one(tmp_path, base_url_env="MY_URL").base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("MY_URL", "  https://other.example/v2  ")
+    assert load_one(tmp_path, base_url_env="MY_URL").base_url == "https://other.example/v2"
+
+
+def test_a_file_url_without_a_host_is_refused(tmp_path: Path) -> None:
+    assert refusal(tmp_path, base_url="http:///v1") == (
+        ": provider 'p', field 'base_url': no host in the URL"
+    )
+
+
+@pytest.mark.parametrize(
+    "entry,field,why",
+    [
+        ({"concurrency": 1025}, "concurrency", "at most 1024"),
+        (
+            {"limits": {"total_timeout": 86_401}},
+            "limits.total_timeout",
+            "seconds from 0 to 86400 (got 86401)",
+        ),
+        (
+            {"limits": {"idle_timeout": float("inf")}},
+            "limits.idle_timeout",
+            "seconds from 0 to 86400 (got inf)",
+        ),
+        (
+            {"limits": {"max_bytes": (1 << 34) + 1}},
+            "limits.max_bytes",
+            "bytes from 0 to 1.71799e+10",
+        ),
+        ({"retries": {"max": 101}}, "retries.max", "retries from 0 to 100 (got 101)"),
+        (
+            {"retries": {"base_delay": 86_400.5}},
+            "retries.base_delay",
+            "seconds from 0 to 86400 (got 86400.5)",
+        ),
+    ],
+)
+def test_absurd_numbers_are_refused_with_their_unit(
+    tmp_path: Path, entry: dict[str, Any], field: str, why: str
+) -> None:
+    msg = refusal(tmp_path, **entry)
+    assert msg.startswith(f": provider 'p', field '{field}': "), msg
+    assert why in msg, msg
+
+
+def test_numbers_at_their_bounds_are_accepted() -> None:
+    assert P._absurd_number({"concurrency": 1024}) is None
+    assert P._absurd_number({"limits": {"total_timeout": 86_400, "max_bytes": 1 << 34}}) is None
+    assert P._absurd_number({"limits": {"idle_timeout": 0.0}, "retries": {"max": 0}}) is None
+    assert P._absurd_number({"limits": {"idle_timeout": -0.5}}) is not None
+    assert P._absurd_number({"retries": {"max": -1}}) is not None
+    assert P._absurd_number({"limits": {"idle_timeout": float("nan")}}) is not None
+    assert P._absurd_number({"retries": {"on_status": [500], "max": True}}) is None
+
+
+def test_an_unknown_field_near_a_known_one_is_named_with_it(tmp_path: Path) -> None:
+    assert refusal(tmp_path, modle="m") == (
+        ": provider 'p', field 'modle': unknown field 'modle' (did you mean 'model'?)"
+    )
+    msg = refusal(tmp_path, my_key_here="x")
+    assert "name the environment variable that holds the key with api_key_env" in msg
+
+
+def test_a_header_variable_must_be_a_name(tmp_path: Path) -> None:
+    assert refusal(tmp_path, headers_env={"X-Org": "not a name"}) == (
+        ": provider 'p', field 'headers_env.X-Org': must be the NAME of an environment "
+        "variable (A-Z, 0-9, _), not its value"
+    )
+
+
+def test_an_expected_quirk_of_the_wrong_shape_says_what_is_expected(tmp_path: Path) -> None:
+    assert refusal(tmp_path, expected_quirks={"Q-ID-ABSENT": 3}) == (
+        ": provider 'p', field 'expected_quirks.Q-ID-ABSENT': must be a reason (text) or "
+        "{reason: …, scenarios: […]}"
+    )
+
+
+def test_file_level_refusals(tmp_path: Path) -> None:
+    p = tmp_path / "providers.yaml"
+    p.write_text("version: 1\nproviders: {}\n")
+    with pytest.raises(ConfigError, match=r": field 'providers': is empty$"):
+        load_providers(p)
+    p.write_text("version: 1\nproviders: {Bad Name: {base_url: 'http://h/v1', model: m}}\n")
+    with pytest.raises(ConfigError, match=r": field 'providers': does not match \^\[a-z0-9\]"):
+        load_providers(p)
+    p.write_bytes(b"version: 1\nproviders: \xff\n")
+    with pytest.raises(ConfigError, match=r"providers.yaml: not UTF-8 text$"):
+        load_providers(p)
+    with pytest.raises(ConfigError, match=r": is a directory, not a providers file$"):
+        load_providers(tmp_path)
+
+
+# ------------------------------------------------------------------ command-line options
+
+
+def test_number_flags_are_finite_and_within_their_range() -> None:
+    assert P.number_flag("--latency", "2.5", 10) == 2.5
+    assert P.number_flag("--latency", "10", 10) == 10
+    assert P.number_flag("--latency", "0", 10) == 0
+    assert P.number_flag("--x", "1", 10, least=1) == 1
+    for bad in ("inf", "nan", "-0.1", "10.5"):
+        with pytest.raises(ConfigError) as e:
+            P.number_flag("--latency", bad, 10)
+        assert str(e.value) == f"--latency: must be a finite number from 0 to 10 (got {bad!r})"
+    with pytest.raises(
+        ConfigError, match=r"^--x: must be a finite number from 1 to 10 \(got '0.5'\)$"
+    ):
+        P.number_flag("--x", "0.5", 10, least=1)
+    with pytest.raises(ConfigError, match=r"^--latency: not a number \('soon'\)$"):
+        P.number_flag("--latency", "soon", 10)
+
+
+def test_an_output_directory_that_cannot_take_files_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert P.output_dir_problem("--report-dir", f) == (
+        f"--report-dir {f}: is a file, not a directory; pass a directory"
+    )
+    under = P.output_dir_problem("--report-dir", f / "sub")
+    assert under is not None and under.startswith(f"--report-dir {f / 'sub'}: cannot be written (")
+    assert under.endswith("); pass a directory you can write")
+    new = tmp_path / "a" / "b"
+    assert P.output_dir_problem("--report-dir", new) is None
+    assert new.is_dir() and not list(new.iterdir())
+
+
+def test_expect_quirk_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert P.parse_expect_quirk(" Q-ID-ABSENT = documented by them ") == (
+        "Q-ID-ABSENT",
+        "documented by them",
+    )
+    for bad in ("Q-ID-ABSENT", "Q-ID-ABSENT=", "Q-ID-ABSENT=  "):
+        with pytest.raises(ConfigError) as e:
+            P.parse_expect_quirk(bad)
+        shown = " ".join(bad.split())  # one line, its spaces collapsed
+        assert (
+            str(e.value)
+            == f"--expect-quirk {shown!r}: expected Q-ID=reason (say why it is accepted)"
+        )
+    with pytest.raises(ConfigError) as e:
+        P.parse_expect_quirk("Q-ID-ABSNT=typo")
+    assert (
+        str(e.value) == "--expect-quirk: unknown quirk id 'Q-ID-ABSNT' (did you mean Q-ID-ABSENT?)"
+    )
+    with pytest.raises(ConfigError) as e:
+        P.parse_expect_quirk("q-id-absent=lower case")
+    assert str(e.value).startswith("--expect-quirk: unknown quirk id 'q-id-absent'")
+    with pytest.raises(ConfigError) as e:
+        P.parse_expect_quirk("ZZZZ=x")
+    assert str(e.value) == "--expect-quirk: unknown quirk id 'ZZZZ'"
+    ps = [Provider("a", "http://h/v1", "m"), Provider("b", "http://h/v1", "m")]
+    P.apply_expected_quirks(ps, iter([("Q-ID-ABSENT", "r1"), ("Q-INDEX-ALL-ZERO", "r2")]))
+    for p in ps:
+        assert p.expected_quirks == {
+            "Q-ID-ABSENT": {"reason": "r1"},
+            "Q-INDEX-ALL-ZERO": {"reason": "r2"},
+        }
+
+
+def test_a_provider_from_options_is_named_after_its_model() -> None:
+    p = P.provider_from_options("http://h.example/v1/", "Org/Model-7B.Q4", "MY_KEY")
+    assert (p.name, p.label, p.model, p.api_key_env) == (
+        "org-model-7b.q4",
+        "Org/Model-7B.Q4",
+        "Org/Model-7B.Q4",
+        "MY_KEY",
+    )
+    assert p.record_command == (
+        "toolcall-conformance run --base-url http://h.example/v1/ --model Org/Model-7B.Q4 --api-key-env MY_KEY"
+    )
+    p = P.provider_from_options("http://h.example/v1", "///", name=None)
+    assert p.name == "server"
+    assert p.record_command == "toolcall-conformance run --base-url http://h.example/v1 --model ///"
+    assert P.provider_from_options("http://h/v1", "m", name="mine").name == "mine"
+
+
+@pytest.mark.parametrize(
+    "url,model,env,message",
+    [
+        ("http://h/v1", None, None, "--base-url needs --model NAME (the model to ask)"),
+        ("http://h/v1", "", None, "--base-url needs --model NAME (the model to ask)"),
+        ("ftp://h/v1", "m", None, "--base-url: not an http(s) URL (scheme 'ftp')"),
+        ("http:///v1", "m", None, "--base-url: no host in the URL"),
+        (
+            "https://h/v1?api_key=abcdef123456",
+            "m",
+            None,
+            "--base-url: the URL carries a credential; pass the key in an environment "
+            "variable named by --api-key-env",
+        ),
+        (
+            "http://h/v1",
+            "m",
+            "sk-abc",
+            "--api-key-env: must be the NAME of an environment variable (A-Z, 0-9, _), not its value",
+        ),
+    ],
+)
+def test_options_that_make_no_provider_are_refused(
+    url: str, model: str | None, env: str | None, message: str
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        P.provider_from_options(url, model, env)
+    assert str(e.value) == message
+
+
+def test_select_keeps_file_order_takes_globs_and_lists_the_valid_names() -> None:
+    ps = {n: Provider(n, "http://h/v1", "m") for n in ("b", "profile:x", "profile:y", "a[1]")}
+    assert [p.name for p in P.select(ps, None)] == ["b", "profile:x", "profile:y", "a[1]"]
+    assert [p.name for p in P.select(ps, ["a[1]", "profile:*"])] == [
+        "profile:x",
+        "profile:y",
+        "a[1]",
+    ]
+    with pytest.raises(ConfigError) as e:
+        P.select(ps, ["c"])
+    assert str(e.value) == "unknown provider 'c'; valid: b, profile:x, profile:y, a[1]"
+    many = {
+        f"provider-{i:03d}": Provider(f"provider-{i:03d}", "http://h/v1", "m") for i in range(40)
+    }
+    with pytest.raises(ConfigError) as e:
+        P.select(many, ["nope"])
+    assert (
+        str(e.value).endswith("…")
+        and len(str(e.value)) == len("unknown provider 'nope'; valid: ") + 301
+    )
