@@ -232,6 +232,82 @@ CASES = [
 ]
 
 
+Z = wire("call_z", "get_weather", '{"city": "Zürich"}')
+W2 = wire("call_w", "f", '{"a": 1, "b": 2}')
+C3 = wire("call_c", "g", '{"c": 3}')
+CASES += [
+    (
+        [A],
+        [dict(A, arguments='{"city": "Lyon"}', invalid=True)],
+        (
+            "dropped",
+            'flagged a sound call: call 0: arguments \'{"city":"Lyon"}\', '
+            'want \'{"city":"Paris"}\' (flagged invalid)',
+            ["flagged a sound call"],
+        ),
+    ),
+    (
+        [A],
+        [dict(A, arguments='[{"city": "Paris"}, {"city": "Paris"}]')],
+        (
+            "wrong",
+            "arguments concatenated: call 0: arguments "
+            '\'[{"city":"Paris"},{"city":"Paris"}]\', want \'{"city":"Paris"}\'',
+            ["arguments concatenated"],
+        ),
+    ),
+    (  # longer than the wire's and not a prefix of it once closed: changed, not truncated
+        [wire("c", "f", '{"c": "a"}')],
+        [{"id": "c", "name": "f", "arguments": '{"c": "aX"}'}],
+        (
+            "wrong",
+            'arguments changed: call 0: arguments \'{"c":"aX"}\', want \'{"c":"a"}\'',
+            ["arguments changed"],
+        ),
+    ),
+    (  # the detail shows the text as written, not escaped
+        [Z],
+        [dict(Z, arguments='{"city": "Genève"}')],
+        (
+            "wrong",
+            'arguments changed: call 0: arguments \'{"city":"Genève"}\', '
+            'want \'{"city":"Zürich"}\'',
+            ["arguments changed"],
+        ),
+    ),
+    (  # parsed arguments holding two calls of the wire
+        [Z, B],
+        [{"id": "call_z", "name": "get_weather", "arguments": [{"city": "Zürich"}, {"tz": "UTC"}]}],
+        ("merged", "calls merged: get_weather+get_time in one call", ["calls merged"]),
+    ),
+    (
+        [W2, C3],
+        [{"id": "call_w", "name": "f", "arguments": {"x": {"a": 1, "b": 2}, "y": {"c": 3}}}],
+        ("merged", "calls merged: f+g in one call", ["calls merged"]),
+    ),
+    (  # a call with no right form is merged by its raw text too
+        [A, V],
+        [{"id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}{"tz": "UT'}],
+        ("merged", "calls merged: get_weather+get_time in one call", ["calls merged"]),
+    ),
+    (
+        [wire("n1", "now", "{}")],
+        [{"id": "n1", "name": "now", "arguments": "null"}],
+        ("wrong", "arguments changed: call 0: arguments 'null', want '{}'", ["arguments changed"]),
+    ),
+    (  # no right form because the name never came: the wire's empty raw text is shown
+        [wire("v2", "", "{}", status="visible", raw="")],
+        [{"id": "v2", "name": "f", "arguments": "{}"}],
+        (
+            "silent partial",
+            "arguments repaired silently: call 0: '{}' returned with no flag; the wire's '' "
+            "has no right form",
+            ["arguments repaired silently"],
+        ),
+    ),
+]
+
+
 @pytest.mark.parametrize("wire_calls,client,want", CASES)
 def test_each_kind_of_answer_gets_its_outcome_and_detail(
     wire_calls: list[dict[str, Any]], client: list[dict[str, Any]], want: tuple[str, str, list[str]]
@@ -252,6 +328,12 @@ def test_the_position_pairs_calls_the_ids_do_not() -> None:
     # Wire ids the client changed: paired by position, each call's id is wrong.
     v = cell(Expected([A, B]), calls=[dict(A, id="x1"), dict(B, id="x2")])
     assert v[2] == ["id changed"] and "call 1: id 'x2'" in v[1]
+
+
+def test_two_parameterless_calls_are_not_merged_into_one_with_an_empty_object() -> None:
+    n1, n2 = wire("n1", "now", "{}"), wire("n2", "now", "{}")
+    v = cell(Expected([n1, n2]), calls=[{"id": "n1", "name": "now", "arguments": '{"opts": {}}'}])
+    assert v[0] == "dropped" and "calls merged" not in v[2]
 
 
 def test_a_parameterless_call_returned_with_no_arguments_is_right() -> None:
