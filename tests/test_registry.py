@@ -146,6 +146,35 @@ def test_the_cell_verdict_is_the_capture_policy_on_more_findings() -> None:
     assert verdict.cell("fails", [info]) is Verdict.FAILS
 
 
+def test_the_capture_policy_one_finding_at_a_time() -> None:
+    j = verdict.judge
+    assert j([]) is Verdict.CONFORMS
+    assert j([("MUST", None)], error="HTTP 500") is Verdict.ERROR
+    assert j([], recoverable=False) is Verdict.FAILS
+    assert j([("MUST", None)]) is Verdict.FAILS  # a MUST no quirk explains
+    assert j([("SHOULD", None)]) is Verdict.CONFORMS  # a rule note below MUST, no quirk
+    assert j([("INFO", "Q-ID-FORMAT")]) is Verdict.CONFORMS
+    assert j([("SHOULD", "Q-STRICT-IGNORED")]) is Verdict.QUIRK
+    assert j([("MUST", "Q-INDEX-ALL-ZERO")]) is Verdict.QUIRK  # explained by its quirk
+    assert (
+        j([("INFO", "Q-ARGS-INVALID-JSON")]) is Verdict.FAILS
+    )  # the robust client cannot repair it
+    assert j(iter([("INFO", "Q-ID-FORMAT"), ("SHOULD", "Q-STRICT-IGNORED")])) is Verdict.QUIRK
+    with pytest.raises(ValueError):
+        verdict.worst([])
+
+
+def test_a_cell_that_did_not_show_its_behaviour_is_inconclusive() -> None:
+    inc = verdict.inconclusive
+    assert inc("conforms", "no call came", []) is Verdict.INCONCLUSIVE
+    assert inc("quirk", "no call came", []) is Verdict.INCONCLUSIVE
+    assert inc("quirk", "no call came", ["Q-STRICT-IGNORED"]) is Verdict.QUIRK
+    assert inc("fails", "no call came", []) is Verdict.FAILS
+    assert inc("error", "no call came", []) is Verdict.ERROR
+    assert inc("conforms", None, []) is Verdict.CONFORMS
+    assert inc("quirk", "", []) is Verdict.QUIRK
+
+
 # ----------------------------------------------------------------- detector order
 
 
