@@ -89,6 +89,70 @@ def test_an_unknown_id_gets_a_did_you_mean() -> None:
         def fn2(a: Any) -> None: ...
 
 
+def test_an_unknown_id_is_one_line_naming_where_and_the_nearest_id() -> None:
+    with pytest.raises(registry.UnknownQuirkError) as e:
+        registry.spec("q-sse-done-mising", "here")
+    assert str(e.value) == (
+        "here: unknown quirk id 'q-sse-done-mising' (did you mean Q-SSE-DONE-MISSING?); "
+        "the known ids are in quirks.json"
+    )
+    with pytest.raises(registry.UnknownQuirkError) as e:
+        registry.check_ids(["Q-ID-FORMAT", "ZZZZZZ"], "providers.yaml: p")
+    assert str(e.value) == (
+        "providers.yaml: p: unknown quirk id 'ZZZZZZ'; the known ids are in quirks.json"
+    )
+    registry.check_ids(["Q-ID-FORMAT"], "nowhere")  # a known id passes
+    with pytest.raises(registry.UnknownQuirkError, match=r"^quirk id: unknown quirk id"):
+        registry.spec("ZZZZZZ")
+    assert registry.did_you_mean("Q-SSE-DONE", ["Q-SSE-DONE-MISSING", "Q-SSE-DONE-MISSING-2"]) == (
+        " (did you mean Q-SSE-DONE-MISSING?)"
+    )
+    assert registry.did_you_mean("Q-XY", ["Q-SSE-DONE-MISSING"]) == ""
+
+
+def test_levels_and_implied_ids_come_from_the_catalogue() -> None:
+    assert registry.level("Q-ID-FORMAT") is Level.INFO
+    assert registry.implied("Q-INDEX-ABSENT-WHOLE-CALL") == {
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+        "Q-INDEX-ABSENT",
+    }
+    assert registry.implied("Q-NOT-AN-ID") == frozenset()
+    assert "Q-ARGS-INVALID-JSON" in registry.unrecoverable()
+    assert "Q-ID-FORMAT" not in registry.unrecoverable()
+
+
+def test_a_reporter_is_recorded_with_its_hook_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_REPORTERS", [])
+
+    @registry.detector("end", reports=("Q-ID-FORMAT",))
+    def first(a: Any) -> None: ...
+
+    @registry.works_around("Q-ID-FORMAT", "Q-ID-ABSENT")
+    def repair(a: Any) -> None: ...
+
+    @registry.detector("end")
+    def second(a: Any) -> None: ...
+
+    assert registry.detectors("end") == [first, second]
+    assert registry.detectors("client") == [repair]
+    got = {
+        q: [(r.name.split(".")[-1], r.hook) for r in rs] for q, rs in registry.reporters().items()
+    }
+    assert got == {
+        "Q-ID-FORMAT": [("first", "end"), ("repair", "client")],
+        "Q-ID-ABSENT": [("repair", "client")],
+    }
+    with pytest.raises(ValueError) as e:
+
+        @registry.detector("nowhere")
+        def fn(a: Any) -> None: ...
+
+    assert str(e.value).endswith(
+        "fn: hook 'nowhere' is not one of comment, nonjson, chunk, choice, tool_delta, "
+        "fragment, end, part, client, cell"
+    )
+
+
 def test_every_hook_detector_is_declared_once_and_analyzer_lists_come_from_the_registry() -> None:
     assert analyzer_mod.END_DETECTORS == registry.detectors("end")
     assert analyzer_mod.CHUNK_DETECTORS == registry.detectors("chunk")
