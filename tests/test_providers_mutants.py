@@ -412,3 +412,69 @@ def test_select_keeps_file_order_takes_globs_and_lists_the_valid_names() -> None
         str(e.value).endswith("…")
         and len(str(e.value)) == len("unknown provider 'nope'; valid: ") + 301
     )
+
+
+ENTRY = "base_url: 'http://h/v1', model: m"
+FILE_CASES = [
+    (
+        "version: 1\nfoo: 1\nproviders: {p: {%s}}\n",
+        ": field 'foo': unknown field 'foo' (valid: providers, version)",
+    ),
+    (
+        "version: 1\nproviders: {p: 3}\n",
+        ": provider 'p', field '(entry)': expected object, got an integer",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, extra_body: {stop: [a, 'sk-proj-CANARYabcdefghijklmnop123']}}}\n",
+        ": provider 'p', field 'extra_body.stop.1': looks like an API key or credential; keys are "
+        "never written in providers.yaml: name the environment variable that holds it with api_key_env",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, headers: {X-Custom: 'sk-proj-CANARYabcdefghijklmnop123'}}}\n",
+        ": provider 'p', field 'headers.X-Custom': credential headers are never written in "
+        "providers.yaml: pass it from the environment with headers_env: {X-Custom: VAR} (or "
+        "api_key_env with auth: bearer, api-key or x-api-key)",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, headers: {X-Api-Key: 'abc'}}}\n",
+        ": provider 'p', field 'headers.X-Api-Key': credential headers are never written in "
+        "providers.yaml: pass it from the environment with headers_env: {X-Api-Key: VAR} (or "
+        "api_key_env with auth: bearer, api-key or x-api-key)",
+    ),
+    (
+        "version: 1\nproviders: !!python/object:object {}\n",
+        ": line 2: refused: a Python tag (!!python/object:object); YAML files here are data and "
+        "never build objects",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, concurrency: 0}}\n",
+        ": provider 'p', field 'concurrency': 0 is less than the minimum of 1",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, server: {softwar: x}}}\n",
+        ": provider 'p', field 'server.softwar': unknown field 'softwar' (did you mean 'software'?)",
+    ),
+    (
+        "version: 1\nproviders: {p: {base_ulr: 'http://h/v1', model: m}}\n",
+        ": provider 'p', field 'base_ulr': unknown field 'base_ulr' (did you mean 'base_url'?)",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, elicitation: {tool_choice: auto}}}\n",
+        ": provider 'p', field 'elicitation.tool_choice': must be one of: named",
+    ),
+    (
+        "version: 1\nproviders:\n  p: {%s}\n  1: {%s}\n  1: {%s}\n",
+        ": line 5: not valid YAML (duplicated key 1)",
+    ),
+]
+
+
+@pytest.mark.parametrize("text,message", FILE_CASES)
+def test_each_refusal_names_the_file_the_entry_and_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    p = tmp_path / "providers.yaml"
+    p.write_text(text.replace("%s", ENTRY))
+    with pytest.raises(ConfigError) as e:
+        load_providers(p)
+    assert str(e.value) == f"{p}{message}"
