@@ -110,6 +110,35 @@ def test_an_unknown_id_is_one_line_naming_where_and_the_nearest_id() -> None:
     assert registry.did_you_mean("Q-XY", ["Q-SSE-DONE-MISSING"]) == ""
 
 
+def test_a_spec_holds_every_fact_of_its_entry() -> None:
+    """Read from the file here, not through specs(): that one is cached at import."""
+    raw = json.loads(registry.DATA.read_text("utf-8"))
+    for qid, e in raw.items():
+        s = registry.QuirkSpec.from_entry(qid, e)
+        assert (s.id, s.title, s.group, s.entry) == (qid, e["title"], e["group"], e)
+        assert s.level is Level(e["level"])
+        assert s.unrecoverable is e["unrecoverable"]
+        assert s.implies == frozenset(e["implies"])
+        assert s.profile_also == frozenset(e["profile_also"])
+        assert s.workaround_rule == e["workaround_rule"]
+        assert s.note_reported_by_detector is e["note_reported_by_detector"]
+        assert s.needs == e["needs"]
+        assert s.visible_in_bytes is e["visible_in_bytes"]
+        assert s.profile == e["profile"]
+        assert s.no_profile == e.get("no_profile")
+        assert s.no_mutation == e.get("no_mutation")
+        assert s.no_reporter == e.get("no_reporter")
+    # the facts the loop checks are not all one value
+    assert {e.get("no_profile") is None for e in raw.values()} == {True, False}
+    assert {e.get("no_mutation") is None for e in raw.values()} == {True, False}
+    assert {e["visible_in_bytes"] for e in raw.values()} == {True, False}
+    bad = {k: v for k, v in raw["Q-ID-FORMAT"].items() if k != "level"}
+    with pytest.raises(KeyError):
+        registry.QuirkSpec.from_entry("Q-ID-FORMAT", bad)
+    with pytest.raises(ValueError, match=r"^quirks.json: Q-ID-FORMAT: level: 'LOUD' is not valid"):
+        registry.QuirkSpec.from_entry("Q-ID-FORMAT", {**raw["Q-ID-FORMAT"], "level": "LOUD"})
+
+
 def test_levels_and_implied_ids_come_from_the_catalogue() -> None:
     assert registry.level("Q-ID-FORMAT") is Level.INFO
     assert registry.implied("Q-INDEX-ABSENT-WHOLE-CALL") == {
@@ -134,6 +163,7 @@ def test_a_reporter_is_recorded_with_its_hook_and_ids(monkeypatch: pytest.Monkey
     def second(a: Any) -> None: ...
 
     assert registry.detectors("end") == [first, second]
+    assert {r.module for r in registry._REPORTERS} == {__name__}
     assert registry.detectors("client") == [repair]
     got = {
         q: [(r.name.split(".")[-1], r.hook) for r in rs] for q, rs in registry.reporters().items()
