@@ -469,6 +469,52 @@ FILE_CASES = [
 ]
 
 
+FILE_CASES += [
+    (
+        "version: 1\nproviders: {p: {%s, expected_quirks: {Q-ID-ABSENT: ''}}}\n",
+        ": provider 'p', field 'expected_quirks.Q-ID-ABSENT': '' should be non-empty",
+    ),
+    (  # not close enough to 'retries' to be named (cutoff 0.7)
+        "version: 1\nproviders: {p: {%s, retry: 1}}\n",
+        ": provider 'p', field 'retry': unknown field 'retry' (valid: api_key_env, auth, base_url, "
+        "base_url_env, capabilities, concurrency, elicitation, expected_quirks, extra_body, gateway, "
+        "headers, headers_env, label, limits, model, notes, record_command, retries, roundtrip, server)",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, access-token: x}}\n",
+        ": provider 'p', field 'access-token': unknown field 'access-token' (keys are never written "
+        "in providers.yaml: name the environment variable that holds the key with api_key_env)",
+    ),
+    (
+        "version: 1\nproviders: {p: {label: x}}\n",
+        ": provider 'p', field 'base_url': missing required field",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, api_key_env: 3}}\n",
+        ": provider 'p', field 'api_key_env': expected string or null, got an integer",
+    ),
+    (
+        "version: 1\nproviders: {p: {base_url: 'http://h/v1', model: 2024-01-01}}\n",
+        ": provider 'p', field 'model': expected string, got date",
+    ),
+    (
+        "version: 1\nproviders: {p: {base_url: 'localhost:8000/v1', model: m}}\n",
+        ": provider 'p', field 'base_url': not an http(s) URL (scheme 'localhost:80'); only http:// "
+        "and https:// endpoints are tested",
+    ),
+    (
+        "version: 1\nproviders: {p: {base_url: 'ftp://h/x?u=http://y', model: m}}\n",
+        ": provider 'p', field 'base_url': not an http(s) URL (scheme 'ftp'); only http:// and "
+        "https:// endpoints are tested",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, base_url_env: lower}}\n",
+        ": provider 'p', field 'base_url_env': must be the NAME of an environment variable (A-Z, "
+        "0-9, _), not its value",
+    ),
+]
+
+
 @pytest.mark.parametrize("text,message", FILE_CASES)
 def test_each_refusal_names_the_file_the_entry_and_the_field(
     tmp_path: Path, text: str, message: str
@@ -478,3 +524,28 @@ def test_each_refusal_names_the_file_the_entry_and_the_field(
     with pytest.raises(ConfigError) as e:
         load_providers(p)
     assert str(e.value) == f"{p}{message}"
+
+
+def test_long_expect_quirk_values_are_cut_and_a_reason_may_hold_an_equals_sign() -> None:
+    assert P.parse_expect_quirk("Q-ID-ABSENT=a = b") == ("Q-ID-ABSENT", "a = b")
+    long = "Q" * 100
+    with pytest.raises(ConfigError) as e:
+        P.parse_expect_quirk(long)
+    assert (
+        str(e.value)
+        == f"--expect-quirk {'Q' * 59 + '…'!r}: expected Q-ID=reason (say why it is accepted)"
+    )
+    with pytest.raises(ConfigError) as e:
+        P.parse_expect_quirk(long + "=why")
+    assert str(e.value) == f"--expect-quirk: unknown quirk id {'Q' * 59 + '…'!r}"
+
+
+def test_the_list_of_valid_providers_is_cut_after_300_characters() -> None:
+    exact = {"a" * 300: Provider("x", "http://h/v1", "m")}
+    with pytest.raises(ConfigError) as e:
+        P.select(exact, ["nope"])
+    assert str(e.value) == "unknown provider 'nope'; valid: " + "a" * 300
+    over = {"a" * 301: Provider("x", "http://h/v1", "m")}
+    with pytest.raises(ConfigError) as e:
+        P.select(over, ["nope"])
+    assert str(e.value) == "unknown provider 'nope'; valid: " + "a" * 300 + "…"
