@@ -5,6 +5,8 @@ entry, the field)."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +311,7 @@ def test_an_output_directory_that_cannot_take_files_is_one_line(tmp_path: Path) 
     assert under.endswith("); pass a directory you can write")
     new = tmp_path / "a" / "b"
     assert P.output_dir_problem("--report-dir", new) is None
+    assert P.output_dir_problem("--report-dir", new) is None  # it exists now: still fine
     assert new.is_dir() and not list(new.iterdir())
 
 
@@ -515,6 +518,20 @@ FILE_CASES += [
 ]
 
 
+FILE_CASES += [
+    (  # a message too long for one line is cut
+        "version: 1\nproviders: {p: {%s, capabilities: {strict: ["
+        + ", ".join(["abcdefgh"] * 30)
+        + "]}}}\n",
+        ": provider 'p', field 'capabilities.strict': " + repr(["abcdefgh"] * 30)[:119] + "…",
+    ),
+    (
+        "version: 1\nproviders: {p: {%s, concurrency: -" + "9" * 150 + "}}\n",
+        ": provider 'p', field 'concurrency': -" + "9" * 118 + "…",
+    ),
+]
+
+
 @pytest.mark.parametrize("text,message", FILE_CASES)
 def test_each_refusal_names_the_file_the_entry_and_the_field(
     tmp_path: Path, text: str, message: str
@@ -549,3 +566,16 @@ def test_the_list_of_valid_providers_is_cut_after_300_characters() -> None:
     with pytest.raises(ConfigError) as e:
         P.select(over, ["nope"])
     assert str(e.value) == "unknown provider 'nope'; valid: " + "a" * 300 + "…"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs /proc: a directory nobody can write")
+def test_a_directory_that_exists_but_takes_no_file_is_refused() -> None:
+    """Root may write anywhere a permission bit says no; /proc takes no file even from root,
+    so only a file made in the directory itself tells."""
+    msg = P.output_dir_problem("--report-dir", "/proc")
+    assert msg is not None
+    assert re.fullmatch(
+        r"--report-dir /proc: cannot be written \((No such file or directory|Permission denied)\); "
+        r"pass a directory you can write",
+        msg,
+    ), msg
