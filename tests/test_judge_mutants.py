@@ -503,3 +503,55 @@ def test_arguments_a_tool_can_be_called_with() -> None:
     assert J.is_json("1")
     assert not J.is_json("x")
     assert not J.same_arguments('{"a"', {"arguments": '{"a"', "raw_arguments": '{"a"'})
+
+
+# ------------------------------------------------------------------ which call a detail names
+
+CX = wire("call_c", "get_x", '{"x": 1}')
+MERGED_AB = {"id": "call_a", "name": "get_weather", "arguments": '{"city": "Paris"}{"tz": "UTC"}'}
+
+
+def test_details_follow_the_wire_order_and_name_the_wire_position() -> None:
+    # Paired by id in the other order: the details still go call 0, then call 1.
+    assert cell(Expected([A, B]), calls=[dict(B, name="x"), dict(A, name="y")]) == (
+        "wrong",
+        "name overwritten: call 0: name 'y', the wire named 'get_weather'; "
+        "name overwritten: call 1: name 'x', the wire named 'get_time'",
+        ["name overwritten"],
+    )
+    # After two calls merged into one, the third is still the wire's call 2.
+    assert cell(Expected([A, B, CX]), calls=[MERGED_AB, dict(CX, name="zz")]) == (
+        "merged",
+        "calls merged: get_weather+get_time in one call; "
+        "name overwritten: call 2: name 'zz', the wire named 'get_x'",
+        ["calls merged", "name overwritten"],
+    )
+    assert cell(Expected([A, B, CX]), calls=[MERGED_AB]) == (
+        "merged",
+        "calls merged: get_weather+get_time in one call; "
+        "call dropped: call 2 (get_x) missing: 1 of 3 calls returned",
+        ["calls merged", "call dropped"],
+    )
+    # A call without the wire's id takes the wire call its id did not claim.
+    assert cell(Expected([A, B]), calls=[dict(B), dict(A, id="zzz")]) == (
+        "wrong",
+        "id changed: call 0: id 'zzz', the wire sent 'call_a'",
+        ["id changed"],
+    )
+
+
+def test_extra_calls_are_listed_in_the_clients_order_and_flags_are_counted() -> None:
+    extra = [
+        {"id": "e1", "name": "y", "arguments": "{}"},
+        {"id": "e2", "name": "x", "arguments": "{}"},
+    ]
+    assert cell(Expected([A]), calls=[A, *extra]) == (
+        "wrong",
+        "extra call: 3 calls, the stream holds 1; not in it: 'y', 'x'",
+        ["extra call"],
+    )
+    assert cell(Expected([A, V]), calls=[A, dict(V, invalid=True)]) == (
+        "ok",
+        "1 call(s) right, 1 flagged invalid where the wire holds no right form",
+        [],
+    )
