@@ -251,3 +251,29 @@ def test_a_source_is_named_by_its_repository_or_its_host() -> None:
     assert c.is_url("http://x.org/")
     assert not c.is_url("see https://x.org/")
     assert not c.is_url(None)  # type: ignore[arg-type]
+
+
+def test_an_unknown_level_ranks_as_info() -> None:
+    cell = _cell(
+        "wrong", findings=[{"level": "bogus", "quirk": "Q-A"}, {"level": "INFO", "quirk": "Q-B"}]
+    )
+    assert c.blame(doc(), cell, "naive") == ["Q-A", "Q-B"]
+    fs = [{"level": "bogus", "event": 1}, {"level": "INFO", "event": 0}]
+    assert c.top_findings({"findings": fs}) == [fs[1], fs[0]]
+
+
+def test_the_worst_level_of_a_quirks_findings_is_by_rank_not_by_name() -> None:
+    cell = {"findings": [{"quirk": "Q-B", "level": "MUST"}, {"quirk": "Q-B", "level": "SHOULD"}]}
+    assert c.quirk_level(doc(), "Q-B", cell) == "MUST"
+
+
+def test_edge_counts_of_tallies_and_summaries() -> None:
+    assert c.column_quirks({"quirks": {}}, ["x"]) == []
+    assert c.trial_counts([{"trials": {"n": 2}, "quirks": ["Q-A"]}], "Q-A") == (2, 2)
+    cells = [
+        {"row": "skip"},  # no impact: left out, and the rest still counted
+        {"row": "a", "impact": _impact(naive="ok")},
+        {"row": "b", "impact": _impact(naive="ok")},
+        {"row": "c", "impact": _impact(naive="crashed")},
+    ]
+    assert c.impact_summary(cells, "naive") == (2, 3, ["c"])
