@@ -231,6 +231,8 @@ def test_absurd_numbers_are_refused_with_their_unit(
     msg = refusal(tmp_path, **entry)
     assert msg.startswith(f": provider 'p', field '{field}': "), msg
     assert why in msg, msg
+    if field == "concurrency":
+        assert msg == ": provider 'p', field 'concurrency': at most 1024"
 
 
 def test_numbers_at_their_bounds_are_accepted() -> None:
@@ -579,3 +581,104 @@ def test_a_directory_that_exists_but_takes_no_file_is_refused() -> None:
         r"pass a directory you can write",
         msg,
     ), msg
+
+
+def test_every_field_of_an_entry_reaches_its_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no noxfile here: the default record command is the CLI's
+    p = load_one(
+        tmp_path,
+        api_key_env="MY_KEY",
+        auth="x-api-key",
+        headers_env={"X-Org": "MY_ORG"},
+        extra_body={"temperature": 0},
+        server={"software": "vLLM", "version": "0.6"},
+        elicitation={"max_tokens": 64},
+        roundtrip={"content": "empty", "tool_message_name": True},
+        retries={"max": 2},
+        limits={"idle_timeout": 5},
+        gateway={"base_url_env": "GW_URL"},
+    )
+    assert (p.api_key_env, p.auth, p.headers_env) == ("MY_KEY", "x-api-key", {"X-Org": "MY_ORG"})
+    assert (p.extra_body, p.server) == ({"temperature": 0}, {"software": "vLLM", "version": "0.6"})
+    assert (p.elicitation, p.retries, p.limits) == (
+        {"max_tokens": 64},
+        {"max": 2},
+        {"idle_timeout": 5},
+    )
+    assert p.gateway == {"base_url_env": "GW_URL"}
+    assert (p.roundtrip.content, p.roundtrip.tool_message_name) == ("empty", True)
+    assert (
+        p.record_command
+        == f"toolcall-conformance run --providers {tmp_path / 'providers.yaml'} --provider p"
+    )
+    bare = P.provider_from_entry("q", dict(OK))
+    assert (bare.api_key_env, bare.auth, bare.headers_env, bare.extra_body) == (
+        None,
+        "bearer",
+        {},
+        {},
+    )
+    assert bare.record_command == "toolcall-conformance run --providers providers.yaml --provider q"
+    assert (bare.kind, P.provider_from_entry("q", dict(OK), kind="reference-profile").kind) == (
+        "provider",
+        "reference-profile",
+    )
+
+
+def test_the_default_file_is_providers_yaml_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "providers.yaml").write_text(yaml.safe_dump({"version": 1, "providers": {"p": OK}}))
+    assert list(load_providers()) == ["p"]
+
+
+def test_a_character_yaml_refuses_is_named_without_a_line(tmp_path: Path) -> None:
+    p = tmp_path / "providers.yaml"
+    p.write_text("version: 1\nproviders: {p: {base_url: 'http://h/v1', model: 'a\x00b'}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_providers(p)
+    assert str(e.value) == (
+        f"{p}: not valid YAML (unacceptable character #x0000: special characters are not allowed)"
+    )
+
+
+def test_a_key_in_the_url_is_refused_with_where_to_put_it(tmp_path: Path) -> None:
+    assert refusal(tmp_path, base_url="https://h.example/v1?key=abcdef123456") == (
+        ": provider 'p', field 'base_url': the URL carries a credential or a place for one "
+        "(query parameter 'key'; only api-version may be written in the file): put the whole URL "
+        "in an environment variable named by base_url_env"
+    )
+    # a path that merely looks like a key is not a credential place: the entry loads
+    p = load_one(tmp_path, base_url="https://h.example/sk-proj-CANARYabcdefghijklmnop123/v1")
+    assert p.endpoint == "https://h.example/sk-proj-CANARYabcdefghijklmnop123/v1"
+
+
+def test_numbers_past_a_skipped_setting_and_at_a_float_bound() -> None:
+    assert P._absurd_number({"retries": {"on_status": [500], "max": 101}}) == (
+        "retries.max",
+        "must be a finite number of retries from 0 to 100 (got 101)",
+    )
+    assert P._absurd_number({"limits": {"total_timeout": 86_400.0}}) is None
+    assert P._absurd_number({"limits": {"max_bytes": 10**400}})[0] == "limits.max_bytes"  # type: ignore[index]
+
+
+def test_a_url_without_a_scheme_shows_its_first_twelve_characters() -> None:
+    with pytest.raises(ConfigError) as e:
+        P.provider_from_options("example.com/v1/chat", "m")
+    assert str(e.value) == "--base-url: not an http(s) URL (scheme 'example.com/')"
+
+
+def test_a_config_error_is_one_line_of_at_most_400_characters() -> None:
+    assert str(ConfigError("x" * 500)) == "x" * 399 + "…"
+    assert str(ConfigError("a\nb")) == "a b"
+
+
+def test_a_noxfile_that_is_not_utf8_still_says_where_to_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "noxfile.py").write_bytes(b"# \xff\ndef live(session):\n    pass\n")
+    assert P.default_record_command("p", "x") == "python3 noxw -s live -- --provider p"
