@@ -28,7 +28,8 @@ def wire(
 
 A = wire("call_a", "get_weather", '{"city": "Paris"}')
 B = wire("call_b", "get_time", '{"tz": "UTC"}')
-V = wire("call_v", "get_time", '{"tz": "UT', status="visible")  # cut: no right form
+# cut, so no right form; the reading's repair closes it (evidence, not the answer)
+V = wire("call_v", "get_time", '{"tz": "UT"}', status="visible", raw='{"tz": "UT')
 H = wire("call_h", "get_weather", "{}", status="hidden", raw="")  # lost: nothing shows it
 
 
@@ -555,3 +556,38 @@ def test_extra_calls_are_listed_in_the_clients_order_and_flags_are_counted() -> 
         "1 call(s) right, 1 flagged invalid where the wire holds no right form",
         [],
     )
+
+
+def test_pairing_by_position_takes_the_first_free_call_in_order() -> None:
+    c = Expected([A, B, CX])
+    # The last call claims the first wire call by its id; the others pair in order.
+    v = cell(c, calls=[dict(B, id=None), dict(CX, id=None), dict(A)])
+    assert v[0] == "wrong" and v[2] == ["name overwritten", "arguments changed", "id lost"]
+    assert cell(c, calls=[dict(CX, id=None), dict(B, id=None), dict(A)])[2] == ["id lost"]
+    # A call paired by its id does not stop the position pairing of the next one.
+    assert cell(Expected([A, B]), calls=[dict(A), dict(B, id="zz")]) == (
+        "wrong",
+        "id changed: call 1: id 'zz', the wire sent 'call_b'",
+        ["id changed"],
+    )
+
+
+def test_a_client_id_that_is_not_text_merges_nothing() -> None:
+    wire_calls = [dict(A, id="X"), dict(B, id="XX")]
+    v = cell(Expected(wire_calls), calls=[dict(A, id=None), dict(B, id=None)])
+    assert v[0] == "wrong" and v[2] == ["id lost"]
+
+
+def test_a_nameless_broken_call_dropped_is_named_by_a_question_mark() -> None:
+    assert cell(Expected([A, dict(V, name="")]), calls=[A]) == (
+        "dropped",
+        "broken call dropped silently: call 1 (?) has no right form and was left out with no "
+        "flag or error",
+        ["broken call dropped silently"],
+    )
+
+
+def test_an_empty_answer_is_the_wires_empty_object_only_when_the_wire_sent_none() -> None:
+    said = wire("n", "now", "{}", raw="{}")
+    assert cell(Expected([said]), calls=[dict(said, arguments={})])[0] == "ok"
+    assert cell(Expected([said]), calls=[dict(said, arguments=None)])[0] == "wrong"

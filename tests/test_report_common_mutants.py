@@ -277,3 +277,27 @@ def test_edge_counts_of_tallies_and_summaries() -> None:
         {"row": "c", "impact": _impact(naive="crashed")},
     ]
     assert c.impact_summary(cells, "naive") == (2, 3, ["c"])
+
+
+def test_a_document_without_columns_rows_or_cells_has_none() -> None:
+    assert c.columns_by_id({}) == {}
+    assert c.rows_for({}, ["a"]) == []
+    assert c.rows_for({"cells": [{"column": "a", "row": "r"}]}, ["a"]) == []
+
+
+def test_advice_blames_what_the_strategys_own_detail_names() -> None:
+    d = doc(quirks={"Q-DOC": {}})
+    cell = {
+        "row": "r",
+        "quirks": ["Q-B"],
+        "impact": {"naive": {"status": "wrong", "detail": "on Q-DOC"}},
+    }
+    assert c.client_advice(d, [cell]).breaks["naive"] == ["Q-DOC"]
+
+
+def test_advice_lists_every_quirk_it_names() -> None:
+    adv = c.Advice({"guarded": ["Q-A", "Q-B"], "robust": ["Q-C", "Q-D"]}, 1)
+    assert adv.text() == (
+        "guarded breaks on: Q-A, Q-B; even the robust accumulator cannot recover: Q-C, Q-D; "
+        "use a robust accumulator (conformance.client)"
+    )
