@@ -682,3 +682,16 @@ def test_a_noxfile_that_is_not_utf8_still_says_where_to_record(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "noxfile.py").write_bytes(b"# \xff\ndef live(session):\n    pass\n")
     assert P.default_record_command("p", "x") == "python3 noxw -s live -- --provider p"
+
+
+def test_user_info_splits_at_the_last_at_sign_and_the_first_colon() -> None:
+    import base64
+
+    def basic(url: str) -> str:
+        header = Provider("p", url, "m").auth_headers()["Authorization"]
+        return base64.b64decode(header.removeprefix("Basic ")).decode()
+
+    assert basic("https://u:p:w@h.example/v1") == "u:p:w"
+    assert basic("https://u@x:pw@h.example/v1") == "u@x:pw"  # user u@x, password pw
+    p = Provider("p", "https://u:p:w@h.example/v1", "m")
+    assert p.base_url == "https://h.example/v1"
