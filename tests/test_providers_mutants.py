@@ -695,3 +695,16 @@ def test_user_info_splits_at_the_last_at_sign_and_the_first_colon() -> None:
     assert basic("https://u@x:pw@h.example/v1") == "u@x:pw"  # user u@x, password pw
     p = Provider("p", "https://u:p:w@h.example/v1", "m")
     assert p.base_url == "https://h.example/v1"
+
+
+def test_the_endpoint_keeps_its_path_and_registers_its_query_as_a_secret() -> None:
+    from conformance import secrets
+
+    assert Provider("p", "https://u@x:pw@h.example/v1", "m").base_url == "https://h.example/v1"
+    p = Provider("p", "http://h.example/apiX/", "m")
+    assert p.endpoint == "http://h.example/apiX"
+    assert p.url("/Xchat") == "http://h.example/apiX/Xchat"
+    Provider("p", "https://h.example/v1?key=QUERYSECRET777", "m")
+    assert "QUERYSECRET777" not in secrets.redact("sent QUERYSECRET777 here")
+    assert P.public_url("https://h.example/v1?api-version=") == "https://h.example/v1?api-version="
+    assert P.public_url("http://[bad") == "http://[bad"
