@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -704,7 +705,22 @@ def test_the_endpoint_keeps_its_path_and_registers_its_query_as_a_secret() -> No
     p = Provider("p", "http://h.example/apiX/", "m")
     assert p.endpoint == "http://h.example/apiX"
     assert p.url("/Xchat") == "http://h.example/apiX/Xchat"
-    Provider("p", "https://h.example/v1?key=QUERYSECRET777", "m")
-    assert "QUERYSECRET777" not in secrets.redact("sent QUERYSECRET777 here")
+    # a value new to this process: secrets are registered process-wide
+    fresh = "QUERYSECRET" + uuid.uuid4().hex[:12]
+    Provider("p", f"https://h.example/v1?key={fresh}", "m")
+    assert fresh not in secrets.redact(f"sent {fresh} here")
     assert P.public_url("https://h.example/v1?api-version=") == "https://h.example/v1?api-version="
     assert P.public_url("http://[bad") == "http://[bad"
+
+
+def test_a_yaml_error_names_its_problem_not_its_context(tmp_path: Path) -> None:
+    p = tmp_path / "providers.yaml"
+    p.write_text("version: 1\nproviders:\n  p: {base_url: [http://h\n    model: m\n")
+    with pytest.raises(ConfigError) as e:
+        load_providers(p)
+    assert str(e.value) == f"{p}: line 4: not valid YAML (expected ',' or ']', but got ':')"
+    k = "k" * 150
+    p.write_text(f"version: 1\nproviders:\n  {k}: 1\n  {k}: 2\n")
+    with pytest.raises(ConfigError) as e:
+        load_providers(p)
+    assert str(e.value) == f"{p}: line 4: not valid YAML (duplicated key '{'k' * 103}…)"

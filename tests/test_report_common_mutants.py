@@ -281,6 +281,7 @@ def test_edge_counts_of_tallies_and_summaries() -> None:
 
 def test_a_document_without_columns_rows_or_cells_has_none() -> None:
     assert c.columns_by_id({}) == {}
+    assert c.cells_by_column({}) == {}
     assert c.rows_for({}, ["a"]) == []
     assert c.rows_for({"cells": [{"column": "a", "row": "r"}]}, ["a"]) == []
 
