@@ -281,7 +281,6 @@ def test_edge_counts_of_tallies_and_summaries() -> None:
 
 def test_a_document_without_columns_rows_or_cells_has_none() -> None:
     assert c.columns_by_id({}) == {}
-    assert c.cells_by_column({}) == {}
     assert c.rows_for({}, ["a"]) == []
     assert c.rows_for({"cells": [{"column": "a", "row": "r"}]}, ["a"]) == []
 
@@ -302,3 +301,18 @@ def test_advice_lists_every_quirk_it_names() -> None:
         "guarded breaks on: Q-A, Q-B; even the robust accumulator cannot recover: Q-C, Q-D; "
         "use a robust accumulator (conformance.client)"
     )
+
+
+def test_cells_are_grouped_by_column_in_document_order() -> None:
+    assert c.cells_by_column({}) == {}
+    d = doc(
+        cells=[
+            {"column": "b", "row": "1"},
+            {"column": "a", "row": "2"},
+            {"column": "b", "row": "3"},
+        ]
+    )
+    assert c.cells_by_column(d) == {
+        "b": [{"column": "b", "row": "1"}, {"column": "b", "row": "3"}],
+        "a": [{"column": "a", "row": "2"}],
+    }
