@@ -493,8 +493,9 @@ def mutation(session: nox.Session) -> None:
     """Mutation testing (mutmut) of the modules that judge and protect → docs/mutation.md.
 
     python3 noxw -s mutation -- [MODULE…] [--survivors]
-    MODULE: analysis, client, secrets, report/diff, runner, readers, or one file of the
-    analysis package (analysis/detectors/request). Default: every mutant not judged yet.
+    MODULE: a key of MODULES in tools/mutation_report.py (analysis, client, secrets,
+    client_matrix/judge, report/common, providers...), or one file of the analysis package
+    (analysis/detectors/request). Default: every mutant not judged yet.
     Naming modules re-judges all their mutants; --survivors re-judges only their survivors
     and the mutants not judged yet (after adding tests). CPU-heavy: run it under `nice`.
     """

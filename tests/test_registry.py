@@ -89,6 +89,100 @@ def test_an_unknown_id_gets_a_did_you_mean() -> None:
         def fn2(a: Any) -> None: ...
 
 
+def test_an_unknown_id_is_one_line_naming_where_and_the_nearest_id() -> None:
+    with pytest.raises(registry.UnknownQuirkError) as e:
+        registry.spec("q-sse-done-mising", "here")
+    assert str(e.value) == (
+        "here: unknown quirk id 'q-sse-done-mising' (did you mean Q-SSE-DONE-MISSING?); "
+        "the known ids are in quirks.json"
+    )
+    with pytest.raises(registry.UnknownQuirkError) as e:
+        registry.check_ids(["Q-ID-FORMAT", "ZZZZZZ"], "providers.yaml: p")
+    assert str(e.value) == (
+        "providers.yaml: p: unknown quirk id 'ZZZZZZ'; the known ids are in quirks.json"
+    )
+    registry.check_ids(["Q-ID-FORMAT"], "nowhere")  # a known id passes
+    with pytest.raises(registry.UnknownQuirkError, match=r"^quirk id: unknown quirk id"):
+        registry.spec("ZZZZZZ")
+    assert registry.did_you_mean("Q-SSE-DONE", ["Q-SSE-DONE-MISSING", "Q-SSE-DONE-MISSING-2"]) == (
+        " (did you mean Q-SSE-DONE-MISSING?)"
+    )
+    assert registry.did_you_mean("Q-XY", ["Q-SSE-DONE-MISSING"]) == ""
+
+
+def test_a_spec_holds_every_fact_of_its_entry() -> None:
+    """Read from the file here, not through specs(): that one is cached at import."""
+    raw = json.loads(registry.DATA.read_text("utf-8"))
+    for qid, e in raw.items():
+        s = registry.QuirkSpec.from_entry(qid, e)
+        assert (s.id, s.title, s.group, s.entry) == (qid, e["title"], e["group"], e)
+        assert s.level is Level(e["level"])
+        assert s.unrecoverable is e["unrecoverable"]
+        assert s.implies == frozenset(e["implies"])
+        assert s.profile_also == frozenset(e["profile_also"])
+        assert s.workaround_rule == e["workaround_rule"]
+        assert s.note_reported_by_detector is e["note_reported_by_detector"]
+        assert s.needs == e["needs"]
+        assert s.visible_in_bytes is e["visible_in_bytes"]
+        assert s.profile == e["profile"]
+        assert s.no_profile == e.get("no_profile")
+        assert s.no_mutation == e.get("no_mutation")
+        assert s.no_reporter == e.get("no_reporter")
+    # the facts the loop checks are not all one value
+    assert {e.get("no_profile") is None for e in raw.values()} == {True, False}
+    assert {e.get("no_mutation") is None for e in raw.values()} == {True, False}
+    assert {e["visible_in_bytes"] for e in raw.values()} == {True, False}
+    bad = {k: v for k, v in raw["Q-ID-FORMAT"].items() if k != "level"}
+    with pytest.raises(KeyError):
+        registry.QuirkSpec.from_entry("Q-ID-FORMAT", bad)
+    with pytest.raises(ValueError, match=r"^quirks.json: Q-ID-FORMAT: level: 'LOUD' is not valid"):
+        registry.QuirkSpec.from_entry("Q-ID-FORMAT", {**raw["Q-ID-FORMAT"], "level": "LOUD"})
+
+
+def test_levels_and_implied_ids_come_from_the_catalogue() -> None:
+    assert registry.level("Q-ID-FORMAT") is Level.INFO
+    assert registry.implied("Q-INDEX-ABSENT-WHOLE-CALL") == {
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+        "Q-INDEX-ABSENT",
+    }
+    assert registry.implied("Q-NOT-AN-ID") == frozenset()
+    assert "Q-ARGS-INVALID-JSON" in registry.unrecoverable()
+    assert "Q-ID-FORMAT" not in registry.unrecoverable()
+
+
+def test_a_reporter_is_recorded_with_its_hook_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_REPORTERS", [])
+
+    @registry.detector("end", reports=("Q-ID-FORMAT",))
+    def first(a: Any) -> None: ...
+
+    @registry.works_around("Q-ID-FORMAT", "Q-ID-ABSENT")
+    def repair(a: Any) -> None: ...
+
+    @registry.detector("end")
+    def second(a: Any) -> None: ...
+
+    assert registry.detectors("end") == [first, second]
+    assert {r.module for r in registry._REPORTERS} == {__name__}
+    assert registry.detectors("client") == [repair]
+    got = {
+        q: [(r.name.split(".")[-1], r.hook) for r in rs] for q, rs in registry.reporters().items()
+    }
+    assert got == {
+        "Q-ID-FORMAT": [("first", "end"), ("repair", "client")],
+        "Q-ID-ABSENT": [("repair", "client")],
+    }
+    with pytest.raises(ValueError) as e:
+
+        @registry.detector("nowhere")
+        def fn(a: Any) -> None: ...
+
+    assert str(e.value).endswith(
+        "fn: hook 'nowhere' is not one of comment, nonjson, chunk, choice, tool_delta, "
+        "fragment, end, part, client, cell"
+    )
+
+
 def test_every_hook_detector_is_declared_once_and_analyzer_lists_come_from_the_registry() -> None:
     assert analyzer_mod.END_DETECTORS == registry.detectors("end")
     assert analyzer_mod.CHUNK_DETECTORS == registry.detectors("chunk")
@@ -145,6 +239,35 @@ def test_the_cell_verdict_is_the_capture_policy_on_more_findings() -> None:
     assert verdict.cell("conforms", [strict]) is Verdict.QUIRK
     assert verdict.cell("quirk", [must]) is Verdict.FAILS
     assert verdict.cell("fails", [info]) is Verdict.FAILS
+
+
+def test_the_capture_policy_one_finding_at_a_time() -> None:
+    j = verdict.judge
+    assert j([]) is Verdict.CONFORMS
+    assert j([("MUST", None)], error="HTTP 500") is Verdict.ERROR
+    assert j([], recoverable=False) is Verdict.FAILS
+    assert j([("MUST", None)]) is Verdict.FAILS  # a MUST no quirk explains
+    assert j([("SHOULD", None)]) is Verdict.CONFORMS  # a rule note below MUST, no quirk
+    assert j([("INFO", "Q-ID-FORMAT")]) is Verdict.CONFORMS
+    assert j([("SHOULD", "Q-STRICT-IGNORED")]) is Verdict.QUIRK
+    assert j([("MUST", "Q-INDEX-ALL-ZERO")]) is Verdict.QUIRK  # explained by its quirk
+    assert (
+        j([("INFO", "Q-ARGS-INVALID-JSON")]) is Verdict.FAILS
+    )  # the robust client cannot repair it
+    assert j(iter([("INFO", "Q-ID-FORMAT"), ("SHOULD", "Q-STRICT-IGNORED")])) is Verdict.QUIRK
+    with pytest.raises(ValueError):
+        verdict.worst([])
+
+
+def test_a_cell_that_did_not_show_its_behaviour_is_inconclusive() -> None:
+    inc = verdict.inconclusive
+    assert inc("conforms", "no call came", []) is Verdict.INCONCLUSIVE
+    assert inc("quirk", "no call came", []) is Verdict.INCONCLUSIVE
+    assert inc("quirk", "no call came", ["Q-STRICT-IGNORED"]) is Verdict.QUIRK
+    assert inc("fails", "no call came", []) is Verdict.FAILS
+    assert inc("error", "no call came", []) is Verdict.ERROR
+    assert inc("conforms", None, []) is Verdict.CONFORMS
+    assert inc("quirk", "", []) is Verdict.QUIRK
 
 
 # ----------------------------------------------------------------- detector order
