@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from conformance import registry
 from conformance.report import common as c
 
 
@@ -49,14 +52,15 @@ def test_sections_keep_known_columns_and_rows_keep_the_ones_with_cells() -> None
 # ------------------------------------------------------------------ quirks of a column
 
 
-def test_a_quirk_level_comes_from_the_catalogue_else_its_findings_else_should() -> None:
+def test_a_quirk_level_comes_from_the_document_else_the_registry_else_its_findings() -> None:
     d = doc(quirks={"Q-A": {"level": "MUST", "title": "A title"}, "Q-B": {"level": "bogus"}})
     assert c.quirk_level(d, "Q-A") == "MUST"
     cell = {"findings": [{"quirk": "Q-B", "level": "INFO"}, {"quirk": "Q-B", "level": "MUST"}]}
     assert c.quirk_level(d, "Q-B", cell) == "MUST"  # the worst of its findings
     cell = {"findings": [{"quirk": "Q-X", "level": "INFO"}]}
-    assert c.quirk_level(d, "Q-C", cell) == "SHOULD"
-    assert c.quirk_level(doc(quirks=None), "Q-C") == "SHOULD"
+    with pytest.raises(c.MatrixError, match="Q-C: no level"):  # never a guessed level
+        c.quirk_level(d, "Q-C", cell)
+    assert c.quirk_level(doc(quirks=None), "Q-ID-ABSENT") == registry.level("Q-ID-ABSENT").value
     assert c.quirk_title(d, "Q-A") == "A title"
     assert c.quirk_title(d, "Q-B") == ""
     assert c.quirk_title(doc(quirks=None), "Q-A") == ""
@@ -67,12 +71,13 @@ def test_a_column_lists_its_quirks_most_severe_first_then_by_id() -> None:
         quirks={"Q-Z": {"level": "MUST"}, "Q-B": {"level": "INFO"}, "Q-A": {"level": "SHOULD"}},
         cells=[
             {"column": "x", "row": "r", "quirks": ["Q-B", "Q-A"]},
-            {"column": "x", "row": "s", "quirks": ["Q-Z", "Q-C"]},
+            {"column": "x", "row": "s", "quirks": ["Q-Z", "Q-ARGS-ON-OPENING-DELTA"]},
             {"column": "y", "row": "r", "quirks": ["Q-Y"]},
             {"column": "x", "row": "t", "quirks": None},
         ],
     )
-    assert c.column_quirks(d, ["x"]) == ["Q-Z", "Q-A", "Q-C", "Q-B"]
+    # Q-ARGS-ON-OPENING-DELTA has no entry in the document: the registry's SHOULD.
+    assert c.column_quirks(d, ["x"]) == ["Q-Z", "Q-A", "Q-ARGS-ON-OPENING-DELTA", "Q-B"]
 
 
 def test_the_findings_shown_first_are_the_most_severe_then_the_earliest() -> None:
@@ -227,10 +232,15 @@ def test_field_summary_counts_captures_in_verdict_order() -> None:
 
 def test_field_quirks_keep_the_ones_at_or_above_the_level_most_severe_first() -> None:
     d = doc(quirks={"Q-I": {"level": "INFO"}, "Q-M": {"level": "MUST"}, "Q-S": {"level": "SHOULD"}})
-    entries = [{"quirks": ["Q-I", "Q-S"]}, {"quirks": ["Q-M", "Q-U"]}, {"quirks": None}]
-    assert c.field_quirks(d, entries) == ["Q-M", "Q-S", "Q-U"]  # an unknown id reads SHOULD
+    entries = [
+        {"quirks": ["Q-I", "Q-S"]},
+        {"quirks": ["Q-M", "Q-USAGE-PLACEMENT"]},
+        {"quirks": None},
+    ]
+    # an id without an entry in the document reads the registry's level
+    assert c.field_quirks(d, entries) == ["Q-M", "Q-S", "Q-USAGE-PLACEMENT"]
     assert c.field_quirks(d, entries, "MUST") == ["Q-M"]
-    assert c.field_quirks(d, entries, "INFO") == ["Q-M", "Q-S", "Q-U", "Q-I"]
+    assert c.field_quirks(d, entries, "INFO") == ["Q-M", "Q-S", "Q-USAGE-PLACEMENT", "Q-I"]
 
 
 def test_field_impact_counts_the_captures_a_strategy_assembled() -> None:
