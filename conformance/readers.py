@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from conformance.sse import iter_sse, payload_event
+from conformance.sse import MAX_EVENT_BYTES, iter_sse, payload_event
 from conformance.transcript import Event, InputError, Transcript, header
 
 BLOCK = 1 << 16
@@ -177,9 +177,48 @@ def read_jsonl_file(path: Path) -> list[Transcript]:
 
 
 def _iter_file_blocks(path: Path) -> Iterator[bytes]:
+    """The file in blocks of about 64 KiB whose concatenation is the file. A line that runs
+    past its block is held, with the bytes of the blank line before it, until it ends, and
+    given in one block: a line over a MiB then reaches the SSE decoder whole, as a body in
+    memory does, and its long identifiers are cut before it is decoded
+    (``conformance.longstrings``). The events are the same however the bytes are split;
+    what is held is one line at most, and never more than an event may be."""
+    held = bytearray()
+    first = True
     with path.open("rb") as f:
         while block := f.read(BLOCK):
-            yield block
+            if held:
+                held += block
+                if b"\n" not in block and b"\r" not in block:
+                    if len(held) <= MAX_EVENT_BYTES:
+                        continue  # the held line goes on
+                    yield bytes(held)  # longer than any event: given as it comes
+                    held.clear()
+                    continue
+                data = bytes(held)
+                held.clear()
+            else:
+                data = block
+            start = _unfinished_line(data, first)
+            first = False
+            if start < 0:
+                yield data
+                continue
+            if start:
+                yield data[:start]
+            held += data[start:]
+        if held:
+            yield bytes(held)
+
+
+def _unfinished_line(data: bytes, first: bool) -> int:
+    """Where to hold ``data`` from: up to 4 bytes before the start of its last line when
+    that line has not ended (the blank line that may precede it); -1 when ``data`` ends
+    with a line end, or is all one line that did not start in it."""
+    last = max(data.rfind(b"\n"), data.rfind(b"\r"))
+    if last == len(data) - 1 or (last < 0 and not first):
+        return -1
+    return max(0, last + 1 - 4)
 
 
 def read_sse_file(path: Path) -> list[Transcript]:

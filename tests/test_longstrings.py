@@ -194,3 +194,53 @@ def test_a_cut_never_leaves_part_of_a_key(before: int, after: int) -> None:
     assert longstrings.is_cut(call.name)
     assert key[:4] not in call.name and key[-4:] not in call.name
     assert secrets.REDACTED[:4] in call.name or secrets.REDACTED[-4:] in call.name
+
+
+def _facts(events: Any) -> list[tuple[Any, ...]]:
+    return [(e.n, e.kind, e.line, e.data, e.chunk, e.sse_event) for e in events]
+
+
+def _file_events(tmp_path: Any, body: bytes) -> list[tuple[Any, ...]]:
+    from conformance.readers import read_sse_file
+
+    path = tmp_path / "capture.sse"
+    path.write_bytes(body)
+    (t,) = read_sse_file(path)
+    return _facts(t.events())
+
+
+def test_a_long_id_in_an_sse_file_is_cut_as_in_a_body_in_memory(tmp_path: Any) -> None:
+    # `analyze FILE` reads 64 KiB blocks: the long line is held until it ends, so the
+    # decoder sees it whole and cuts it as it does a body in memory.
+    name = "n" * BIG + "END"
+    body = _ev({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}) + _stream(
+        _call(name, "c" * BIG, '{"city": "P"}')
+    )
+    from_file = _file_events(tmp_path, body)
+    assert from_file == _facts(parse_sse_bytes(body))
+    names = [
+        tc["function"]["name"]
+        for _, k, _, _, v, _ in from_file
+        if k == CHUNK
+        for tc in v["choices"][0]["delta"].get("tool_calls") or []
+    ]
+    assert names and longstrings.is_cut(names[0]) and names[0].endswith("END")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"".join(_ev(_call("get_weather", f"call_{i}", "{}")) for i in range(3000)),
+        b"".join(_ev(_call("f", f"c{i}", "{}")) for i in range(3000)).replace(b"\n", b"\r\n"),
+        _ev({"choices": [{"index": 0, "delta": {"content": "t" * BIG}}]}) * 2,  # never cut
+        b"data: " + b"x" * (BIG + 5),  # one unfinished line, no line end at all
+        b": keep-alive\r" + _ev(_call("f", "c" * BIG)),  # CR line ends, not a whole event
+    ],
+)
+def test_an_sse_file_gives_the_events_of_its_bytes(tmp_path: Any, body: bytes) -> None:
+    from conformance.readers import _iter_file_blocks
+
+    path = tmp_path / "capture.sse"
+    path.write_bytes(body)
+    assert b"".join(_iter_file_blocks(path)) == body
+    assert _file_events(tmp_path, body) == _facts(parse_sse_bytes(body))
