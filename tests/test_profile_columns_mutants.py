@@ -13,7 +13,8 @@ from conformance.profile_columns import (
 from conformance.server.profiles import PROFILES, Profile
 
 
-@pytest.fixture(scope="module")
+# Built per test (milliseconds), so mutmut maps every test that reads a column to the code.
+@pytest.fixture
 def columns() -> dict[str, ProfileProvider]:
     return {p.profile: p for p in profile_providers("http://127.0.0.1:8765/v1/")}
 
