@@ -1083,8 +1083,7 @@ def _closed_cut(arguments: str) -> str | None:
 
 @_mutation
 def args_closed_on_truncation(frames, rng):
-    """Q-ARGS-CLOSED-ON-TRUNCATION: a call cut inside its arguments, closed as valid JSON,
-    ``length`` (vLLM's llama3_json parser)."""
+    """Q-ARGS-CLOSED-ON-TRUNCATION: a call cut in its arguments, closed as JSON, ``length``."""
     cuts = [(g, _closed_cut("".join(_args(tc) for _, tc in g))) for g in _calls(frames)]
     cuts = [(g, c) for g, c in cuts if c is not None]
     if not cuts:

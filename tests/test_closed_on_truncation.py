@@ -55,8 +55,8 @@ def cell(
 def test_failing_control_closed_json_the_script_never_wrote() -> None:
     found = parsers.closed_on_truncation(cell('{"title": "Essay"}'), SCRIPT)
     assert found is not None and found["quirk"] == CLOSED and found["level"] == "MUST"
-    assert "streamed '{\"title\": \"Essay\"}'" in found["message"]
-    assert "scripted '{\"name\": \"write_note\"" in found["message"]
+    assert 'streamed \'{"title": "Essay"}\'' in found["message"]
+    assert 'scripted \'{"name": "write_note"' in found["message"]
     out = parsers._with_closed(cell('{"title": "Essay"}'), SCRIPT)
     assert CLOSED in out["quirks"] and CLOSED in out["unexpected"]
     assert out["reason"] is None and out["elicited"] is True  # no longer "not elicited"

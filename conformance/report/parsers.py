@@ -161,7 +161,7 @@ def closed_on_truncation(cell: Cell | None, script: str | None) -> dict[str, Any
                 "event": None,
                 "exchange": 0,
                 "level": "MUST",
-                "message": f"finish_reason \"length\" and {call.get('name')!r}'s arguments "
+                "message": f'finish_reason "length" and {call.get("name")!r}\'s arguments '
                 f"closed as valid JSON the script never wrote: streamed {_short(sent)!r}, "
                 f"scripted {_short(script)!r}",
                 "pointer": None,
