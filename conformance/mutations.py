@@ -1062,6 +1062,43 @@ def args_invented_on_truncation(frames, rng):
     return None
 
 
+def _closed_cut(arguments: str) -> str | None:
+    """The arguments cut inside and closed as valid JSON: the last key dropped, or a lone
+    string value halved; None when there is nothing to cut."""
+    try:
+        obj = json.loads(arguments)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not obj:
+        return None
+    keys = list(obj)
+    if len(keys) > 1:
+        return json.dumps({k: obj[k] for k in keys[:-1]}, ensure_ascii=False)
+    (key,) = keys
+    value = obj[key]
+    if not isinstance(value, str) or len(value) < 2:
+        return None
+    return json.dumps({key: value[: len(value) // 2]}, ensure_ascii=False)
+
+
+@_mutation
+def args_closed_on_truncation(frames, rng):
+    """Q-ARGS-CLOSED-ON-TRUNCATION: a call cut in its arguments, closed as JSON, ``length``."""
+    cuts = [(g, _closed_cut("".join(_args(tc) for _, tc in g))) for g in _calls(frames)]
+    cuts = [(g, c) for g, c in cuts if c is not None]
+    if not cuts:
+        return None  # no arguments to cut
+    group, closed = cuts[-1]
+    later = [d for g in _calls(frames)[_calls(frames).index(group) + 1 :] for d in g]
+    for pos, tc in group[2:] + later:
+        _discard(frames, pos, tc)
+    if len(group) > 1 and "arguments" in group[0][1].get("function", {}):
+        group[0][1]["function"]["arguments"] = ""  # the closed text on one fragment only
+    group[1 if len(group) > 1 else 0][1]["function"]["arguments"] = closed
+    _set_finish(frames, "tool_calls", "length")
+    return None
+
+
 @_mutation
 def args_null(frames, rng):
     """Q-ARGS-NULL: a continuation delta with ``arguments: null`` after each opener."""
@@ -1303,6 +1340,7 @@ MUTATIONS: dict[str, Mutation] = {
     "Q-ARGS-SERVER-PARSER-CORRUPTION": args_server_parser_corruption,
     "Q-ARGS-INVALID-JSON": args_invalid_json,
     "Q-ARGS-INVENTED-ON-TRUNCATION": args_invented_on_truncation,
+    "Q-ARGS-CLOSED-ON-TRUNCATION": args_closed_on_truncation,
     "Q-ARGS-JSON-OBJECT": args_json_object,
     "Q-ARGS-CONTROL-MARKUP": args_control_markup,
     "Q-ARGS-NULL": args_null,

@@ -39,7 +39,11 @@ ROUNDTRIP = {
 # the key (conformance.client does): the profile is for client authors; here it conforms.
 # Gemini's thought signature is echoed by conformance.client (it keeps unknown per-call
 # fields and sends them back), so that rejection is not tripped either.
-NOT_TRIPPED = frozenset({"rt-function-name-key", "rt-thought-signature"})
+# A length-cut call whose arguments were closed as valid JSON reads, in one stream, like a
+# model that finished its JSON at the limit: only the script shows it (the scripted lane).
+NOT_TRIPPED = frozenset(
+    {"rt-function-name-key", "rt-thought-signature", "args-closed-on-truncation"}
+)
 
 
 @dataclass

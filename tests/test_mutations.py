@@ -212,6 +212,7 @@ TOUCHES = {
     "Q-ARGS-SERVER-PARSER-CORRUPTION": {"tool_deltas", "count", "content"},  # + the text
     "Q-ARGS-INVALID-JSON": {"tool_deltas", "count"},
     "Q-ARGS-INVENTED-ON-TRUNCATION": {"tool_deltas", "count", "finish"},
+    "Q-ARGS-CLOSED-ON-TRUNCATION": {"tool_deltas", "count", "finish"},
     "Q-ARGS-JSON-OBJECT": {"tool_deltas", "count"},
     "Q-ARGS-CONTROL-MARKUP": {"tool_deltas", "count"},
     "Q-ARGS-NULL": {"tool_deltas", "count"},

@@ -403,6 +403,15 @@ def _args_invented(f, c, r):
     assert c[-1]["arguments"] != "{}" and finishes(f) == ["length"]
 
 
+@shape("Q-ARGS-CLOSED-ON-TRUNCATION")
+def _args_closed(f, c, r):
+    # the last call's arguments cut (a key dropped) yet valid JSON, the turn cut by length
+    sent = [json.loads(x["arguments"]) for x in assemble(f)]
+    full = json.loads(c[-1]["arguments"])
+    assert sent[:-1] == [json.loads(x["arguments"]) for x in c[:-1]] and sent[-1] != full
+    assert set(sent[-1]) <= set(full) and finishes(f) == ["length"]
+
+
 @shape("Q-REQUIRED-NOT-ENFORCED")
 def _required_prose(f, c, r):
     assert content(f) and not content(r) and assemble(f) == c

@@ -16,6 +16,7 @@ one-token, one-request column, and what differs.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,67 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
     }
 
 
+CLOSED_ID = "Q-ARGS-CLOSED-ON-TRUNCATION"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@detector("cell", reports=(CLOSED_ID,))
+def closed_on_truncation(cell: Cell | None, script: str | None) -> dict[str, Any] | None:
+    """Q-ARGS-CLOSED-ON-TRUNCATION on a scripted cell, judged against its script: the turn
+    was cut (``finish_reason: "length"``) and a call's streamed arguments (as sent,
+    concatenated: the naive client's, never the robust client's repair) are valid JSON
+    that is not a prefix of what the script wrote, so the parser closed the cut JSON.
+    One stream cannot tell it from a model that finished its JSON at the limit; the
+    script can. The finding (a MUST finding dict), or None."""
+    if not cell or not script or cell.get("finish_reason") != "length":
+        return None
+    if "Q-ARGS-INVENTED-ON-TRUNCATION" in (cell.get("quirks") or []):
+        return None  # cut before the arguments: "{}", its own id
+    tc = cell.get("tool_calls") or {}
+    for call in tc.get("naive") or tc.get("guarded") or []:
+        sent = call.get("arguments") or ""
+        try:
+            json.loads(sent)
+        except ValueError:
+            continue  # cut and left open: what the model wrote, as far as it got
+        if sent.strip() and sent not in script:
+            return {
+                "event": None,
+                "exchange": 0,
+                "level": "MUST",
+                "message": f'finish_reason "length" and {call.get("name")!r}\'s arguments '
+                f"closed as valid JSON the script never wrote: streamed {_short(sent)!r}, "
+                f"scripted {_short(script)!r}",
+                "pointer": None,
+                "quirk": CLOSED_ID,
+                "rule": CLOSED_ID,
+            }
+    return None
+
+
+def _with_closed(cell: Cell, script: str | None) -> Cell:
+    """The cell with Q-ARGS-CLOSED-ON-TRUNCATION added when its script shows it (the
+    verdict judged again, the not-elicited reason gone: the cut was elicited)."""
+    from conformance.verdict import cell as judge_cell
+
+    found = closed_on_truncation(cell, script)
+    if found is None:
+        return cell
+    out = dict(cell)
+    out["quirks"] = sorted({*(cell.get("quirks") or []), CLOSED_ID})
+    out["findings"] = [*(cell.get("findings") or []), found]
+    out["unexpected"] = sorted({*(cell.get("unexpected") or []), CLOSED_ID})
+    if (cell.get("reason") or "").startswith("not elicited"):
+        out["reason"] = None
+        out["elicited"] = True
+    base = "quirk" if cell["verdict"] == "inconclusive" else cell["verdict"]
+    out["verdict"] = str(judge_cell(base, out["findings"]).value)
+    return out
+
+
 def _not_recorded(column: str, scenario: str, command: str) -> Cell:
     return {
         "column": column,
@@ -168,7 +230,9 @@ def scripted_section(
         col_cells = {}
         for c in cols:
             col_cells[c.name] = {
-                s: by_key.get((c.name, s)) or _not_recorded(c.name, s, c.record_command)
+                s: _with_closed(cell, (c.scripts.get(s) or {}).get("script"))
+                if (cell := by_key.get((c.name, s)))
+                else _not_recorded(c.name, s, c.record_command)
                 for s in scen
             }
         prov = load_provenance(cassette_root / base.cassette_key)

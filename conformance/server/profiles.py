@@ -166,6 +166,10 @@ def profile_name(quirk: str) -> str:
 
 
 _DESCRIPTIONS = {
+    "Q-ARGS-CLOSED-ON-TRUNCATION": "the last call cut inside its arguments and closed as valid "
+    'JSON (a key dropped), finish_reason "length" (vLLM\'s llama3_json parser): one stream '
+    "reads like a model that finished its JSON at the limit, so no id is expected from the "
+    "bytes; a client must still refuse to execute it.",
     "Q-DELTA-SHAPE-LOAD-DEPENDENT": "the reference stream's calls as a busy server groups them "
     "(several fragments per delta, the first on the opening delta, the last with "
     "finish_reason; vLLM under load or at several tokens per step): the same calls as "
