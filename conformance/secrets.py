@@ -446,8 +446,8 @@ def _whole_needed(data: bytes) -> bool:
 
     return _split_found_in(
         _payloads(
-            ((m.start(), m.end(), value(m)) for m in _DATA_LINE_B.finditer(data)),
-            lambda end, start: _BLANK_B.search(data, end, start) is not None,
+            ((m.start(), m.end(), value(m)) for m in DATA_LINE_B.finditer(data)),
+            lambda end, start: BLANK_B.search(data, end, start) is not None,
             _joined,
         )
     )
@@ -487,11 +487,11 @@ def _set_at(value: Any, path: tuple[Any, ...], new: str) -> None:
 
 _LINES = re.compile(r"(\r\n|\r|\n)")  # the SSE line terminators
 # A line that starts with "data:" (at the start or after a terminator), to its end.
-_DATA_LINE_B = re.compile(rb"(?:^|(?<=[\r\n]))data:[^\r\n]*")
-_DATA_LINE = re.compile(_DATA_LINE_B.pattern.decode())
+DATA_LINE_B = re.compile(rb"(?:^|(?<=[\r\n]))data:[^\r\n]*")
+_DATA_LINE = re.compile(DATA_LINE_B.pattern.decode())
 # Two line ends in a row: a blank line, which ends an SSE event.
-_BLANK_B = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
-_BLANK = re.compile(_BLANK_B.pattern.decode())
+BLANK_B = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
+_BLANK = re.compile(BLANK_B.pattern.decode())
 
 
 def _payload(lines: list[str]) -> str:

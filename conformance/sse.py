@@ -52,8 +52,13 @@ class LineSplitter:
             self._rest.append(rest)
         return lines
 
+    @property
+    def pending(self) -> bool:
+        """A line begun and not yet ended (or a CR that may be half of a CRLF)."""
+        return bool(self._rest) or self._cr
+
     def flush(self) -> list[str]:
-        if not self._rest and not self._cr:
+        if not self.pending:
             return []
         line = "".join(self._rest)
         self._rest, self._cr = [], False
@@ -74,6 +79,11 @@ class SSEParser:
         self._event_line: int | None = None
         self._event_size = 0
         self._oversized = False
+
+    @property
+    def at_start(self) -> bool:
+        """Nothing fed yet that made an event, a line or part of one."""
+        return not (self._n or self._line_no or self._lines.pending)
 
     @property
     def _events(self) -> Any:
@@ -247,9 +257,7 @@ def _long_ids_cut(block: bytes, parser: SSEParser) -> Iterable[bytes | memoryvie
     (``longstrings``), read from the block's bytes before any of it is decoded."""
     from conformance.longstrings import pieces
 
-    return pieces(
-        block, fresh=not (parser._n or parser._line_no or parser._lines._rest or parser._lines._cr)
-    )
+    return pieces(block, fresh=parser.at_start)
 
 
 def parse_sse_bytes(raw: bytes) -> list[Event]:

@@ -516,7 +516,7 @@ DATA_LINES = [  # (text, its data lines): written by hand
 @pytest.mark.parametrize("text,lines", DATA_LINES)
 def test_the_data_lines_are_those_that_start_a_line(text: str, lines: list[str]) -> None:
     assert [m.group() for m in secrets._DATA_LINE.finditer(text)] == lines
-    assert [m.group() for m in secrets._DATA_LINE_B.finditer(text.encode())] == [
+    assert [m.group() for m in secrets.DATA_LINE_B.finditer(text.encode())] == [
         x.encode() for x in lines
     ]
 

@@ -72,19 +72,19 @@ def evidence_events(t: Any) -> Iterable[Any]:
 
 def _widest_event(raw: bytes) -> int:
     """The most bytes between two blank lines: no event holds more."""
-    from conformance.secrets import _BLANK_B
+    from conformance.secrets import BLANK_B
 
     widest, pos = 0, 0
-    for m in _BLANK_B.finditer(raw):
+    for m in BLANK_B.finditer(raw):
         widest, pos = max(widest, m.start() - pos), m.end()
     return max(widest, len(raw) - pos)
 
 
 def _long_lines(raw: bytes) -> Iterator[tuple[int, int]]:
     """Where each ``data:`` line longer than ``secrets.LONG_LINE`` has its value."""
-    from conformance.secrets import _DATA_LINE_B, LONG_LINE
+    from conformance.secrets import DATA_LINE_B, LONG_LINE
 
-    for m in _DATA_LINE_B.finditer(raw):
+    for m in DATA_LINE_B.finditer(raw):
         if m.end() - m.start() - 5 > LONG_LINE:
             yield m.start() + 5, m.end()
 
