@@ -539,10 +539,14 @@ def mutation(session: nox.Session) -> None:
             for p in ([HERE / src] if src.endswith(".py") else (HERE / src).rglob("*.py"))
         )
     )
-    # Which tests reach which function is measured again on every run: a function added or
-    # moved since the last one (a module split into a package) would otherwise be judged
-    # only by the tests written after it.
-    (HERE / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    # Which tests reach which function is measured again whenever the package's code
+    # changed: a function added or moved since the last run (a module split into a
+    # package) would otherwise be judged only by the tests written after it. While only
+    # tests change, mutmut traces just the new tests (a full trace costs minutes).
+    sources = sorted(str(p.relative_to(HERE)) for p in (HERE / "conformance").rglob("*.py"))
+    stamp, stats = HERE / "mutants" / ".stats-sources", HERE / "mutants" / "mutmut-stats.json"
+    if not stamp.exists() or stamp.read_text() != _stamp(*sources):
+        stats.unlink(missing_ok=True)
     captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
     env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
     if "--survivors" in session.posargs:
@@ -568,6 +572,8 @@ def mutation(session: nox.Session) -> None:
         targets = [mutant_glob(a) for a in args]
     if targets or "--survivors" not in session.posargs:
         session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets, env=env)
+    if stats.exists():
+        stamp.write_text(_stamp(*sources))
     session.run("python", "tools/mutation_report.py", *names)
 
 
