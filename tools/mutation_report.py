@@ -311,7 +311,9 @@ def readme_table(data: dict[str, Any]) -> str:
         "| module | mutants | killed / non-equivalent |",
         "|---|---:|---:|---|---:|---:|",
     ]
-    lines += [f"| {left} | {right} |" for left, right in zip(cells[:half], cells[half:])]
+    lines += [
+        f"| {left} | {right} |" for left, right in zip(cells[:half], cells[half:], strict=True)
+    ]
     return "\n".join(lines)
 
 
