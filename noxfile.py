@@ -218,8 +218,7 @@ def tests_e2e(session: nox.Session) -> None:
     reference profile recorded and replayed, the built wheel, a local Dask cluster.
     `--dist loadscope`: a module's tests on one worker, so that its module fixture (every
     profile recorded, the committed cassettes replayed, the wheel, the cluster) is built
-    once, not once per worker. (pytest-xdist 3.8's `xdist_group` marks have no effect under
-    pytest 9: it renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    once, not once per worker."""
     _self_tests(session, ["-m", E2E], "loadscope")
 
 

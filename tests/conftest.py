@@ -27,6 +27,7 @@ E2E_MODULES = frozenset(
         "test_door.py",
         "test_outside_use.py",
         "test_ci_recipe.py",
+        "test_loadgroup.py",
     }
 )
 
