@@ -3,6 +3,8 @@ reference-profile app of ``toolcall-conformance serve`` and the replay endpoint)
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import shutil
 import sys
 from pathlib import Path
@@ -33,6 +35,10 @@ def test_own_client_and_the_openai_adapter_over_http():
     clients = [BY_ID["conformance"], BY_ID["openai-python"]]
     matrix = run_matrix(clients, streams, root=ROOT, python=sys.executable, node=None, timeout=20)
     validate(matrix)
+    # Each client's row names the version that ran, ours included (read by its distribution).
+    versions = {c["id"]: c["version"] for c in matrix["clients"]}
+    assert versions["conformance"] == importlib.metadata.version("toolcall-conformance")
+    assert versions["openai-python"] == importlib.metadata.version("openai")
     cells = _cells(matrix)
     for stream in streams:
         own = cells[("conformance", stream.id)]

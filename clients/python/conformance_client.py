@@ -45,4 +45,4 @@ def run(job):
 
 
 if __name__ == "__main__":
-    serve("conformance", run)
+    serve("toolcall-conformance", run)  # the distribution, for its version

@@ -35,7 +35,7 @@ class Client:
 CLIENTS: tuple[Client, ...] = (
     Client(
         "conformance",
-        "conformance",
+        "toolcall-conformance",  # the distribution's name, which its version is read by
         "python",
         "conformance_client.py",
         "conformance.client (this project)",
