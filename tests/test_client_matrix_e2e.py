@@ -4,7 +4,6 @@ reference-profile app of ``toolcall-conformance serve`` and the replay endpoint)
 from __future__ import annotations
 
 import importlib.metadata
-
 import shutil
 import sys
 from pathlib import Path
