@@ -110,14 +110,14 @@ def _zeros_gzip(mb: int) -> bytes:
 
 BOMB = _zeros_gzip(100)  # 100 MiB of zeros in about 100 KB
 BOMBS = {
-    "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(BOMB)),
+    "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(BOMB, mtime=0)),
     "two headers": (
         [("content-encoding", "gzip"), ("content-encoding", "gzip")],
-        gzip.compress(BOMB),
+        gzip.compress(BOMB, mtime=0),
     ),
     "gzip, identity": ([("content-encoding", "gzip, identity")], BOMB),
     "unlabelled gzip": ([], BOMB),
-    "gzip inside gzip, one header": ([("content-encoding", "gzip")], gzip.compress(BOMB)),
+    "gzip inside gzip, one header": ([("content-encoding", "gzip")], gzip.compress(BOMB, mtime=0)),
     "br": ([("content-encoding", "br")], brotli.compress(b"\0" * (100 * MiB), quality=1)),
     "zstd": ([("content-encoding", "zstd")], zstd.compress(b"\0" * (100 * MiB))),
     "unlabelled zstd": ([], zstd.compress(b"\0" * (100 * MiB))),
@@ -186,7 +186,7 @@ def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> 
                                 "content": {
                                     "mimeType": "text/event-stream",
                                     "encoding": "base64",
-                                    "text": base64.b64encode(gzip.compress(BOMB)).decode(),
+                                    "text": base64.b64encode(gzip.compress(BOMB, mtime=0)).decode(),
                                 },
                             },
                         }
@@ -207,19 +207,19 @@ def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     "declared, body",
     [
-        ("gzip", gzip.compress(SSE)),
-        ("gzip, gzip", gzip.compress(gzip.compress(SSE))),
-        (["gzip", "gzip"], gzip.compress(gzip.compress(SSE))),
-        ("gzip, identity", gzip.compress(SSE)),
-        ("GZIP", gzip.compress(SSE)),
-        (None, gzip.compress(SSE)),
-        ("gzip", gzip.compress(gzip.compress(SSE))),
-        ("gzip", gzip.compress(SSE[:40]) + gzip.compress(SSE[40:])),
+        ("gzip", gzip.compress(SSE, mtime=0)),
+        ("gzip, gzip", gzip.compress(gzip.compress(SSE, mtime=0), mtime=0)),
+        (["gzip", "gzip"], gzip.compress(gzip.compress(SSE, mtime=0), mtime=0)),
+        ("gzip, identity", gzip.compress(SSE, mtime=0)),
+        ("GZIP", gzip.compress(SSE, mtime=0)),
+        (None, gzip.compress(SSE, mtime=0)),
+        ("gzip", gzip.compress(gzip.compress(SSE, mtime=0), mtime=0)),
+        ("gzip", gzip.compress(SSE[:40], mtime=0) + gzip.compress(SSE[40:], mtime=0)),
         ("deflate", zlib.compress(SSE)),
         ("br", brotli.compress(SSE)),
         ("zstd", zstd.compress(SSE)),
         (None, zstd.compress(SSE)),
-        ("br, gzip", gzip.compress(brotli.compress(SSE))),
+        ("br, gzip", gzip.compress(brotli.compress(SSE), mtime=0)),
         (None, SSE),
     ],
 )
