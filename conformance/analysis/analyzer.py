@@ -11,6 +11,7 @@ registries below say which hook runs them, in order.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -35,6 +36,7 @@ from conformance.analysis.detectors import (
     tool_deltas,
 )
 from conformance.analysis.detectors.finish import check_length_and_usage
+from conformance.analysis.detectors.envelope import TOOL_CALL_KEYS
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
 from conformance.bounded import cap_text
@@ -71,6 +73,8 @@ CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
 CHOICE_DETECTORS: list[Callable[..., None]] = registry.detectors("choice")
 TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta")
 FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
+# The choice detectors that run on a steady chunk of text (the others find nothing there).
+TEXT_DETECTORS: list[Callable[..., None]] = [content.detect_content_and_reasoning]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
 
 
@@ -212,29 +216,31 @@ class Analyzer:
                 detector(self, ev)
 
     def feed_chunk(self, chunk: Any, n: int) -> None:
-        if self._template is not None and type(chunk) is dict and self._feed_steady(chunk, n):
+        t = self._template
+        if t is not None and type(chunk) is dict and self._feed_steady(t, chunk, n):
             return
         finds = self._finds
         self._feed_chunk(chunk, n)
-        if finds == self._finds and type(chunk) is dict and _fragment(chunk) is not None:
+        if self.finish_seen_at is not None:
+            self._template = None  # after a finish every chunk is judged in full
+        elif finds == self._finds and self.n <= 1 and type(chunk) is dict:
             # Judged in full and found clean: later chunks equal to it in everything the
             # chunk and choice detectors read take the steady path.
-            self._template = _Template(chunk)
+            self._template = _Template.of(chunk) or t
 
-    def _feed_steady(self, chunk: dict[str, Any], n: int) -> bool:
-        """The steady state of a stream: one argument fragment on an open index, in a chunk
-        whose envelope and keys equal the template's (a clean, fully judged chunk). On such
-        a chunk every chunk and choice detector would find what it found on the template,
-        nothing; so only the strategies and the fragment's own bookkeeping run."""
-        t = self._template
-        assert t is not None
-        if chunk.keys() != t.keys or self.finish_seen_at is not None or self.n > 1:
+    def _feed_steady(self, t: _Template, chunk: dict[str, Any], n: int) -> bool:
+        """The steady state of a stream: a chunk whose envelope and choice keys equal the
+        template's (a clean, fully judged chunk), with one choice that carries one of
+        three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta whose
+        keys are the standard ones, or, the commonest, a bare argument fragment on an open
+        index. On such a chunk the chunk detectors and the choice detectors find what they
+        found on the template, nothing (``tests/test_steady_path.py`` checks it detector
+        by detector on every committed cassette and shared capture), so only the
+        strategies, the content collector (text) and the tool-delta detectors (a call's
+        delta) or the fragment detectors (a fragment) run. Returns False, having done
+        nothing, for any other chunk."""
+        if chunk.keys() != t.keys or t.read(chunk) != t.values:
             return False
-        for k, v in t.values:
-            if chunk[k] != v:
-                return False
-        # _fragment's tests, inlined (this runs for nearly every chunk of a long stream);
-        # a choice with the template's keys has an index and no finishReason.
         choices = chunk["choices"]
         if type(choices) is not list or len(choices) != 1:
             return False
@@ -243,27 +249,60 @@ class Analyzer:
             type(choice) is not dict
             or choice.keys() != t.choice_keys
             or choice["index"] != t.choice_index
-            or choice.get("finish_reason") is not None
+            or choice["finish_reason"] is not None
         ):
             return False
-        delta = choice.get("delta")
+        delta = choice["delta"]
         if type(delta) is not dict or len(delta) != 1:
             return False
         tcs = delta.get("tool_calls")
+        if tcs is None:
+            text = delta.get("content")
+            if type(text) is not str or not text:
+                return False
+            # Text: the naive and guarded readings take nothing from it (no tool_calls).
+            self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
+            for detector in TEXT_DETECTORS:
+                detector(self, choice, "/choices/0", n)
+            self._steady_choice(n)
+            return True
         if type(tcs) is not list or len(tcs) != 1:
             return False
         tc = tcs[0]
-        if type(tc) is not dict or len(tc) != 2:
+        if type(tc) is not dict:
             return False
-        fn, idx = tc.get("function"), tc.get("index")
-        if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
-            return False
-        args = fn.get("arguments")
-        if type(args) is not str or not args:
-            return False
-        st = self.indexes.get((0, idx))
-        if st is None:
-            return False
+        if len(tc) == 2:
+            # _fragment's tests, inlined (this runs for nearly every chunk of a long stream).
+            fn, idx = tc.get("function"), tc.get("index")
+            if type(fn) is dict and len(fn) == 1 and type(idx) is int:
+                args = fn.get("arguments")
+                if type(args) is str and args:
+                    st = self.indexes.get((0, idx))
+                    if st is not None:
+                        self._steady_fragment(chunk, n, st, idx, args)
+                        return True
+        if not TOOL_CALL_KEYS.issuperset(tc):
+            return False  # a non-standard key: detect_choice_shape names it
+        # One tool-call delta (a call's opener, say): judged by the tool-delta detectors.
+        self.naive.feed(chunk, n)
+        self.guarded.feed(chunk, n)
+        self.robust.acc.feed(chunk, event=n)
+        self.choices.states[0].tool_delta_at = n  # detect_finish's bookkeeping
+        self.any_tool_delta = True
+        self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
+        self._steady_choice(n)
+        return True
+
+    def _steady_choice(self, n: int) -> None:
+        """What judging a steady chunk in full leaves behind besides what its own delta
+        does: the choice's last appearance (detect_finish's bookkeeping) and the chunk
+        count (last: the tool-delta detectors read the chunk's ordinal)."""
+        self.choices.states[0].seen = (n, "/choices/0")
+        self.chunk_ordinal += 1
+
+    def _steady_fragment(
+        self, chunk: dict[str, Any], n: int, st: _IndexState, idx: int, args: str
+    ) -> None:
         for strat in (self.naive, self.guarded):  # one pass: both append the fragment
             if strat.crash is None:
                 entry = strat.acc.get(idx)
@@ -275,12 +314,12 @@ class Analyzer:
                     if len(parts) > JOIN_AFTER:
                         join_tail(parts)
         self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
+        self.choices.states[0].tool_delta_at = n  # detect_finish's bookkeeping
         for detector in FRAGMENT_DETECTORS:
             detector(self, st, args, n)
         if self.timing is not None:
             timing.track_call(self, st, True)
-        self.chunk_ordinal += 1
-        return True
+        self._steady_choice(n)
 
     def _feed_chunk(self, chunk: Any, n: int) -> None:
         self.naive.feed(chunk, n)
@@ -528,45 +567,33 @@ _TEMPLATE_VALUES = ("id", "object", "created", "model", "system_fingerprint", "u
 
 
 class _Template:
-    """What the steady path compares a chunk with: the keys and read values of a clean chunk."""
+    """What the steady path compares a chunk with: the keys and read values of a clean
+    chunk, the keys and index of its one choice."""
 
-    __slots__ = ("keys", "values", "choice_keys", "choice_index")
+    __slots__ = ("keys", "read", "values", "choice_keys", "choice_index")
 
-    def __init__(self, chunk: dict[str, Any]) -> None:
+    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
         self.keys = frozenset(chunk)
-        self.values = tuple((k, chunk[k]) for k in _TEMPLATE_VALUES if k in chunk)
-        choice = chunk["choices"][0]
+        # A clean chunk has an id, an object, a created and a model: at least four values,
+        # so itemgetter gives a tuple (one C call where a loop would compare each).
+        self.read = operator.itemgetter(*(k for k in _TEMPLATE_VALUES if k in chunk))
+        self.values = self.read(chunk)
         self.choice_keys = frozenset(choice)
         self.choice_index = choice["index"]
 
-
-def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
-    """(choice, index, fragment) when the chunk's one choice carries nothing but one
-    ``{"index": i, "function": {"arguments": "<non-empty>"}}`` and no finish_reason."""
-    choices = chunk.get("choices")
-    if type(choices) is not list or len(choices) != 1:
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("finish_reason") is not None:
-        return None
-    if "index" not in choice or "finishReason" in choice:
-        return None
-    delta = choice.get("delta")
-    if type(delta) is not dict or len(delta) != 1:
-        return None
-    tcs = delta.get("tool_calls")
-    if type(tcs) is not list or len(tcs) != 1:
-        return None
-    tc = tcs[0]
-    if type(tc) is not dict or len(tc) != 2:
-        return None
-    fn, idx = tc.get("function"), tc.get("index")
-    if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
-        return None
-    args = fn.get("arguments")
-    if type(args) is not str or not args:
-        return None
-    return choice, idx, args
+    @classmethod
+    def of(cls, chunk: dict[str, Any]) -> _Template | None:
+        """The template a clean chunk makes: one choice with an index, a delta and no
+        finish reason (a chunk with choices would have no id without a finding)."""
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return None
+        if "index" not in choice or "finish_reason" not in choice or "delta" not in choice:
+            return None
+        return cls(chunk, choice)
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
