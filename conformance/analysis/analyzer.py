@@ -117,6 +117,7 @@ class Analyzer:
         self.naive = NaiveAccumulator(max_calls=CALLS_KEPT)
         self.guarded = GuardedAccumulator(max_calls=CALLS_KEPT)
         self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT, max_calls=CALLS_KEPT)
+        self.robust_feed = self.robust.acc.feed  # RobustStrategy.feed, for a dict chunk
         self.events = 0
         self.done_seen = False
         self.chunk_id: str | None = None
@@ -226,19 +227,20 @@ class Analyzer:
         elif finds == self._finds and self.n <= 1 and type(chunk) is dict:
             # Judged in full and found clean: later chunks equal to it in everything the
             # chunk and choice detectors read take the steady path.
-            self._template = _Template.of(chunk) or t
+            self._template = _Template.of(chunk, self.choices) or t
 
     def _feed_steady(self, t: _Template, chunk: dict[str, Any], n: int) -> bool:
         """The steady state of a stream: a chunk whose envelope and choice keys equal the
         template's (a clean, fully judged chunk), with one choice that carries one of
-        three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta whose
-        keys are the standard ones, or, the commonest, a bare argument fragment on an open
-        index. On such a chunk the chunk detectors and the choice detectors find what they
-        found on the template, nothing (``tests/test_steady_path.py`` checks it detector
-        by detector on every committed cassette and shared capture), so only the
-        strategies, the content collector (text) and the tool-delta detectors (a call's
-        delta) or the fragment detectors (a fragment) run. Returns False, having done
-        nothing, for any other chunk."""
+        three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
+        standard keys (a call's opener, say), or, the commonest, a bare argument fragment
+        on an open index. On such a chunk the chunk detectors and the choice detectors
+        but the content collector find what they found on the template, nothing
+        (``tests/test_steady_path.py`` checks it detector by detector on every committed
+        cassette and shared capture); so only the strategies, the content collector
+        (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
+        fragment) run, and the bookkeeping a full judgement leaves (``_Template.state``,
+        the chunk count). Returns False, having done nothing, for any other chunk."""
         if chunk.keys() != t.keys or t.read(chunk) != t.values:
             return False
         choices = chunk["choices"]
@@ -261,65 +263,53 @@ class Analyzer:
             if type(text) is not str or not text:
                 return False
             # Text: the naive and guarded readings take nothing from it (no tool_calls).
-            self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
+            self.robust_feed(chunk, event=n)
             for detector in TEXT_DETECTORS:
                 detector(self, choice, "/choices/0", n)
-            self._steady_choice(n)
+            t.state.seen = (n, "/choices/0")
+            self.chunk_ordinal += 1
             return True
         if type(tcs) is not list or len(tcs) != 1:
             return False
         tc = tcs[0]
         if type(tc) is not dict:
             return False
-        if len(tc) == 2:
-            # _fragment's tests, inlined (this runs for nearly every chunk of a long stream).
+        st = None
+        if len(tc) == 2:  # a bare fragment? (this runs for nearly every chunk of a stream)
             fn, idx = tc.get("function"), tc.get("index")
             if type(fn) is dict and len(fn) == 1 and type(idx) is int:
                 args = fn.get("arguments")
                 if type(args) is str and args:
                     st = self.indexes.get((0, idx))
-                    if st is not None:
-                        self._steady_fragment(chunk, n, st, idx, args)
-                        return True
-        if not TOOL_CALL_KEYS.issuperset(tc):
-            return False  # a non-standard key: detect_choice_shape names it
-        # One tool-call delta (a call's opener, say): judged by the tool-delta detectors.
-        self.naive.feed(chunk, n)
-        self.guarded.feed(chunk, n)
-        self.robust.acc.feed(chunk, event=n)
-        self.choices.states[0].tool_delta_at = n  # detect_finish's bookkeeping
-        self.any_tool_delta = True
-        self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
-        self._steady_choice(n)
+        if st is not None:
+            for strat in (self.naive, self.guarded):  # one pass: both append the fragment
+                if strat.crash is None:
+                    entry = strat.acc.get(idx)
+                    if entry is None:
+                        strat.feed(chunk, n)
+                    else:
+                        parts = entry["arguments"]
+                        parts.append(args)
+                        if len(parts) > JOIN_AFTER:
+                            join_tail(parts)
+            self.robust_feed(chunk, event=n)
+            for detector in FRAGMENT_DETECTORS:
+                detector(self, st, args, n)
+            if self.timing is not None:
+                timing.track_call(self, st, True)
+        elif TOOL_CALL_KEYS.issuperset(tc):  # else detect_choice_shape names the key
+            self.naive.feed(chunk, n)
+            self.guarded.feed(chunk, n)
+            self.robust_feed(chunk, event=n)
+            self.any_tool_delta = True
+            self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
+        else:
+            return False
+        state = t.state  # detect_finish's bookkeeping
+        state.tool_delta_at = n
+        state.seen = (n, "/choices/0")
+        self.chunk_ordinal += 1  # last: the tool-delta detectors read the chunk's ordinal
         return True
-
-    def _steady_choice(self, n: int) -> None:
-        """What judging a steady chunk in full leaves behind besides what its own delta
-        does: the choice's last appearance (detect_finish's bookkeeping) and the chunk
-        count (last: the tool-delta detectors read the chunk's ordinal)."""
-        self.choices.states[0].seen = (n, "/choices/0")
-        self.chunk_ordinal += 1
-
-    def _steady_fragment(
-        self, chunk: dict[str, Any], n: int, st: _IndexState, idx: int, args: str
-    ) -> None:
-        for strat in (self.naive, self.guarded):  # one pass: both append the fragment
-            if strat.crash is None:
-                entry = strat.acc.get(idx)
-                if entry is None:
-                    strat.feed(chunk, n)
-                else:
-                    parts = entry["arguments"]
-                    parts.append(args)
-                    if len(parts) > JOIN_AFTER:
-                        join_tail(parts)
-        self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
-        self.choices.states[0].tool_delta_at = n  # detect_finish's bookkeeping
-        for detector in FRAGMENT_DETECTORS:
-            detector(self, st, args, n)
-        if self.timing is not None:
-            timing.track_call(self, st, True)
-        self._steady_choice(n)
 
     def _feed_chunk(self, chunk: Any, n: int) -> None:
         self.naive.feed(chunk, n)
@@ -568,32 +558,33 @@ _TEMPLATE_VALUES = ("id", "object", "created", "model", "system_fingerprint", "u
 
 class _Template:
     """What the steady path compares a chunk with: the keys and read values of a clean
-    chunk, the keys and index of its one choice."""
+    chunk, the keys and index of its one choice; and that choice's finish state."""
 
-    __slots__ = ("keys", "read", "values", "choice_keys", "choice_index")
+    __slots__ = ("keys", "read", "values", "choice_keys", "choice_index", "state")
 
-    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
+    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any], state: Any) -> None:
         self.keys = frozenset(chunk)
-        # A clean chunk has an id, an object, a created and a model: at least four values,
-        # so itemgetter gives a tuple (one C call where a loop would compare each).
+        # A clean chunk with choices has an id, an object, a created and a model: at least
+        # four values, so itemgetter gives a tuple (one C call where a loop compares each).
         self.read = operator.itemgetter(*(k for k in _TEMPLATE_VALUES if k in chunk))
         self.values = self.read(chunk)
         self.choice_keys = frozenset(choice)
         self.choice_index = choice["index"]
+        self.state = state  # with n = 1 every choice is choice 0 (finish.Choices)
 
     @classmethod
-    def of(cls, chunk: dict[str, Any]) -> _Template | None:
+    def of(cls, chunk: dict[str, Any], choices: finish.Choices) -> _Template | None:
         """The template a clean chunk makes: one choice with an index, a delta and no
-        finish reason (a chunk with choices would have no id without a finding)."""
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1:
+        finish reason."""
+        cs = chunk.get("choices")
+        if type(cs) is not list or len(cs) != 1:
             return None
-        choice = choices[0]
+        choice = cs[0]
         if type(choice) is not dict or choice.get("finish_reason") is not None:
             return None
         if "index" not in choice or "finish_reason" not in choice or "delta" not in choice:
             return None
-        return cls(chunk, choice)
+        return cls(chunk, choice, choices.states[0])
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
