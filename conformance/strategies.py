@@ -82,19 +82,26 @@ class NaiveAccumulator:
                 parts[:] = ["".join(parts)]
 
     def calls(self) -> list[dict[str, Any]]:
-        keys = sorted(
-            self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0)
-        )
-        return [
-            {
-                "index": k if type(k) is int else None,  # `"index": true` is no index
-                "id": _text(v["id"]),
-                "type": _text(v["type"]) or "function",
-                "name": _text(v["name"]),
-                "arguments": "".join(v["arguments"]),
-            }
-            for k, v in ((k, self.acc[k]) for k in keys)
-        ]
+        acc = self.acc
+        keys = list(acc)
+        if all(type(k) is int for k in keys):  # nearly always: their own order, no key
+            keys.sort()
+        else:
+            keys.sort(key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
+        out = []
+        for k in keys:
+            v = acc[k]
+            i, t, name = v["id"], v["type"], v["name"]
+            out.append(
+                {
+                    "index": k if type(k) is int else None,  # `"index": true` is no index
+                    "id": i if type(i) is str else _text(i),
+                    "type": (t if type(t) is str else _text(t)) or "function",
+                    "name": name if type(name) is str else _text(name),
+                    "arguments": "".join(v["arguments"]),
+                }
+            )
+        return out
 
 
 class GuardedAccumulator(NaiveAccumulator):

@@ -504,52 +504,59 @@ class Analyzer:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
         roundtrip = _is_roundtrip(self.req)
-        has = {
-            "framing": self.t.framing,
-            "http": self.t.status is not None or self.t.transport_error is not None,
-            "request": self.req is not None,
-            "roundtrip": roundtrip,
-            "tool_calls": self.any_tool_delta,
-            None: self.events > 0,  # chunk rules need a stream to judge
-        }
+        has = (
+            bool(self.t.framing),
+            self.t.status is not None or self.t.transport_error is not None,
+            self.req is not None,
+            roundtrip,
+            self.any_tool_delta,
+            self.events > 0,  # chunk rules need a stream to judge
+        )
         if req:
             choice = req.get("tool_choice")
-            special = {
-                "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
-                "R-ROUNDTRIP-ACCEPTED": roundtrip and self.t.status is not None,
-                "R-USAGE": self.events > 0 and _usage_requested(req),
-                "R-LENGTH-VISIBLE": self.length_judged,
-                "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
-                "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
-                "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
-            }
+            special: tuple[bool, ...] = (
+                self.t.status is not None and bool(req.get("stream")),
+                roundtrip and self.t.status is not None,
+                self.events > 0 and _usage_requested(req),
+                self.length_judged,
+                choice in ("none", "required") or isinstance(choice, dict),
+                req.get("parallel_tool_calls") is False,
+                bool(req.get("tools")) and self.any_tool_delta,
+            )
         else:  # no request (a bare SSE or JSONL capture): what the above gives for {}
-            special = {**_NO_REQUEST, "R-LENGTH-VISIBLE": self.length_judged}
-        failed = self.failed_rules
-        return {
-            rid: "fail"
-            if rid in failed
-            else "pass"
-            if (special[rid] if rid in special else has[needs])
-            else "not applicable"
-            for rid, needs in _RULE_NEEDS
-        }
+            special = (False, False, False, self.length_judged, False, False, False)
+        # Every capture with the same facts passes the same rules (a few dozen keys): the
+        # passes are built once per set of facts and copied; the failures are set on it.
+        key = has + special
+        passed = _PASSED.get(key)
+        if passed is None:
+            applies = dict(zip(_NEEDS_KEYS, has, strict=True))
+            applies.update(zip(_SPECIAL, special, strict=True))
+            passed = _PASSED[key] = {
+                rid: "pass" if applies[rid if rid in _SPECIAL else needs] else "not applicable"
+                for rid, needs in _RULE_NEEDS
+            }
+        status = passed.copy()
+        for rid in self.failed_rules:  # rules only (find adds an id here when it is one)
+            status[rid] = "fail"
+        return status
 
 
 # Each rule's id and what it needs, in RULES's order (read once per capture).
 _RULE_NEEDS = tuple((rid, rule.needs) for rid, rule in RULES.items())
-# _rule_status's special rules for a capture without a request (R-LENGTH-VISIBLE apart).
-_NO_REQUEST = dict.fromkeys(
-    (
-        "R-SSE-CONTENT-TYPE",
-        "R-ROUNDTRIP-ACCEPTED",
-        "R-USAGE",
-        "R-TOOL-CHOICE",
-        "R-PARALLEL-DISABLED",
-        "R-TOOL-DECLARED",
-    ),
-    False,
+# What _rule_status reads: the facts a rule needs (Rule.needs, in this order), the rules
+# judged on facts of their own (in this order), and the statuses built per set of facts.
+_NEEDS_KEYS = ("framing", "http", "request", "roundtrip", "tool_calls", None)
+_SPECIAL = (
+    "R-SSE-CONTENT-TYPE",
+    "R-ROUNDTRIP-ACCEPTED",
+    "R-USAGE",
+    "R-LENGTH-VISIBLE",
+    "R-TOOL-CHOICE",
+    "R-PARALLEL-DISABLED",
+    "R-TOOL-DECLARED",
 )
+_PASSED: dict[tuple[bool, ...], dict[str, str]] = {}  # at most 2**13 sets of facts
 
 
 # The chunk values the chunk detectors read; the steady path requires them equal.
@@ -651,8 +658,8 @@ def analyze_bytes(
     status: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> CaptureResult:
-    from conformance.readers import exchange_transcript
+    import conformance.readers as readers  # on demand: start-up (docs/performance.md)
 
     req = {"body": request} if request is not None else None
     hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
-    return analyze(exchange_transcript(source, "sse", req, status, hdrs, raw))
+    return analyze(readers.exchange_transcript(source, "sse", req, status, hdrs, raw))
