@@ -55,13 +55,16 @@ class NaiveAccumulator:
                     continue  # past the analysis' bound on calls: not assembled
                 entry = self.acc[idx] = {"id": "", "type": "", "name": "", "arguments": []}
             fn = tc.get("function") or {}
-            for key, value in (
-                ("id", tc.get("id")),
-                ("type", tc.get("type")),
-                ("name", fn.get("name")),
-            ):
-                if value is not None and (value or not self.guard):
-                    entry[key] = value
+            guard = self.guard
+            value = tc.get("id")  # id, type and name: overwritten when present
+            if value is not None and (value or not guard):
+                entry["id"] = value
+            value = tc.get("type")
+            if value is not None and (value or not guard):
+                entry["type"] = value
+            value = fn.get("name")
+            if value is not None and (value or not guard):
+                entry["name"] = value
             args = fn.get("arguments")
             if args is not None and (args or not self.guard):
                 if not isinstance(args, str):  # what `str += args` raises: a crash
