@@ -56,15 +56,15 @@ class NaiveAccumulator:
                 entry = self.acc[idx] = {"id": "", "type": "", "name": "", "arguments": []}
             fn = tc.get("function") or {}
             guard = self.guard
-            value = tc.get("id")  # id, type and name: overwritten when present
-            if value is not None and (value or not guard):
-                entry["id"] = value
-            value = tc.get("type")
-            if value is not None and (value or not guard):
-                entry["type"] = value
-            value = fn.get("name")
-            if value is not None and (value or not guard):
-                entry["name"] = value
+            # id, type and name: overwritten when present (all read first: a `function`
+            # that is no object crashes the reading before it changes anything)
+            tid, typ, name = tc.get("id"), tc.get("type"), fn.get("name")
+            if tid is not None and (tid or not guard):
+                entry["id"] = tid
+            if typ is not None and (typ or not guard):
+                entry["type"] = typ
+            if name is not None and (name or not guard):
+                entry["name"] = name
             args = fn.get("arguments")
             if args is not None and (args or not self.guard):
                 if not isinstance(args, str):  # what `str += args` raises: a crash
