@@ -1077,6 +1077,8 @@ DEVIANT = {
     "choices an object": {**F1, "choices": F1["choices"][0]},
     "another chunk key": {**F1, "service_tier": "default"},
     "a chunk key less": {k: v for k, v in F1.items() if k != "created"},
+    "another key for one": {**{k: v for k, v in F1.items() if k != "created"}, "zzz": 1},
+    "another choice key for one": _choice(F1, logprobs=..., zzz=None),
     "another created": {**F1, "created": 2},
     "another choice key": _choice(F1, logprobs=...),
     "another choice index": _choice(F1, index=1),
@@ -1086,7 +1088,12 @@ DEVIANT = {
 
 # The chunks whose envelope, choice or delta is not a steady one: judged in full (a clean
 # one with other keys or values is the template after it).
-RETEMPLATE = {"another chunk key", "another created", "another choice key"}
+RETEMPLATE = {
+    "another chunk key",
+    "another created",
+    "another choice key",
+    "another choice key for one",
+}
 # One tool-call delta with the standard keys that is no bare fragment on an open index:
 # judged by the tool-delta detectors (the chunk and choice detectors find nothing on it).
 DELTA = {
@@ -1109,6 +1116,22 @@ def test_a_chunk_unlike_the_template_leaves_the_fragment_path(
     after = "full" if name in RETEMPLATE else "fragment"
     want = "delta" if name in DELTA else "full"
     assert got == ["full", "delta", "fragment", want, after, "full"]
+
+
+def test_keys_besides_the_values_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every chunk has service_tier, but one has another key in its place (as many keys):
+    # judged in full, it is the template the next one is unlike
+    tier = [{**c, "service_tier": "default"} for c in (ROLE, OPEN, *PARIS)]
+    other = {**PARIS[2], "zzz": "default"}
+    assert paths(monkeypatch, [*tier[:4], other, tier[5], END]) == [
+        "full",
+        "delta",
+        "fragment",
+        "fragment",
+        "full",
+        "full",
+        "full",
+    ]
 
 
 def test_no_steady_path_after_the_finish_nor_with_n_2(monkeypatch: pytest.MonkeyPatch) -> None:

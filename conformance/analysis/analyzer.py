@@ -241,20 +241,30 @@ class Analyzer:
         (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
         fragment) run, and the bookkeeping a full judgement leaves (``_Template.state``,
         the chunk count). Returns False, having done nothing, for any other chunk."""
-        if chunk.keys() != t.keys or t.read(chunk) != t.values:
+        # The template's keys: as many, each of them there (itemgetter raises KeyError
+        # for one that is not), and the values the chunk detectors read equal.
+        if len(chunk) != t.size:
             return False
-        choices = chunk["choices"]
+        try:
+            if t.read(chunk) != t.values:
+                return False
+        except KeyError:
+            return False
+        if t.other and chunk.keys() != t.keys:  # keys besides the values and choices
+            return False
+        choices = chunk.get("choices")
         if type(choices) is not list or len(choices) != 1:
             return False
         choice = choices[0]
-        if (
-            type(choice) is not dict
-            or choice.keys() != t.choice_keys
-            or choice["index"] != t.choice_index
-            or choice["finish_reason"] is not None
-        ):
+        if type(choice) is not dict or len(choice) != t.choice_size:
             return False
-        delta = choice["delta"]
+        try:
+            read = t.choice_read(choice)  # index, finish_reason, delta, then the others
+        except KeyError:
+            return False
+        if read[0] != t.choice_index or read[1] is not None:
+            return False
+        delta = read[2]
         if type(delta) is not dict or len(delta) != 1:
             return False
         tcs = delta.get("tool_calls")
@@ -561,21 +571,40 @@ _PASSED: dict[tuple[bool, ...], dict[str, str]] = {}  # at most 2**13 sets of fa
 
 # The chunk values the chunk detectors read; the steady path requires them equal.
 _TEMPLATE_VALUES = ("id", "object", "created", "model", "system_fingerprint", "usage", "error")
+_CHOICE_READ = ("index", "finish_reason", "delta")  # what the steady path reads of a choice
 
 
 class _Template:
     """What the steady path compares a chunk with: the keys and read values of a clean
     chunk, the keys and index of its one choice; and that choice's finish state."""
 
-    __slots__ = ("keys", "read", "values", "choice_keys", "choice_index", "state")
+    __slots__ = (
+        "keys",
+        "size",
+        "read",
+        "values",
+        "other",
+        "choice_size",
+        "choice_read",
+        "choice_index",
+        "state",
+    )
 
     def __init__(self, chunk: dict[str, Any], choice: dict[str, Any], state: Any) -> None:
         self.keys = frozenset(chunk)
+        self.size = len(chunk)
+        read = tuple(k for k in _TEMPLATE_VALUES if k in chunk)
         # A clean chunk with choices has an id, an object, a created and a model: at least
         # four values, so itemgetter gives a tuple (one C call where a loop compares each).
-        self.read = operator.itemgetter(*(k for k in _TEMPLATE_VALUES if k in chunk))
+        self.read = operator.itemgetter(*read)
         self.values = self.read(chunk)
-        self.choice_keys = frozenset(choice)
+        # Keys besides those and "choices" (service_tier, an extra field): then the keys
+        # are compared as well (else the count and the values' keys say they are equal).
+        self.other = len(read) + 1 != self.size
+        self.choice_size = len(choice)
+        # The three keys it reads, then the others (only there: the count says the rest).
+        rest = [k for k in choice if k not in _CHOICE_READ]
+        self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
         self.choice_index = choice["index"]
         self.state = state  # with n = 1 every choice is choice 0 (finish.Choices)
 
