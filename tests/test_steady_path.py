@@ -29,7 +29,7 @@ import streams as S
 from conformance.analysis import analyzer as AZ
 from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
 from conformance.readers import exchange_transcript, read_path
-from conformance.transcript import CHUNK, Transcript
+from conformance.transcript import CHUNK, Event, Transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = Path(os.environ.get("CONFORMANCE_CAPTURES") or ROOT.parent / "shared" / "captures")
@@ -71,9 +71,9 @@ class _Shipped(AZ.Analyzer):
 
     took: str | None = None
 
-    def feed_chunk(self, chunk: Any, n: int) -> None:
+    def feed(self, ev: Event) -> None:
         self.took = None
-        super().feed_chunk(chunk, n)
+        super().feed(ev)
 
     def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
         steady = super()._feed_steady(t, chunk, n)
@@ -95,9 +95,12 @@ class _Full(AZ.Analyzer):
 
     found: Counter[str]
 
-    def feed_chunk(self, chunk: Any, n: int) -> None:
+    def feed(self, ev: Event) -> None:
         self.found = Counter()
-        self._feed_chunk(chunk, n)
+        super().feed(ev)
+
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
+        return False
 
 
 def _watch(hook: list[Callable[..., None]]) -> list[Callable[..., None]]:

@@ -61,11 +61,14 @@ from conformance.transcript import (
 # changes no verdict: a detector owns its own state, and what several read about the body
 # (``body_cut``, the robust reading of a body that is not SSE) is computed once, before
 # the end detectors, by ``_body_facts``; end detectors only read.
-# The steady path (Analyzer.feed_chunk): a chunk carrying one argument fragment on an open
-# index, its envelope and keys equal to a clean template chunk's, skips the chunk, choice
-# and tool-delta detectors (on it they find what they found on the template: nothing) and
-# runs only the fragment detectors, fragment(a, index_state, arguments, n). A detector
-# that must see every fragment is declared on that hook as well.
+# The steady path (Analyzer._feed_steady): a chunk whose envelope and choice keys equal a
+# clean template chunk's skips the chunk detectors and the choice detectors (on it they
+# find what they found on the template: nothing). Its one delta decides what runs: text,
+# the TEXT_DETECTORS (the choice detector that collects content); one tool-call delta,
+# the tool-delta detectors; a bare argument fragment on an open index, only the fragment
+# detectors, fragment(a, index_state, arguments, n): a detector that must see every
+# fragment is declared on that hook as well. tests/test_steady_path.py checks each
+# skipped detector on every committed cassette and shared capture.
 _MODULES = (content, envelope, finish, framing, request, roundtrip, timing, tool_deltas)
 COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
 NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
@@ -150,7 +153,7 @@ class Analyzer:
         self.first_prose_event: int | None = None  # content before any tool-call delta
         self.parser_evidence: str | None = None  # set by `named` ("" when there is none)
         self._finds = 0  # findings recorded so far, repeats included
-        self._template: _Template | None = None  # for the steady path (see feed_chunk)
+        self._template: _Template | None = None  # for the steady path (_feed_steady)
         # When each event arrived, where the capture recorded it (detectors/timing.py).
         self.clock = timing.Clock.of(transcript)
         self.timing = timing.Timing() if self.clock is not None else None
@@ -203,7 +206,9 @@ class Analyzer:
             self.robust.compact()
         kind = ev.kind
         if kind == CHUNK:  # nearly every event: tested first
-            self.feed_chunk(ev.chunk, ev.n)
+            chunk, t = ev.chunk, self._template
+            if t is None or type(chunk) is not dict or not self._feed_steady(t, chunk, ev.n):
+                self._judge_chunk(chunk, ev.n)
         elif kind == COMMENT:
             for detector in COMMENT_DETECTORS:
                 detector(self, ev)
@@ -216,10 +221,9 @@ class Analyzer:
             for detector in NONJSON_DETECTORS:
                 detector(self, ev)
 
-    def feed_chunk(self, chunk: Any, n: int) -> None:
+    def _judge_chunk(self, chunk: Any, n: int) -> None:
+        """A chunk judged in full; a clean one is the template of the steady path."""
         t = self._template
-        if t is not None and type(chunk) is dict and self._feed_steady(t, chunk, n):
-            return
         finds = self._finds
         self._feed_chunk(chunk, n)
         if self.finish_seen_at is not None:
