@@ -37,8 +37,12 @@ SSE = {"content-type": "text/event-stream"}
 # The state compared after each event: the analyzer's own attributes but these (the
 # template is the steady path's; the rest are compared below, or at the end: the robust
 # client's reading through the result).
-NOT_STATE = {"t", "_template", "naive", "guarded", "robust", "robust_feed", "choices", "indexes"}
+NOT_STATE = {"t", "_template", "naive", "guarded", "_readings", "robust", "robust_feed", "choices"}
+NOT_STATE |= {"indexes"}
 NOT_STATE |= {"clock", "timing", "took", "found", "fragments"}
+# detect_finish's record of a choice's last tool-call delta and last appearance: read only
+# with n > 1 (calls_by_choice, Choices.unfinished), where no chunk takes the steady path.
+ONLY_N2 = {"tool_delta_at": None, "seen": None}
 
 
 def _transcripts() -> Iterator[tuple[str, Transcript]]:
@@ -137,7 +141,7 @@ def _state(a: AZ.Analyzer) -> dict[str, Any]:
         **own,
         "clock": None if a.clock is None else vars(a.clock),
         "timing": None if a.timing is None else slots(a.timing),
-        "choices": {k: slots(st) for k, st in a.choices.states.items()},
+        "choices": {k: {**slots(st), **ONLY_N2} for k, st in a.choices.states.items()},
         "indexes": {k: slots(st) for k, st in a.indexes.items()},
         "naive": (a.naive.acc, a.naive.crash),
         "guarded": (a.guarded.acc, a.guarded.crash),

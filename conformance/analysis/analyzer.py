@@ -121,6 +121,7 @@ class Analyzer:
         self.guarded = GuardedAccumulator(max_calls=CALLS_KEPT)
         self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT, max_calls=CALLS_KEPT)
         self.robust_feed = self.robust.acc.feed  # RobustStrategy.feed, for a dict chunk
+        self._readings = (self.naive, self.guarded)  # the two the steady path appends to
         self.events = 0
         self.done_seen = False
         self.chunk_id: str | None = None
@@ -231,7 +232,7 @@ class Analyzer:
         elif finds == self._finds and self.n <= 1 and type(chunk) is dict:
             # Judged in full and found clean: later chunks equal to it in everything the
             # chunk and choice detectors read take the steady path.
-            self._template = _Template.of(chunk, self.choices) or t
+            self._template = _Template.of(chunk) or t
 
     def _feed_steady(self, t: _Template, chunk: dict[str, Any], n: int) -> bool:
         """The steady state of a stream: a chunk whose envelope and choice keys equal the
@@ -243,8 +244,10 @@ class Analyzer:
         (``tests/test_steady_path.py`` checks it detector by detector on every committed
         cassette and shared capture); so only the strategies, the content collector
         (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
-        fragment) run, and the bookkeeping a full judgement leaves (``_Template.state``,
-        the chunk count). Returns False, having done nothing, for any other chunk."""
+        fragment) run, and the bookkeeping a full judgement leaves (the chunk count;
+        the chunk count; detect_finish's record of the choice's last tool-call delta and
+        appearance is read only with n > 1, where no chunk takes this path). Returns False,
+        having done nothing, for any other chunk."""
         # The template's keys: as many, each of them there (itemgetter raises KeyError
         # for one that is not), and the values the chunk detectors read equal.
         if len(chunk) != t.size:
@@ -280,7 +283,6 @@ class Analyzer:
             self.robust_feed(chunk, event=n)
             for detector in TEXT_DETECTORS:
                 detector(self, choice, "/choices/0", n)
-            t.state.seen = (n, "/choices/0")
             self.chunk_ordinal += 1
             return True
         if type(tcs) is not list or len(tcs) != 1:
@@ -296,7 +298,7 @@ class Analyzer:
                 if type(args) is str and args:
                     st = self.indexes.get((0, idx))
         if st is not None:
-            for strat in (self.naive, self.guarded):  # one pass: both append the fragment
+            for strat in self._readings:  # one pass: both append the fragment
                 if strat.crash is None:
                     entry = strat.acc.get(idx)
                     if entry is None:
@@ -319,9 +321,6 @@ class Analyzer:
             self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
         else:
             return False
-        state = t.state  # detect_finish's bookkeeping
-        state.tool_delta_at = n
-        state.seen = (n, "/choices/0")
         self.chunk_ordinal += 1  # last: the tool-delta detectors read the chunk's ordinal
         return True
 
@@ -580,7 +579,7 @@ _CHOICE_READ = ("index", "finish_reason", "delta")  # what the steady path reads
 
 class _Template:
     """What the steady path compares a chunk with: the keys and read values of a clean
-    chunk, the keys and index of its one choice; and that choice's finish state."""
+    chunk, the keys and index of its one choice."""
 
     __slots__ = (
         "keys",
@@ -591,10 +590,9 @@ class _Template:
         "choice_size",
         "choice_read",
         "choice_index",
-        "state",
     )
 
-    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any], state: Any) -> None:
+    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
         self.keys = frozenset(chunk)
         self.size = len(chunk)
         read = tuple(k for k in _TEMPLATE_VALUES if k in chunk)
@@ -610,10 +608,9 @@ class _Template:
         rest = [k for k in choice if k not in _CHOICE_READ]
         self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
         self.choice_index = choice["index"]
-        self.state = state  # with n = 1 every choice is choice 0 (finish.Choices)
 
     @classmethod
-    def of(cls, chunk: dict[str, Any], choices: finish.Choices) -> _Template | None:
+    def of(cls, chunk: dict[str, Any]) -> _Template | None:
         """The template a clean chunk makes: one choice with an index, a delta and no
         finish reason."""
         cs = chunk.get("choices")
@@ -624,7 +621,7 @@ class _Template:
             return None
         if "index" not in choice or "finish_reason" not in choice or "delta" not in choice:
             return None
-        return cls(chunk, choice, choices.states[0])
+        return cls(chunk, choice)
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
