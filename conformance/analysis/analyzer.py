@@ -35,8 +35,8 @@ from conformance.analysis.detectors import (
     timing,
     tool_deltas,
 )
-from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.envelope import TOOL_CALL_KEYS
+from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
 from conformance.bounded import cap_text

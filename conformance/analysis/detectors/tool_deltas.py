@@ -483,7 +483,9 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             )
 
 
-def _opener_finding(a: Analyzer, st: _IndexState, n: int, rule: str, message: str, **kw: Any) -> None:
+def _opener_finding(
+    a: Analyzer, st: _IndexState, n: int, rule: str, message: str, **kw: Any
+) -> None:
     """A finding about a call's opening delta: reported, or held back in ``st.deferred``
     while the index may be the argument half of a split call."""
     if st.deferred is None:
