@@ -607,21 +607,18 @@ class _Template:
         # The three keys it reads, then the others (only there: the count says the rest).
         rest = [k for k in choice if k not in _CHOICE_READ]
         self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
-        self.choice_index = choice["index"]
+        self.choice_index = choice.get("index")
 
     @classmethod
     def of(cls, chunk: dict[str, Any]) -> _Template | None:
-        """The template a clean chunk makes: one choice with an index, a delta and no
-        finish reason."""
+        """The template a clean chunk makes: one that has one choice. (Clean, the choice
+        has an index, a finish_reason and a delta, and the finish reason is null: a finish
+        ends the steady path. Were one missing, no chunk would match: the steady path
+        reads them through ``choice_read``, and a KeyError means no match.)"""
         cs = chunk.get("choices")
-        if type(cs) is not list or len(cs) != 1:
+        if type(cs) is not list or len(cs) != 1 or type(cs[0]) is not dict:
             return None
-        choice = cs[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None:
-            return None
-        if "index" not in choice or "finish_reason" not in choice or "delta" not in choice:
-            return None
-        return cls(chunk, choice)
+        return cls(chunk, cs[0])
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
