@@ -55,13 +55,16 @@ class NaiveAccumulator:
                     continue  # past the analysis' bound on calls: not assembled
                 entry = self.acc[idx] = {"id": "", "type": "", "name": "", "arguments": []}
             fn = tc.get("function") or {}
-            for key, value in (
-                ("id", tc.get("id")),
-                ("type", tc.get("type")),
-                ("name", fn.get("name")),
-            ):
-                if value is not None and (value or not self.guard):
-                    entry[key] = value
+            guard = self.guard
+            # id, type and name: overwritten when present (all read first: a `function`
+            # that is no object crashes the reading before it changes anything)
+            tid, typ, name = tc.get("id"), tc.get("type"), fn.get("name")
+            if tid is not None and (tid or not guard):
+                entry["id"] = tid
+            if typ is not None and (typ or not guard):
+                entry["type"] = typ
+            if name is not None and (name or not guard):
+                entry["name"] = name
             args = fn.get("arguments")
             if args is not None and (args or not self.guard):
                 if not isinstance(args, str):  # what `str += args` raises: a crash
@@ -82,19 +85,26 @@ class NaiveAccumulator:
                 parts[:] = ["".join(parts)]
 
     def calls(self) -> list[dict[str, Any]]:
-        keys = sorted(
-            self.acc, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0)
-        )
-        return [
-            {
-                "index": k if type(k) is int else None,  # `"index": true` is no index
-                "id": _text(v["id"]),
-                "type": _text(v["type"]) or "function",
-                "name": _text(v["name"]),
-                "arguments": "".join(v["arguments"]),
-            }
-            for k, v in ((k, self.acc[k]) for k in keys)
-        ]
+        acc = self.acc
+        keys = list(acc)
+        if all(type(k) is int for k in keys):  # nearly always: their own order, no key
+            keys.sort()
+        else:
+            keys.sort(key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
+        out = []
+        for k in keys:
+            v = acc[k]
+            i, t, name = v["id"], v["type"], v["name"]
+            out.append(
+                {
+                    "index": k if type(k) is int else None,  # `"index": true` is no index
+                    "id": i if type(i) is str else _text(i),
+                    "type": (t if type(t) is str else _text(t)) or "function",
+                    "name": name if type(name) is str else _text(name),
+                    "arguments": "".join(v["arguments"]),
+                }
+            )
+        return out
 
 
 class GuardedAccumulator(NaiveAccumulator):

@@ -987,29 +987,45 @@ def test_analyze_chunks_source_and_request() -> None:
 # ============================================================================== which path
 
 
-def full_path_events(
+def paths(
     monkeypatch: pytest.MonkeyPatch, cs: list[Any], request: dict[str, Any] | None = None
-) -> tuple[list[int], list[int]]:
-    """The events judged in full (seen by the chunk detectors) and those that took the
-    steady path (seen by the fragment detectors only): a long stream's cost depends on it."""
+) -> list[str]:
+    """The path each chunk took: "full" (seen by the chunk detectors), or on the steady
+    path "fragment" (the fragment detectors only), "text" (the text detectors only) or
+    "delta" (the tool-delta detectors only): a stream's cost depends on it."""
     from conformance.analysis import analyzer
 
-    full: list[int] = []
-    steady: list[int] = []
-    monkeypatch.setattr(
-        analyzer, "CHUNK_DETECTORS", [lambda a, c, n: full.append(n), *analyzer.CHUNK_DETECTORS]
-    )
-    monkeypatch.setattr(
-        analyzer,
-        "FRAGMENT_DETECTORS",
-        [lambda a, st, args, n: steady.append(n), *analyzer.FRAGMENT_DETECTORS],
-    )
+    seen: dict[int, str] = {}
+
+    def spy(label: str, pos: int) -> Any:
+        def record(*args: Any) -> None:
+            seen.setdefault(args[pos], label)
+
+        return record
+
+    for hook, label, pos in (
+        ("CHUNK_DETECTORS", "full", 2),
+        ("FRAGMENT_DETECTORS", "fragment", 3),
+        ("TEXT_DETECTORS", "text", 3),
+        ("TOOL_DELTA_DETECTORS", "delta", 4),
+    ):
+        monkeypatch.setattr(analyzer, hook, [spy(label, pos), *getattr(analyzer, hook)])
     analyze_chunks(cs, request=request)
-    return full, steady
+    return [seen.get(n, "none") for n in range(len(cs))]
 
 
-def test_clean_fragments_take_the_steady_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert full_path_events(monkeypatch, [ROLE, OPEN, *PARIS, END]) == ([0, 1, 2, 6], [3, 4, 5])
+def test_clean_chunks_after_the_first_take_the_steady_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = chunk({"content": "a"})
+    assert paths(monkeypatch, [ROLE, text, OPEN, *PARIS, text, END]) == [
+        "full",
+        "text",
+        "delta",
+        *["fragment"] * 4,
+        "text",
+        "full",
+    ]
 
 
 def _choice(c: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -1061,6 +1077,8 @@ DEVIANT = {
     "choices an object": {**F1, "choices": F1["choices"][0]},
     "another chunk key": {**F1, "service_tier": "default"},
     "a chunk key less": {k: v for k, v in F1.items() if k != "created"},
+    "another key for one": {**{k: v for k, v in F1.items() if k != "created"}, "zzz": 1},
+    "another choice key for one": _choice(F1, logprobs=..., zzz=None),
     "another created": {**F1, "created": 2},
     "another choice key": _choice(F1, logprobs=...),
     "another choice index": _choice(F1, index=1),
@@ -1068,54 +1086,114 @@ DEVIANT = {
 }
 
 
-RETEMPLATE = {"another chunk key", "another created", "another choice key"}
+# The chunks whose envelope, choice or delta is not a steady one: judged in full (a clean
+# one with other keys or values is the template after it).
+RETEMPLATE = {
+    "another chunk key",
+    "another created",
+    "another choice key",
+    "another choice key for one",
+}
+# One tool-call delta with the standard keys that is no bare fragment on an open index:
+# judged by the tool-delta detectors (the chunk and choice detectors find nothing on it).
+DELTA = {
+    "tool call with an id",
+    "tool call with a type only",
+    "function with a name",
+    "function as a list",
+    "index as a string",
+    "empty fragment",
+    "object arguments",
+    "an index never opened",
+}
 
 
 @pytest.mark.parametrize("name", DEVIANT)
-def test_a_chunk_unlike_the_template_is_judged_in_full(
+def test_a_chunk_unlike_the_template_leaves_the_fragment_path(
     monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    full, steady = full_path_events(
-        monkeypatch, [ROLE, OPEN, PARIS[0], DEVIANT[name], PARIS[2], END]
-    )
-    if name in RETEMPLATE:  # a clean fragment itself: the next one is judged against it
-        assert (full, steady) == ([0, 1, 2, 3, 4, 5], [])
-    else:
-        assert (full, steady) == ([0, 1, 2, 3, 5], [4])
+    got = paths(monkeypatch, [ROLE, OPEN, PARIS[0], DEVIANT[name], PARIS[2], END])
+    after = "full" if name in RETEMPLATE else "fragment"
+    want = "delta" if name in DELTA else "full"
+    assert got == ["full", "delta", "fragment", want, after, "full"]
+
+
+def test_keys_besides_the_values_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every chunk has service_tier, but one has another key in its place (as many keys):
+    # judged in full, it is the template the next one is unlike
+    tier = [{**c, "service_tier": "default"} for c in (ROLE, OPEN, *PARIS)]
+    other = {**PARIS[2], "zzz": "default"}
+    assert paths(monkeypatch, [*tier[:4], other, tier[5], END]) == [
+        "full",
+        "delta",
+        "fragment",
+        "fragment",
+        "full",
+        "full",
+        "full",
+    ]
 
 
 def test_no_steady_path_after_the_finish_nor_with_n_2(monkeypatch: pytest.MonkeyPatch) -> None:
     stop_in_between = chunk({}, "tool_calls")
-    assert full_path_events(monkeypatch, [ROLE, OPEN, PARIS[0], stop_in_between, PARIS[1]]) == (
-        [0, 1, 2, 3, 4],
-        [],
-    )
-    assert full_path_events(monkeypatch, [ROLE, OPEN, *PARIS, END], {"n": 2}) == (
-        [0, 1, 2, 3, 4, 5, 6],
-        [],
-    )
+    assert paths(monkeypatch, [ROLE, OPEN, PARIS[0], stop_in_between, PARIS[1]]) == [
+        "full",
+        "delta",
+        "fragment",
+        "full",
+        "full",
+    ]
+    assert paths(monkeypatch, [ROLE, OPEN, *PARIS, END], {"n": 2}) == ["full"] * 7
 
 
 def test_a_chunk_with_a_finding_is_no_template(monkeypatch: pytest.MonkeyPatch) -> None:
-    # each of these fragments is judged, and counted, on its own
-    cs = [ROLE, OPEN, *[{**f, "model": ""} for f in PARIS], END]
-    assert full_path_events(monkeypatch, cs) == ([0, 1, 2, 3, 4, 5, 6], [])
+    # each of these chunks is judged, and counted, on its own
+    cs = [{**c, "model": ""} for c in (ROLE, OPEN, *PARIS)] + [END]
+    assert paths(monkeypatch, cs) == ["full"] * 7
     assert found(analyze_chunks(cs)) == [
         F(
             "Q-ENVELOPE-FIELDS-MISSING",
             "SHOULD",
             "Q-ENVELOPE-FIELDS-MISSING",
-            2,
+            0,
             "/model",
             "chunk without model",
-            count=4,
+            count=6,
         )
     ]
 
 
-def test_a_chunk_that_is_no_fragment_is_no_template(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"content": ""},
+        {"content": None},
+        {"content": 7},
+        {"content": "a", "role": "assistant"},
+        {"content": "a", "reasoning_content": "b"},
+        {"reasoning_content": "b"},
+        {"refusal": "no"},
+        {},
+    ],
+)
+def test_a_delta_that_is_not_plain_text_is_judged_in_full(
+    monkeypatch: pytest.MonkeyPatch, delta: dict[str, Any]
+) -> None:
+    assert paths(monkeypatch, [ROLE, chunk(delta), chunk({"content": "a"})]) == [
+        "full",
+        "full",
+        "text",
+    ]
+
+
+def test_a_clean_chunk_that_makes_no_template_leaves_the_last_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a chunk without choices is clean (an empty chunk is counted, not a finding) and has
+    # no choice to compare with: the role chunk's template still holds for the text after it
     text = chunk({"content": "a"})
-    assert full_path_events(monkeypatch, [ROLE, text, text, text]) == ([0, 1, 2, 3], [])
+    assert paths(monkeypatch, [ROLE, chunk(None), text]) == ["full", "full", "text"]
+    assert found(analyze_chunks([ROLE, chunk(None), text, chunk({}, "stop")])) == []
 
 
 def test_a_call_the_first_choice_never_showed_is_read_on_the_steady_path() -> None:

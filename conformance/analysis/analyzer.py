@@ -11,6 +11,7 @@ registries below say which hook runs them, in order.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,6 +35,7 @@ from conformance.analysis.detectors import (
     timing,
     tool_deltas,
 )
+from conformance.analysis.detectors.envelope import TOOL_CALL_KEYS
 from conformance.analysis.detectors.finish import check_length_and_usage
 from conformance.analysis.detectors.tool_deltas import _IndexState
 from conformance.analysis.model import CaptureResult, Finding, Impact
@@ -59,11 +61,14 @@ from conformance.transcript import (
 # changes no verdict: a detector owns its own state, and what several read about the body
 # (``body_cut``, the robust reading of a body that is not SSE) is computed once, before
 # the end detectors, by ``_body_facts``; end detectors only read.
-# The steady path (Analyzer.feed_chunk): a chunk carrying one argument fragment on an open
-# index, its envelope and keys equal to a clean template chunk's, skips the chunk, choice
-# and tool-delta detectors (on it they find what they found on the template: nothing) and
-# runs only the fragment detectors, fragment(a, index_state, arguments, n). A detector
-# that must see every fragment is declared on that hook as well.
+# The steady path (Analyzer._feed_steady): a chunk whose envelope and choice keys equal a
+# clean template chunk's skips the chunk detectors and the choice detectors (on it they
+# find what they found on the template: nothing). Its one delta decides what runs: text,
+# the TEXT_DETECTORS (the choice detector that collects content); one tool-call delta,
+# the tool-delta detectors; a bare argument fragment on an open index, only the fragment
+# detectors, fragment(a, index_state, arguments, n): a detector that must see every
+# fragment is declared on that hook as well. tests/test_steady_path.py checks each
+# skipped detector on every committed cassette and shared capture.
 _MODULES = (content, envelope, finish, framing, request, roundtrip, timing, tool_deltas)
 COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
 NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
@@ -71,6 +76,8 @@ CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
 CHOICE_DETECTORS: list[Callable[..., None]] = registry.detectors("choice")
 TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta")
 FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
+# The choice detectors that run on a steady chunk of text (the others find nothing there).
+TEXT_DETECTORS: list[Callable[..., None]] = [content.detect_content_and_reasoning]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
 
 
@@ -113,6 +120,8 @@ class Analyzer:
         self.naive = NaiveAccumulator(max_calls=CALLS_KEPT)
         self.guarded = GuardedAccumulator(max_calls=CALLS_KEPT)
         self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT, max_calls=CALLS_KEPT)
+        self.robust_feed = self.robust.acc.feed  # RobustStrategy.feed, for a dict chunk
+        self._readings = (self.naive, self.guarded)  # the two the steady path appends to
         self.events = 0
         self.done_seen = False
         self.chunk_id: str | None = None
@@ -145,7 +154,7 @@ class Analyzer:
         self.first_prose_event: int | None = None  # content before any tool-call delta
         self.parser_evidence: str | None = None  # set by `named` ("" when there is none)
         self._finds = 0  # findings recorded so far, repeats included
-        self._template: _Template | None = None  # for the steady path (see feed_chunk)
+        self._template: _Template | None = None  # for the steady path (_feed_steady)
         # When each event arrived, where the capture recorded it (detectors/timing.py).
         self.clock = timing.Clock.of(transcript)
         self.timing = timing.Timing() if self.clock is not None else None
@@ -198,7 +207,9 @@ class Analyzer:
             self.robust.compact()
         kind = ev.kind
         if kind == CHUNK:  # nearly every event: tested first
-            self.feed_chunk(ev.chunk, ev.n)
+            chunk, t = ev.chunk, self._template
+            if t is None or type(chunk) is not dict or not self._feed_steady(t, chunk, ev.n):
+                self._judge_chunk(chunk, ev.n)
         elif kind == COMMENT:
             for detector in COMMENT_DETECTORS:
                 detector(self, ev)
@@ -211,75 +222,106 @@ class Analyzer:
             for detector in NONJSON_DETECTORS:
                 detector(self, ev)
 
-    def feed_chunk(self, chunk: Any, n: int) -> None:
-        if self._template is not None and type(chunk) is dict and self._feed_steady(chunk, n):
-            return
+    def _judge_chunk(self, chunk: Any, n: int) -> None:
+        """A chunk judged in full; a clean one is the template of the steady path."""
+        t = self._template
         finds = self._finds
         self._feed_chunk(chunk, n)
-        if finds == self._finds and type(chunk) is dict and _fragment(chunk) is not None:
+        if self.finish_seen_at is not None:
+            self._template = None  # after a finish every chunk is judged in full
+        elif finds == self._finds and self.n <= 1 and type(chunk) is dict:
             # Judged in full and found clean: later chunks equal to it in everything the
             # chunk and choice detectors read take the steady path.
-            self._template = _Template(chunk)
+            self._template = _Template.of(chunk) or t
 
-    def _feed_steady(self, chunk: dict[str, Any], n: int) -> bool:
-        """The steady state of a stream: one argument fragment on an open index, in a chunk
-        whose envelope and keys equal the template's (a clean, fully judged chunk). On such
-        a chunk every chunk and choice detector would find what it found on the template,
-        nothing; so only the strategies and the fragment's own bookkeeping run."""
-        t = self._template
-        assert t is not None
-        if chunk.keys() != t.keys or self.finish_seen_at is not None or self.n > 1:
+    def _feed_steady(self, t: _Template, chunk: dict[str, Any], n: int) -> bool:
+        """The steady state of a stream: a chunk whose envelope and choice keys equal the
+        template's (a clean, fully judged chunk), with one choice that carries one of
+        three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
+        standard keys (a call's opener, say), or, the commonest, a bare argument fragment
+        on an open index. On such a chunk the chunk detectors and the choice detectors
+        but the content collector find what they found on the template, nothing
+        (``tests/test_steady_path.py`` checks it detector by detector on every committed
+        cassette and shared capture); so only the strategies, the content collector
+        (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
+        fragment) run, and the bookkeeping a full judgement leaves (the chunk count;
+        the chunk count; detect_finish's record of the choice's last tool-call delta and
+        appearance is read only with n > 1, where no chunk takes this path). Returns False,
+        having done nothing, for any other chunk."""
+        # The template's keys: as many, each of them there (itemgetter raises KeyError
+        # for one that is not), and the values the chunk detectors read equal.
+        if len(chunk) != t.size:
             return False
-        for k, v in t.values:
-            if chunk[k] != v:
+        try:
+            if t.read(chunk) != t.values:
                 return False
-        # _fragment's tests, inlined (this runs for nearly every chunk of a long stream);
-        # a choice with the template's keys has an index and no finishReason.
-        choices = chunk["choices"]
+        except KeyError:
+            return False
+        if t.other and chunk.keys() != t.keys:  # keys besides the values and choices
+            return False
+        choices = chunk.get("choices")
         if type(choices) is not list or len(choices) != 1:
             return False
         choice = choices[0]
-        if (
-            type(choice) is not dict
-            or choice.keys() != t.choice_keys
-            or choice["index"] != t.choice_index
-            or choice.get("finish_reason") is not None
-        ):
+        if type(choice) is not dict or len(choice) != t.choice_size:
             return False
-        delta = choice.get("delta")
+        try:
+            read = t.choice_read(choice)  # index, finish_reason, delta, then the others
+        except KeyError:
+            return False
+        if read[0] != t.choice_index or read[1] is not None:
+            return False
+        delta = read[2]
         if type(delta) is not dict or len(delta) != 1:
             return False
         tcs = delta.get("tool_calls")
+        if tcs is None:
+            text = delta.get("content")
+            if type(text) is not str or not text:
+                return False
+            # Text: the naive and guarded readings take nothing from it (no tool_calls).
+            self.robust_feed(chunk, event=n)
+            for detector in TEXT_DETECTORS:
+                detector(self, choice, "/choices/0", n)
+            self.chunk_ordinal += 1
+            return True
         if type(tcs) is not list or len(tcs) != 1:
             return False
         tc = tcs[0]
-        if type(tc) is not dict or len(tc) != 2:
+        if type(tc) is not dict:
             return False
-        fn, idx = tc.get("function"), tc.get("index")
-        if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
+        st = None
+        if len(tc) == 2:  # a bare fragment? (this runs for nearly every chunk of a stream)
+            fn, idx = tc.get("function"), tc.get("index")
+            if type(fn) is dict and len(fn) == 1 and type(idx) is int:
+                args = fn.get("arguments")
+                if type(args) is str and args:
+                    st = self.indexes.get((0, idx))
+        if st is not None:
+            for strat in self._readings:  # one pass: both append the fragment
+                if strat.crash is None:
+                    entry = strat.acc.get(idx)
+                    if entry is None:
+                        strat.feed(chunk, n)
+                    else:
+                        parts = entry["arguments"]
+                        parts.append(args)
+                        if len(parts) > JOIN_AFTER:
+                            join_tail(parts)
+            self.robust_feed(chunk, event=n)
+            for detector in FRAGMENT_DETECTORS:
+                detector(self, st, args, n)
+            if self.timing is not None:
+                timing.track_call(self, st, True)
+        elif TOOL_CALL_KEYS.issuperset(tc):  # else detect_choice_shape names the key
+            self.naive.feed(chunk, n)
+            self.guarded.feed(chunk, n)
+            self.robust_feed(chunk, event=n)
+            self.any_tool_delta = True
+            self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
+        else:
             return False
-        args = fn.get("arguments")
-        if type(args) is not str or not args:
-            return False
-        st = self.indexes.get((0, idx))
-        if st is None:
-            return False
-        for strat in (self.naive, self.guarded):  # one pass: both append the fragment
-            if strat.crash is None:
-                entry = strat.acc.get(idx)
-                if entry is None:
-                    strat.feed(chunk, n)
-                else:
-                    parts = entry["arguments"]
-                    parts.append(args)
-                    if len(parts) > JOIN_AFTER:
-                        join_tail(parts)
-        self.robust.acc.feed(chunk, event=n)  # RobustStrategy.feed, for a dict
-        for detector in FRAGMENT_DETECTORS:
-            detector(self, st, args, n)
-        if self.timing is not None:
-            timing.track_call(self, st, True)
-        self.chunk_ordinal += 1
+        self.chunk_ordinal += 1  # last: the tool-delta detectors read the chunk's ordinal
         return True
 
     def _feed_chunk(self, chunk: Any, n: int) -> None:
@@ -475,98 +517,108 @@ class Analyzer:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
         roundtrip = _is_roundtrip(self.req)
-        has = {
-            "framing": self.t.framing,
-            "http": self.t.status is not None or self.t.transport_error is not None,
-            "request": self.req is not None,
-            "roundtrip": roundtrip,
-            "tool_calls": self.any_tool_delta,
-            None: self.events > 0,  # chunk rules need a stream to judge
-        }
+        has = (
+            bool(self.t.framing),
+            self.t.status is not None or self.t.transport_error is not None,
+            self.req is not None,
+            roundtrip,
+            self.any_tool_delta,
+            self.events > 0,  # chunk rules need a stream to judge
+        )
         if req:
             choice = req.get("tool_choice")
-            special = {
-                "R-SSE-CONTENT-TYPE": self.t.status is not None and bool(req.get("stream")),
-                "R-ROUNDTRIP-ACCEPTED": roundtrip and self.t.status is not None,
-                "R-USAGE": self.events > 0 and _usage_requested(req),
-                "R-LENGTH-VISIBLE": self.length_judged,
-                "R-TOOL-CHOICE": choice in ("none", "required") or isinstance(choice, dict),
-                "R-PARALLEL-DISABLED": req.get("parallel_tool_calls") is False,
-                "R-TOOL-DECLARED": bool(req.get("tools")) and self.any_tool_delta,
-            }
+            special: tuple[bool, ...] = (
+                self.t.status is not None and bool(req.get("stream")),
+                roundtrip and self.t.status is not None,
+                self.events > 0 and _usage_requested(req),
+                self.length_judged,
+                choice in ("none", "required") or isinstance(choice, dict),
+                req.get("parallel_tool_calls") is False,
+                bool(req.get("tools")) and self.any_tool_delta,
+            )
         else:  # no request (a bare SSE or JSONL capture): what the above gives for {}
-            special = {**_NO_REQUEST, "R-LENGTH-VISIBLE": self.length_judged}
-        failed = self.failed_rules
-        return {
-            rid: "fail"
-            if rid in failed
-            else "pass"
-            if (special[rid] if rid in special else has[needs])
-            else "not applicable"
-            for rid, needs in _RULE_NEEDS
-        }
+            special = (False, False, False, self.length_judged, False, False, False)
+        # Every capture with the same facts passes the same rules (a few dozen keys): the
+        # passes are built once per set of facts and copied; the failures are set on it.
+        key = has + special
+        passed = _PASSED.get(key)
+        if passed is None:
+            applies = dict(zip(_NEEDS_KEYS, has, strict=True))
+            applies.update(zip(_SPECIAL, special, strict=True))
+            passed = _PASSED[key] = {
+                rid: "pass" if applies[rid if rid in _SPECIAL else needs] else "not applicable"
+                for rid, needs in _RULE_NEEDS
+            }
+        status = passed.copy()
+        for rid in self.failed_rules:  # rules only (find adds an id here when it is one)
+            status[rid] = "fail"
+        return status
 
 
 # Each rule's id and what it needs, in RULES's order (read once per capture).
 _RULE_NEEDS = tuple((rid, rule.needs) for rid, rule in RULES.items())
-# _rule_status's special rules for a capture without a request (R-LENGTH-VISIBLE apart).
-_NO_REQUEST = dict.fromkeys(
-    (
-        "R-SSE-CONTENT-TYPE",
-        "R-ROUNDTRIP-ACCEPTED",
-        "R-USAGE",
-        "R-TOOL-CHOICE",
-        "R-PARALLEL-DISABLED",
-        "R-TOOL-DECLARED",
-    ),
-    False,
+# What _rule_status reads: the facts a rule needs (Rule.needs, in this order), the rules
+# judged on facts of their own (in this order), and the statuses built per set of facts.
+_NEEDS_KEYS = ("framing", "http", "request", "roundtrip", "tool_calls", None)
+_SPECIAL = (
+    "R-SSE-CONTENT-TYPE",
+    "R-ROUNDTRIP-ACCEPTED",
+    "R-USAGE",
+    "R-LENGTH-VISIBLE",
+    "R-TOOL-CHOICE",
+    "R-PARALLEL-DISABLED",
+    "R-TOOL-DECLARED",
 )
+_PASSED: dict[tuple[bool, ...], dict[str, str]] = {}  # at most 2**13 sets of facts
 
 
 # The chunk values the chunk detectors read; the steady path requires them equal.
 _TEMPLATE_VALUES = ("id", "object", "created", "model", "system_fingerprint", "usage", "error")
+_CHOICE_READ = ("index", "finish_reason", "delta")  # what the steady path reads of a choice
 
 
 class _Template:
-    """What the steady path compares a chunk with: the keys and read values of a clean chunk."""
+    """What the steady path compares a chunk with: the keys and read values of a clean
+    chunk, the keys and index of its one choice."""
 
-    __slots__ = ("keys", "values", "choice_keys", "choice_index")
+    __slots__ = (
+        "keys",
+        "size",
+        "read",
+        "values",
+        "other",
+        "choice_size",
+        "choice_read",
+        "choice_index",
+    )
 
-    def __init__(self, chunk: dict[str, Any]) -> None:
+    def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
         self.keys = frozenset(chunk)
-        self.values = tuple((k, chunk[k]) for k in _TEMPLATE_VALUES if k in chunk)
-        choice = chunk["choices"][0]
-        self.choice_keys = frozenset(choice)
-        self.choice_index = choice["index"]
+        self.size = len(chunk)
+        read = tuple(k for k in _TEMPLATE_VALUES if k in chunk)
+        # A clean chunk with choices has an id, an object, a created and a model: at least
+        # four values, so itemgetter gives a tuple (one C call where a loop compares each).
+        self.read = operator.itemgetter(*read)
+        self.values = self.read(chunk)
+        # Keys besides those and "choices" (service_tier, an extra field): then the keys
+        # are compared as well (else the count and the values' keys say they are equal).
+        self.other = len(read) + 1 != self.size
+        self.choice_size = len(choice)
+        # The three keys it reads, then the others (only there: the count says the rest).
+        rest = [k for k in choice if k not in _CHOICE_READ]
+        self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
+        self.choice_index = choice.get("index")
 
-
-def _fragment(chunk: dict[str, Any]) -> tuple[dict[str, Any], int, str] | None:
-    """(choice, index, fragment) when the chunk's one choice carries nothing but one
-    ``{"index": i, "function": {"arguments": "<non-empty>"}}`` and no finish_reason."""
-    choices = chunk.get("choices")
-    if type(choices) is not list or len(choices) != 1:
-        return None
-    choice = choices[0]
-    if type(choice) is not dict or choice.get("finish_reason") is not None:
-        return None
-    if "index" not in choice or "finishReason" in choice:
-        return None
-    delta = choice.get("delta")
-    if type(delta) is not dict or len(delta) != 1:
-        return None
-    tcs = delta.get("tool_calls")
-    if type(tcs) is not list or len(tcs) != 1:
-        return None
-    tc = tcs[0]
-    if type(tc) is not dict or len(tc) != 2:
-        return None
-    fn, idx = tc.get("function"), tc.get("index")
-    if type(fn) is not dict or len(fn) != 1 or type(idx) is not int:
-        return None
-    args = fn.get("arguments")
-    if type(args) is not str or not args:
-        return None
-    return choice, idx, args
+    @classmethod
+    def of(cls, chunk: dict[str, Any]) -> _Template | None:
+        """The template a clean chunk makes: one that has one choice. (Clean, the choice
+        has an index, a finish_reason and a delta, and the finish reason is null: a finish
+        ends the steady path. Were one missing, no chunk would match: the steady path
+        reads them through ``choice_read``, and a KeyError means no match.)"""
+        cs = chunk.get("choices")
+        if type(cs) is not list or len(cs) != 1 or type(cs[0]) is not dict:
+            return None
+        return cls(chunk, cs[0])
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -633,8 +685,8 @@ def analyze_bytes(
     status: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> CaptureResult:
-    from conformance.readers import exchange_transcript
+    import conformance.readers as readers  # on demand: start-up (docs/performance.md)
 
     req = {"body": request} if request is not None else None
     hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
-    return analyze(exchange_transcript(source, "sse", req, status, hdrs, raw))
+    return analyze(readers.exchange_transcript(source, "sse", req, status, hdrs, raw))

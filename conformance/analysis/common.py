@@ -9,12 +9,13 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoni
 MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens")
 
 
+# json.dumps(value, ensure_ascii=False, separators=(",", ":")), without a new encoder
+# for each call (json.dumps keeps one only for its default arguments).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _excerpt(value: Any, limit: int = 160) -> str:
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    )
+    text = value if isinstance(value, str) else _COMPACT(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

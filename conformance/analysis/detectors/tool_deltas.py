@@ -57,7 +57,7 @@ class _IndexState:
         self.split_suspect = False
         # Findings about the opening delta, held back while the index may turn out to be
         # the argument half of a call split over two indices (judged at the end).
-        self.deferred: list[tuple[str, str, dict[str, Any]]] = []
+        self.deferred: list[tuple[str, str, dict[str, Any]]] | None = None  # made when needed
         # When its deltas arrived (detectors/timing.py; None without timings).
         self.t_first: float | None = None
         self.t_burst: float | None = None  # the start of the burst its first delta is in
@@ -430,16 +430,13 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             and _nonempty(args)
             and any(k == key for (k, _) in a.indexes if (k, _) != (key, idx))
         )
-    found = st.deferred if st.split_suspect else None
-
-    def find(rule: str, message: str, **kw: Any) -> None:
-        if found is None:
-            a.find(rule, message, event=n, **kw)
-        else:
-            found.append((rule, message, kw))
-
+    if st.split_suspect:
+        st.deferred = []
     if tc.get("type") != "function":
-        find(
+        _opener_finding(
+            a,
+            st,
+            n,
             "R-FIRST-TYPE",
             'the first delta of a call has no type "function"',
             quirk="Q-TYPE-MISSING",
@@ -451,7 +448,10 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
     else:
         st.opener_name = "empty" if name == "" else "absent"
     if "arguments" not in fn:
-        find(
+        _opener_finding(
+            a,
+            st,
+            n,
             "R-FIRST-ARGS",
             "the first delta of a call has no arguments key",
             pointer=ptr + "/function",
@@ -462,19 +462,36 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
         if not _nonempty(name):
             st.args_before_name = True
         if _complete_json(args) and _nonempty(name):
-            find(
+            _opener_finding(
+                a,
+                st,
+                n,
                 "Q-ARGS-WHOLE-IN-ONE-DELTA",
                 "id, name and complete arguments in one delta",
                 pointer=ptr,
                 excerpt=tc,
             )
         else:
-            find(
+            _opener_finding(
+                a,
+                st,
+                n,
                 "Q-ARGS-ON-OPENING-DELTA",
                 "the opening delta carries an argument fragment",
                 pointer=ptr + "/function/arguments",
                 excerpt=tc,
             )
+
+
+def _opener_finding(
+    a: Analyzer, st: _IndexState, n: int, rule: str, message: str, **kw: Any
+) -> None:
+    """A finding about a call's opening delta: reported, or held back in ``st.deferred``
+    while the index may be the argument half of a split call."""
+    if st.deferred is None:
+        a.find(rule, message, event=n, **kw)
+    else:
+        st.deferred.append((rule, message, kw))
 
 
 @detector(
