@@ -187,7 +187,11 @@ def test_merge_sorts_entries_keeps_used_routes_and_lists_what_was_skipped() -> N
 
 def test_merge_of_nothing_readable_is_refused_with_the_first_reason() -> None:
     with pytest.raises(field.FieldError) as e:
-        field.merge([_rec("a", error="z: bad", file="z"), _rec("a", error="a: bad", file="a")], SOURCES, "DIR")
+        field.merge(
+            [_rec("a", error="z: bad", file="z"), _rec("a", error="a: bad", file="a")],
+            SOURCES,
+            "DIR",
+        )
     assert str(e.value) == "DIR: no capture could be read (a: bad)"
     with pytest.raises(field.FieldError) as e:
         field.merge([], SOURCES)
@@ -208,7 +212,10 @@ def test_dumps_is_sorted_indented_utf8_with_a_final_newline() -> None:
         ("routes: {}\ncaptures: [a]\n", "needs the mappings `routes` and `captures`"),
         ("routes: {a: {column: x}}\n", "route 'a' needs a label"),
         ("routes: {a: x}\n", "route 'a' needs a label"),
-        ("routes: {a: {label: A}}\ncaptures: {c.jsonl: x}\n", "capture 'c.jsonl' names no known route"),
+        (
+            "routes: {a: {label: A}}\ncaptures: {c.jsonl: x}\n",
+            "capture 'c.jsonl' names no known route",
+        ),
         (
             "routes: {a: {label: A}}\ncaptures: {c.jsonl: {route: b, source: u}}\n",
             "capture 'c.jsonl' names no known route",

@@ -475,8 +475,14 @@ def test_the_scripted_section_joins_the_document_and_its_comparison_ids_the_list
     load = next(p.name for p in cols if p.load > 1 and p.steps == 1)
     calls = {"robust": [{"name": "get_weather", "arguments": '{"city": "Paris"}'}]}
     cells = [
-        _cell(base, "single", "quirk", quirks=["Q-ID-FORMAT"], tool_calls=calls,
-              finish_reason="tool_calls")
+        _cell(
+            base,
+            "single",
+            "quirk",
+            quirks=["Q-ID-FORMAT"],
+            tool_calls=calls,
+            finish_reason="tool_calls",
+        )
     ]
     cells.append(
         _cell(
@@ -489,7 +495,11 @@ def test_the_scripted_section_joins_the_document_and_its_comparison_ids_the_list
         )
     )
     doc = build_matrix(
-        cells, [], scripted=cols, scenarios=[SCENARIOS["single"]], cassette_root=tmp_path,
+        cells,
+        [],
+        scripted=cols,
+        scenarios=[SCENARIOS["single"]],
+        cassette_root=tmp_path,
         field_evidence=NO_EVIDENCE,
     )
     assert doc["columns"] == [] and doc["cells"] == []  # never merged with a column
@@ -516,7 +526,9 @@ def test_captures_become_a_field_mode_table_of_their_own() -> None:
         "reference_profiles": [],
         "captures": ["/tmp/caps/dash.jsonl#2", "good.jsonl"],
     }
-    assert doc["rows"] == [{"id": "capture", "title": "Capture", "description": "a captured stream"}]
+    assert doc["rows"] == [
+        {"id": "capture", "title": "Capture", "description": "a captured stream"}
+    ]
     col = doc["columns"][0]
     assert col["label"] == "dash.jsonl"  # the file's name, without the transcript index
     assert col["kind"] == "capture" and col["status"] == "recorded"

@@ -60,9 +60,7 @@ def test_the_committed_section_is_rebuilt_from_its_cells_scripts_and_cassettes(
     committed: dict[str, Any],
 ) -> None:
     want = committed[parsers.KEY]
-    by_key = {
-        (c["column"], c["row"]): _unclosed(c) for p in want["parsers"] for c in p["cells"]
-    }
+    by_key = {(c["column"], c["row"]): _unclosed(c) for p in want["parsers"] for c in p["cells"]}
     scen = [SCENARIOS[s] for s in want["scenarios"]]
     got = parsers.scripted_section(scripted_providers(), by_key, scen, Path("cassettes"))[
         parsers.KEY
@@ -80,9 +78,7 @@ def test_the_committed_section_is_rebuilt_from_its_cells_scripts_and_cassettes(
         assert [(v["steps"], v["load"]) for v in g["variants"]] == [(1, 8), (4, 1), (4, 8)]
         # no variant cell given: every comparison is `not recorded`
         assert all(
-            r == {"status": "not recorded"}
-            for v in g["variants"]
-            for r in v["scenarios"].values()
+            r == {"status": "not recorded"} for v in g["variants"] for r in v["scenarios"].values()
         )
     closed = next(c for c in got["cells"] if CLOSED in c["quirks"])
     assert (closed["column"], closed["row"]) == ("vllm[llama3_json]", "truncated-arguments")
@@ -150,9 +146,9 @@ def test_the_base_column_is_the_one_token_one_request_one_whatever_the_order(
     ]
     # no one-token, one-request column: the first given is the baseline
     only = [c for c in cols if c.steps == 4]
-    [q] = parsers.scripted_section(only, {}, [SCENARIOS["single"]], Path("cassettes"))[
-        parsers.KEY
-    ]["parsers"]
+    [q] = parsers.scripted_section(only, {}, [SCENARIOS["single"]], Path("cassettes"))[parsers.KEY][
+        "parsers"
+    ]
     assert q["column"] == only[0].name and len(q["variants"]) == 1
 
 
@@ -363,9 +359,12 @@ def test_the_same_calls_in_other_deltas_are_the_shape_id() -> None:
         }
     ]
     # no call, or other calls: not a shape
-    assert parsers.compare(
-        cell(calls=(), finish="stop"), cell(("Q-EMPTY-DELTA-CHUNKS",), calls=(), finish="stop")
-    )["findings"] == []
+    assert (
+        parsers.compare(
+            cell(calls=(), finish="stop"), cell(("Q-EMPTY-DELTA-CHUNKS",), calls=(), finish="stop")
+        )["findings"]
+        == []
+    )
     other = parsers.compare(cell(), cell(("Q-FINISH-SAME-CHUNK-AS-CALL",), finish="stop"))
     assert SHAPE not in [q for _, _, q in ids(other)]
     # a shape id together with a judged one: both findings
@@ -402,8 +401,8 @@ def test_a_cut_call_closed_as_json_the_script_never_wrote_is_the_must_finding() 
         "exchange": 0,
         "level": "MUST",
         "message": "finish_reason \"length\" and 'write_note''s arguments closed as valid JSON "
-        "the script never wrote: streamed '{\"title\": \"Essay\"}', scripted "
-        "'{\"name\": \"write_note\", \"parameters\": {\"title\": \"Essay\", \"bo…'",
+        'the script never wrote: streamed \'{"title": "Essay"}\', scripted '
+        '\'{"name": "write_note", "parameters": {"title": "Essay", "bo…\'',
         "pointer": None,
         "quirk": CLOSED,
         "rule": CLOSED,
@@ -458,7 +457,9 @@ def test_the_script_judges_the_cell_again() -> None:
     p = scripted_provider(FAMILIES["llama3_json"])
     script = p.scripts["truncated-arguments"]["script"]
     assert script == all_scripts("llama3_json")["truncated-arguments"]["script"]
-    raw = _cut('{"title": "Essay"}', unexpected=["Q-Z"], findings=[{"level": "INFO", "quirk": None}])
+    raw = _cut(
+        '{"title": "Essay"}', unexpected=["Q-Z"], findings=[{"level": "INFO", "quirk": None}]
+    )
     sec = parsers.scripted_section(
         [p], {(p.name, "truncated-arguments"): raw}, [SCENARIOS["truncated-arguments"]], Path("x")
     )
@@ -477,7 +478,10 @@ def test_the_script_judges_the_cell_again() -> None:
     assert (out["verdict"], out["reason"], out["elicited"]) == ("quirk", "kept", True)
     failed = _cut('{"title": "Essay"}', verdict="fails", reason=None)
     [out] = parsers.scripted_section(
-        [p], {(p.name, "truncated-arguments"): failed}, [SCENARIOS["truncated-arguments"]], Path("x")
+        [p],
+        {(p.name, "truncated-arguments"): failed},
+        [SCENARIOS["truncated-arguments"]],
+        Path("x"),
     )[parsers.KEY]["cells"]
     assert out["verdict"] == "fails"
     # without the id: the cell as recorded, the very object
@@ -544,7 +548,12 @@ CELLS = [
 
 
 def _variant(steps: int, load: int, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"column": f"vllm[hermes]@x{steps}{load}", "steps": steps, "load": load, "scenarios": rows}
+    return {
+        "column": f"vllm[hermes]@x{steps}{load}",
+        "steps": steps,
+        "load": load,
+        "scenarios": rows,
+    }
 
 
 NR = {"status": "not recorded"}
@@ -614,7 +623,9 @@ def test_the_markdown_names_the_reasoning_parser_and_the_recording_date() -> Non
     pv = doc[parsers.KEY]["parsers"][0]["provenance"]
     pv.update(reasoning_parser="deepseek_r1", recorded_at="2026-01-02T00:00:00Z")
     line = next(x for x in parsers.render_markdown(doc) if x.startswith("- **"))
-    assert "reasoning parser `deepseek_r1`" in line and line.endswith("recorded 2026-01-02T00:00:00Z.")
+    assert "reasoning parser `deepseek_r1`" in line and line.endswith(
+        "recorded 2026-01-02T00:00:00Z."
+    )
     assert "### Provenance and steps × load" in parsers.render_markdown(doc)
 
 

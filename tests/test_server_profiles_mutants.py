@@ -119,7 +119,7 @@ def test_what_a_profile_expects_when_its_id_is_not_in_the_bytes() -> None:
     assert (named.when, named.needs) == ("named", "named")
     assert PROFILES["index-all-zero"].when is None
     assert named.description == (
-        "OpenAI itself: with a named tool_choice the calls end with finish_reason \"stop\" "
+        'OpenAI itself: with a named tool_choice the calls end with finish_reason "stop" '
         "(only applied when tool_choice names a function)."
     )
     assert shape.description.startswith("the reference stream's calls as a busy server")
@@ -163,7 +163,11 @@ def test_the_provider_shapes_and_faults() -> None:
 
 
 def test_the_round_trip_profiles_name_their_check_and_their_id() -> None:
-    rt = {n: (p.round_trip, sorted(p.quirks), p.mutations) for n, p in PROFILES.items() if p.round_trip}
+    rt = {
+        n: (p.round_trip, sorted(p.quirks), p.mutations)
+        for n, p in PROFILES.items()
+        if p.round_trip
+    }
     assert rt == {
         "rt-mistral-id": (("mistral-id",), ["Q-RT-MISTRAL-TOOL-CALL-ID"], ()),
         "rt-content-null": (("content-null",), ["Q-RT-CONTENT-NULL-REJECTED"], ()),
@@ -347,7 +351,13 @@ def test_reasoning_must_be_echoed_on_a_call_turn() -> None:
 def test_each_call_must_carry_its_thought_signature_back() -> None:
     check = ROUND_TRIP_CHECKS["thought-signature"]
     assert check(_history(extra={"google": {"thought_signature": "sig"}})) is None
-    for extra in (None, {}, {"google": None}, {"google": {}}, {"google": {"thought_signature": ""}}):
+    for extra in (
+        None,
+        {},
+        {"google": None},
+        {"google": {}},
+        {"google": {"thought_signature": ""}},
+    ):
         e = _rejects("thought-signature", _history(extra=extra))
         assert (e.status, e.body) == (
             400,

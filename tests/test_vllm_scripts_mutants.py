@@ -97,7 +97,9 @@ def test_reasoning_families_think_first_except_where_the_cut_or_a_grammar_decide
     assert kimi["tool-choice-none"]["script"].startswith(
         "<think>The tools answered; I can reply now.</think>I cannot look"
     )
-    assert ds["single"]["script"].startswith(f"<think>\n{thought}\n</think>\n\n<｜tool▁calls▁begin｜>")
+    assert ds["single"]["script"].startswith(
+        f"<think>\n{thought}\n</think>\n\n<｜tool▁calls▁begin｜>"
+    )
     # R1 closes an empty think block; under a grammar the calls follow </think> at once
     assert ds["truncated-arguments"]["script"].startswith("<think>\n\n</think>\n\n<｜tool")
     assert ds["required"]["script"].startswith("<think>\n\n</think><｜tool▁calls▁begin｜>")
