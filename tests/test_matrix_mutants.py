@@ -204,6 +204,15 @@ def test_record_provenance_writes_one_file_per_column_and_keeps_other_scenarios(
     assert "seen" not in load_provenance(tmp_path / "b")
 
 
+def test_what_a_server_said_is_written_even_when_it_is_not_valid_unicode(
+    tmp_path: Path,
+) -> None:
+    # a lone surrogate from the wire: written as its JSON escape, read back the same
+    record_provenance(tmp_path, _provider(), "single", "t", 1, {"server_header": "x\ud800"})
+    assert "\\ud800" in (tmp_path / "provenance.json").read_text("utf-8")
+    assert load_provenance(tmp_path)["seen"] == {"server_header": "x\ud800"}
+
+
 def test_load_provenance_of_no_file_or_a_broken_one_is_empty(tmp_path: Path) -> None:
     assert load_provenance(tmp_path) == {}
     (tmp_path / "provenance.json").write_text("{not json", "utf-8")
