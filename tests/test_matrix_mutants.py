@@ -550,6 +550,7 @@ def test_captures_become_a_field_mode_table_of_their_own() -> None:
     assert col["label"] == "dash.jsonl"  # the file's name, without the transcript index
     assert col["kind"] == "capture" and col["status"] == "recorded"
     assert col["model"] == "m" and col["base_url"] is None
+    assert col["record_command"] == "" and col["expected_quirks"] == {}
     assert col["provenance"] == {
         "how": "capture",
         "recorded_at": None,
