@@ -152,6 +152,21 @@ def test_the_gateway_section_shows_the_gateways_newest_recording(
         assert rows["id-absent"]["injected"] == ["Q-ID-ABSENT"]
         # the ids seen through the gateway join the list, in order
         assert list(doc["quirks"]) == ["Q-INDEX-ABSENT"]
+    # the injected ids are the selected profile columns' own (what this run expected)
+    narrowed = [
+        ProfileProvider(
+            name="profile:id-absent",
+            base_url=PROFILE_URL,
+            model="id-absent",
+            kind="reference-profile",
+            profile="id-absent",
+            expected_quirks={"Q-ARGS-NULL": {"reason": "r"}, "Q-EXTRA-FIELDS": {"reason": "r"}},
+        )
+    ]
+    doc = build_matrix([], [], profiles=narrowed, gateways=gws, field_evidence=NO_EVIDENCE)
+    rows = {r["profile"]: r for r in doc["gateways"]["litellm"]["profiles"]}
+    assert rows["id-absent"]["injected"] == ["Q-ARGS-NULL", "Q-EXTRA-FIELDS"]
+    assert rows["index-all-zero"]["injected"] == []  # not selected: nothing injected
 
 
 # ------------------------------------------------------------------------- provenance
