@@ -327,3 +327,52 @@ def test_the_field_command_says_what_it_wrote_and_what_it_skipped(
     assert capsys.readouterr().err == (
         f"conformance field: {src}: needs the mappings `routes` and `captures`\n"
     )
+
+
+def test_a_directory_with_nothing_readable_is_named_in_the_refusal(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(b"")
+    with pytest.raises(field.FieldError) as e:
+        field.analyse_directory(tmp_path, SOURCES)
+    assert str(e.value) == (
+        f"{tmp_path}: no capture could be read ({tmp_path / 'a.jsonl'}: empty file)"
+    )
+
+
+def test_the_field_command_writes_the_committed_file_by_default_and_names_each_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "field-evidence.json"
+    monkeypatch.setattr(field, "EVIDENCE_FILE", out)
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    (caps / "dash.jsonl").write_bytes(_jsonl(DASHSCOPE))
+    (caps / "quiet-1.jsonl").write_bytes(_jsonl(CONFORMING))
+    src = tmp_path / "s.yaml"
+    src.write_text(json.dumps(SOURCES))
+    assert field.main([str(caps), "--sources", str(src)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}: 2 captures, 2 routes (dashscope, quiet)\n"
+    assert [e["column"] for e in json.loads(out.read_text("utf-8"))["entries"]] == [
+        "dashscope",
+        "quiet",
+    ]
+
+
+def test_the_field_command_explains_itself(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as e:
+        field.main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(
+        "usage: python -m conformance.field [-h] [--sources SOURCES] [--out OUT] [-j N] directory"
+    )
+    for line in (
+        "Analyse a directory of captures into the matrix's field evidence.",
+        "directory  captures (JSONL, SSE, cassettes, HAR)",
+        "--sources SOURCES  capture -> route, column and source URL (YAML)",
+        "-j N, --jobs N  processes analysing captures at once (0: every core); the document "
+        "is that of -j 1",
+    ):
+        assert " ".join(line.split()) in " ".join(text.split()), line

@@ -738,3 +738,17 @@ def test_every_scripted_column_of_a_parser_judges_against_the_same_scripts() -> 
         cols.setdefault(p.parser, []).append(p)
     for parser, ps in cols.items():
         assert all(p.scripts == all_scripts(parser) for p in ps), parser
+
+
+def test_the_table_command_reads_the_matrix_as_utf8_whatever_the_locale(
+    capsys: pytest.CaptureFixture[str], committed: dict[str, Any]
+) -> None:
+    import locale
+
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale: the report holds "×", "…"
+    try:
+        assert parsers.main([str(REPORT)]) == 0
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert capsys.readouterr().out == parsers.render_choice_table(committed)

@@ -19,6 +19,7 @@ from conformance.server.profiles import (
     PROFILES,
     ROUND_TRIP_CHECKS,
     Profile,
+    _build,
     example_request,
     profile_name,
 )
@@ -26,6 +27,13 @@ from conformance.server.streams import RequestError
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@pytest.fixture
+def profiles() -> dict[str, Profile]:
+    """The registry built afresh (milliseconds): the served one is built at import, before
+    mutmut picks a mutant, so the tests judge a fresh build against the facts."""
+    return _build()
 
 
 def _interactions() -> list[tuple[str, str, dict[str, Any]]]:
@@ -39,7 +47,9 @@ def _interactions() -> list[tuple[str, str, dict[str, Any]]]:
 # ------------------------------------------------------------------- the recordings
 
 
-def test_every_recorded_answer_is_what_the_profile_serves_today() -> None:
+def test_every_recorded_answer_is_what_the_profile_serves_today(
+    profiles: dict[str, Profile],
+) -> None:
     """The committed cassettes of `nox -s profiles` were recorded over HTTP from this
     server: the same request gets the same status and bytes (a stall cuts the recording
     where the client's idle timeout gave up)."""
@@ -47,7 +57,7 @@ def test_every_recorded_answer_is_what_the_profile_serves_today() -> None:
     statuses: set[int] = set()
     for name, file, it in _interactions():
         seen.add(name)
-        reply = respond(PROFILES[name], json.loads(it["request"]["body"]))
+        reply = respond(profiles[name], json.loads(it["request"]["body"]))
         code, raw = it["response"]["status"]["code"], it["response"]["body"]["string"]
         statuses.add(code)
         assert reply.status == code, (name, file)
@@ -59,29 +69,33 @@ def test_every_recorded_answer_is_what_the_profile_serves_today() -> None:
             cut = reply.frames.index(next(f for f in reply.frames if isinstance(f, Stall)))
             whole = b"".join(render_frame(f) for f in reply.frames[:cut])
         assert whole.decode("utf-8") == raw, (name, file)
-    assert seen == set(PROFILES)  # every profile has its recording
+    assert seen == set(profiles)  # every profile has its recording
     assert statuses == {200, 400, 500}
 
 
-def test_the_committed_profile_columns_expect_what_each_profile_injects() -> None:
+def test_the_committed_profile_columns_expect_what_each_profile_injects(
+    profiles: dict[str, Profile],
+) -> None:
     from conformance.profile_columns import NOT_TRIPPED
 
     doc = json.loads((ROOT / "reports" / "quirks-matrix.json").read_text("utf-8"))
     cols = {c["id"]: c for c in doc["columns"] if c["kind"] == "reference-profile"}
-    assert set(cols) == {f"profile:{n}" for n in PROFILES}
-    for name, p in PROFILES.items():
+    assert set(cols) == {f"profile:{n}" for n in profiles}
+    for name, p in profiles.items():
         want = set() if name in NOT_TRIPPED else set(p.expected or p.quirks)
         assert set(cols[f"profile:{name}"]["expected_quirks"]) == want, name
     served = {c["column"]: c for c in doc["cells"] if c["column"] in cols}
     shape = served["profile:delta-shape-load-dependent"]
-    assert set(PROFILES["delta-shape-load-dependent"].expected) <= set(shape["quirks"])
+    assert set(profiles["delta-shape-load-dependent"].expected) <= set(shape["quirks"])
 
 
 # ------------------------------------------------------------------------ the profiles
 
 
-def test_a_single_quirk_profile_is_named_after_its_id_and_injects_it() -> None:
-    p = PROFILES["index-all-zero"]
+def test_a_single_quirk_profile_is_named_after_its_id_and_injects_it(
+    profiles: dict[str, Profile],
+) -> None:
+    p = profiles["index-all-zero"]
     assert p == Profile(
         "index-all-zero",
         (MUTATIONS["Q-INDEX-ALL-ZERO"].__doc__ or "").strip().split(": ", 1)[-1],
@@ -95,41 +109,43 @@ def test_a_single_quirk_profile_is_named_after_its_id_and_injects_it() -> None:
     assert profile_name("Q-ARGS-NULL") == "args-null"
     assert profile_name("X-Q-A") == "x-q-a"  # only the leading Q- goes
     # every id the transforms know is a profile of its own name
-    assert all(profile_name(q) in PROFILES for q in MUTATIONS if q.startswith("Q-"))
-    assert list(PROFILES)[0] == "reference" and len(PROFILES) == 88
-    assert PROFILES["reference"] == Profile(
+    assert all(profile_name(q) in profiles for q in MUTATIONS if q.startswith("Q-"))
+    assert list(profiles)[0] == "reference" and len(profiles) == 88
+    assert profiles["reference"] == Profile(
         "reference", "OpenAI's stream shape exactly; the conforming control."
     )
 
 
-def test_what_a_profile_expects_when_its_id_is_not_in_the_bytes() -> None:
-    shape = PROFILES["delta-shape-load-dependent"]
+def test_what_a_profile_expects_when_its_id_is_not_in_the_bytes(
+    profiles: dict[str, Profile],
+) -> None:
+    shape = profiles["delta-shape-load-dependent"]
     assert shape.quirks == {
         "Q-DELTA-SHAPE-LOAD-DEPENDENT",
         "Q-ARGS-ON-OPENING-DELTA",
         "Q-FINISH-SAME-CHUNK-AS-CALL",
     }
     assert shape.expected == {"Q-ARGS-ON-OPENING-DELTA", "Q-FINISH-SAME-CHUNK-AS-CALL"}
-    held = PROFILES["toolcall-held-until-finish"]
+    held = profiles["toolcall-held-until-finish"]
     assert held.quirks == {"Q-TOOLCALL-HELD-UNTIL-FINISH", "Q-ARGS-NOT-PROGRESSIVE"}
     assert held.expected == frozenset()  # timing evidence: neither id is in the bytes
-    assert PROFILES["stream-stalls"].expected == frozenset()
-    assert PROFILES["args-closed-on-truncation"].expected == frozenset()
-    named = PROFILES["finish-stop-named-toolchoice"]
+    assert profiles["stream-stalls"].expected == frozenset()
+    assert profiles["args-closed-on-truncation"].expected == frozenset()
+    named = profiles["finish-stop-named-toolchoice"]
     assert (named.when, named.needs) == ("named", "named")
-    assert PROFILES["index-all-zero"].when is None
+    assert profiles["index-all-zero"].when is None
     assert named.description == (
         'OpenAI itself: with a named tool_choice the calls end with finish_reason "stop" '
         "(only applied when tool_choice names a function)."
     )
     assert shape.description.startswith("the reference stream's calls as a busy server")
-    assert PROFILES["args-closed-on-truncation"].description.startswith(
+    assert profiles["args-closed-on-truncation"].description.startswith(
         "the last call cut inside its arguments and closed as valid JSON"
     )
 
 
-def test_the_provider_shapes_and_faults() -> None:
-    dash = PROFILES["dashscope-compatible"]
+def test_the_provider_shapes_and_faults(profiles: dict[str, Profile]) -> None:
+    dash = profiles["dashscope-compatible"]
     assert dash.mutations == ("Q-EMPTY-STRING-OVERWRITE",)
     assert dash.quirks == dash.expected == {"Q-EMPTY-STRING-OVERWRITE"}
     assert dash.description.startswith("Alibaba compatible-mode: the real id and name first")
@@ -139,33 +155,35 @@ def test_the_provider_shapes_and_faults() -> None:
         ("qwen-truncated", "Q-ARGS-TRUNCATED"),
         ("id-omitted", "Q-ID-ABSENT"),
     ):
-        assert PROFILES[name].mutations == (quirk,) and PROFILES[name].expected == {quirk}
-    assert PROFILES["ollama-parallel"].needs == "parallel"
-    ignored = PROFILES["parallel-tool-calls-ignored"]
+        assert profiles[name].mutations == (quirk,) and profiles[name].expected == {quirk}
+    assert profiles["ollama-parallel"].needs == "parallel"
+    ignored = profiles["parallel-tool-calls-ignored"]
     assert ignored.ignore_parallel_false and ignored.needs == "parallel-false"
     assert ignored.expected == {"Q-PARALLEL-TOOL-CALLS-IGNORED"} and ignored.mutations == ()
-    sse = PROFILES["sse-error-event"]
+    sse = profiles["sse-error-event"]
     assert sse.mutations == ("sse-error-event",) and sse.expected == {"Q-SSE-ERROR-ENVELOPE"}
-    faults = {n: p.fault for n, p in PROFILES.items() if p.fault}
+    faults = {n: p.fault for n, p in profiles.items() if p.fault}
     assert faults == {
         "stream-tools-unsupported": "tools-unsupported",
         "stream-downgraded": "downgraded",
         "stream-options-rejected": "stream-options-rejected",
     }
-    assert all(PROFILES[n].expected == frozenset() for n in faults)
-    strict = PROFILES["strict-ignored"]
+    assert all(profiles[n].expected == frozenset() for n in faults)
+    strict = profiles["strict-ignored"]
     assert strict.ignore_strict and strict.needs == "strict"
     assert strict.quirks == {"Q-STRICT-IGNORED"} and strict.expected == frozenset()
-    assert not any(p.ignore_strict for n, p in PROFILES.items() if n != "strict-ignored")
+    assert not any(p.ignore_strict for n, p in profiles.items() if n != "strict-ignored")
     assert not any(
-        p.ignore_parallel_false for n, p in PROFILES.items() if n != "parallel-tool-calls-ignored"
+        p.ignore_parallel_false for n, p in profiles.items() if n != "parallel-tool-calls-ignored"
     )
 
 
-def test_the_round_trip_profiles_name_their_check_and_their_id() -> None:
+def test_the_round_trip_profiles_name_their_check_and_their_id(
+    profiles: dict[str, Profile],
+) -> None:
     rt = {
         n: (p.round_trip, sorted(p.quirks), p.mutations)
-        for n, p in PROFILES.items()
+        for n, p in profiles.items()
         if p.round_trip
     }
     assert rt == {
@@ -190,18 +208,74 @@ def test_the_round_trip_profiles_name_their_check_and_their_id() -> None:
             ("thought-signature",),
         ),
     }
-    assert all(PROFILES[n].expected == frozenset() for n in rt)
+    assert all(profiles[n].expected == frozenset() for n in rt)
     assert set(ROUND_TRIP_CHECKS) == {c for checks, _, _ in rt.values() for c in checks}
-    assert PROFILES["rt-mistral-id"].description == (
+    assert profiles["rt-mistral-id"].description == (
         "the next turn is rejected unless every tool call id matches ^[a-zA-Z0-9]{9}$ (Mistral)."
     )
 
 
-def test_every_profile_names_catalogued_ids_only() -> None:
-    for p in PROFILES.values():
+def test_every_profile_names_catalogued_ids_only(profiles: dict[str, Profile]) -> None:
+    for p in profiles.values():
         registry.check_ids(p.quirks | p.expected, p.name)
         assert p.expected <= p.quirks, p.name
         assert p.description.strip() == p.description and p.description, p.name
+
+
+# What `GET /v1/models` serves as each hand-written profile's description (the others are
+# their transform's docstring without the id).
+DESCRIPTIONS = {
+    "reference": "OpenAI's stream shape exactly; the conforming control.",
+    "delta-shape-load-dependent": "the reference stream's calls as a busy server groups them "
+    "(several fragments per delta, the first on the opening delta, the last with "
+    "finish_reason; vLLM under load or at several tokens per step): the same calls as "
+    "`reference`, so a client tested against both has seen the idle and the loaded shape.",
+    "args-closed-on-truncation": "the last call cut inside its arguments and closed as valid "
+    'JSON (a key dropped), finish_reason "length" (vLLM\'s llama3_json parser): one stream '
+    "reads like a model that finished its JSON at the limit, so no id is expected from the "
+    "bytes; a client must still refuse to execute it.",
+    "finish-stop-named-toolchoice": "OpenAI itself: with a named tool_choice the calls end with "
+    'finish_reason "stop" (only applied when tool_choice names a function).',
+    "parallel-tool-calls-ignored": "several calls although parallel_tool_calls is false (vLLM).",
+    "dashscope-compatible": 'Alibaba compatible-mode: the real id and name first, then id "" '
+    'and name "" on every continuation delta (the wire-format reference\'s provider quirks).',
+    "ollama-parallel": "Ollama: index 0 for every parallel call, each with its own id "
+    "(LibreChat's index-repair fix).",
+    "ollama-legacy": "Ollama before v0.4.7: no index on any tool-call delta (LibreChat's "
+    "index-repair fix).",
+    "qwen-truncated": "Qwen/DashScope: the arguments stop short of valid JSON, finish_reason "
+    "still tool_calls (the wire-format reference's JSON repair).",
+    "id-omitted": "Some Ollama models: the opening delta carries no id (the wire-format "
+    "reference's provider quirks).",
+    "sse-error-event": "An `event: error` SSE event with an error body mid-call, nothing after.",
+    "stream-tools-unsupported": "stream with tools answered HTTP 500 (old llama.cpp).",
+    "stream-downgraded": "stream:true answered with a JSON chat.completion (LocalAI, LMDeploy).",
+    "stream-options-rejected": "any stream_options answered HTTP 400 (Bedrock via LiteLLM).",
+    "rt-mistral-id": "the next turn is rejected unless every tool call id matches "
+    "^[a-zA-Z0-9]{9}$ (Mistral).",
+    "rt-content-null": "an assistant tool-call message with content null is rejected "
+    "(LM Studio, Ollama).",
+    "rt-content-empty": 'an assistant tool-call message with content "" is rejected '
+    "(Bedrock-backed endpoints).",
+    "rt-tool-name-required": "tool messages without name are rejected (Gemini compat).",
+    "rt-tool-name-forbidden": "tool messages with name are rejected (OpenCode Go relay).",
+    "rt-function-name-key": "replayed tool calls without a function.name key are rejected "
+    "(DeepSeek).",
+    "rt-reasoning-echo": "streams reasoning before the calls; a round trip without the turn's "
+    "reasoning_content is rejected (DeepSeek thinking mode).",
+    "rt-thought-signature": "each call carries extra_content.google.thought_signature; a round "
+    "trip without it is rejected (Gemini 3 via the OpenAI-compatible endpoint).",
+    "strict-ignored": "`strict: true` is accepted but the arguments break the schema: an "
+    "undeclared property is added (Anthropic's OpenAI-SDK compatibility layer, documented).",
+}
+
+
+def test_the_models_list_describes_each_profile(profiles: dict[str, Profile]) -> None:
+    for name, p in profiles.items():
+        q = p.mutations[0] if p.mutations else ""
+        doc = (MUTATIONS[q].__doc__ or "").strip() if q.startswith("Q-") else ""
+        want = DESCRIPTIONS.get(name) or doc.split(": ", 1)[1]
+        assert p.description == want, name
 
 
 # ------------------------------------------------------------------- round-trip checks
@@ -266,6 +340,9 @@ def test_mistral_ids_are_nine_letters_or_digits_everywhere_they_appear() -> None
     # the tool message's id is checked too
     msgs = _history("abc123XYZ")
     msgs[2]["tool_call_id"] = "call_x"
+    assert "was call_x but" in _rejects("mistral-id", msgs).body["message"]
+    msgs = _history("call_x")
+    msgs[2]["tool_call_id"] = "abc123XYZ"  # the assistant's own call ids are checked
     assert "was call_x but" in _rejects("mistral-id", msgs).body["message"]
     # a user message with an odd id is not a tool call
     assert check([{"role": "user", "tool_call_id": "nope"}]) is None
