@@ -376,3 +376,17 @@ def test_the_field_command_explains_itself(
         "is that of -j 1",
     ):
         assert " ".join(line.split()) in " ".join(text.split()), line
+
+
+def test_a_sources_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    import locale
+
+    p = tmp_path / "sources.yaml"
+    p.write_text("routes: {z: {label: Zürich Cloud}}\n", "utf-8")
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale
+    try:
+        routes = field.load_sources(p)["routes"]
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert routes == {"z": {"label": "Zürich Cloud"}}

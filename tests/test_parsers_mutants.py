@@ -752,3 +752,27 @@ def test_the_table_command_reads_the_matrix_as_utf8_whatever_the_locale(
     finally:
         locale.setlocale(locale.LC_CTYPE, before)
     assert capsys.readouterr().out == parsers.render_choice_table(committed)
+
+
+def test_a_column_shows_the_vllm_its_recording_names_and_ignores_undated_scenarios(
+    tmp_path: Path, committed: dict[str, Any]
+) -> None:
+    hermes = [p for p in scripted_providers() if p.parser == "hermes"]
+    d = tmp_path / "vllm-hermes"
+    d.mkdir()
+    (d / "provenance.json").write_text(
+        json.dumps(
+            {
+                "server": {"software": "vLLM", "version": "0.31.9"},
+                "scenarios": {
+                    "single": {"recorded_at": "2026-01-02T00:00:00Z"},
+                    "usage": {"trials": 1},  # no date: not the newest
+                },
+            }
+        )
+    )
+    [p] = parsers.scripted_section(hermes, {}, [SCENARIOS["single"]], tmp_path)[parsers.KEY][
+        "parsers"
+    ]
+    assert p["provenance"]["vllm_version"] == "0.31.9"  # what was recorded, not the entry's
+    assert p["provenance"]["recorded_at"] == "2026-01-02T00:00:00Z"
