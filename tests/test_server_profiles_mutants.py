@@ -47,7 +47,7 @@ def _interactions() -> list[tuple[str, str, dict[str, Any]]]:
 # ------------------------------------------------------------------- the recordings
 
 
-def test_every_recorded_answer_is_what_the_profile_serves_today(
+def test_every_recorded_answer_is_what_a_freshly_built_profile_serves(
     profiles: dict[str, Profile],
 ) -> None:
     """The committed cassettes of `nox -s profiles` were recorded over HTTP from this
@@ -73,7 +73,7 @@ def test_every_recorded_answer_is_what_the_profile_serves_today(
     assert statuses == {200, 400, 500}
 
 
-def test_the_committed_profile_columns_expect_what_each_profile_injects(
+def test_the_committed_profile_columns_expect_what_each_built_profile_injects(
     profiles: dict[str, Profile],
 ) -> None:
     from conformance.profile_columns import NOT_TRIPPED
@@ -92,7 +92,7 @@ def test_the_committed_profile_columns_expect_what_each_profile_injects(
 # ------------------------------------------------------------------------ the profiles
 
 
-def test_a_single_quirk_profile_is_named_after_its_id_and_injects_it(
+def test_a_built_single_quirk_profile_is_named_after_its_id_and_injects_it(
     profiles: dict[str, Profile],
 ) -> None:
     p = profiles["index-all-zero"]
@@ -116,7 +116,7 @@ def test_a_single_quirk_profile_is_named_after_its_id_and_injects_it(
     )
 
 
-def test_what_a_profile_expects_when_its_id_is_not_in_the_bytes(
+def test_what_a_built_profile_expects_when_its_id_is_not_in_the_bytes(
     profiles: dict[str, Profile],
 ) -> None:
     shape = profiles["delta-shape-load-dependent"]
@@ -144,7 +144,7 @@ def test_what_a_profile_expects_when_its_id_is_not_in_the_bytes(
     )
 
 
-def test_the_provider_shapes_and_faults(profiles: dict[str, Profile]) -> None:
+def test_the_built_provider_shapes_and_faults(profiles: dict[str, Profile]) -> None:
     dash = profiles["dashscope-compatible"]
     assert dash.mutations == ("Q-EMPTY-STRING-OVERWRITE",)
     assert dash.quirks == dash.expected == {"Q-EMPTY-STRING-OVERWRITE"}
@@ -178,7 +178,7 @@ def test_the_provider_shapes_and_faults(profiles: dict[str, Profile]) -> None:
     )
 
 
-def test_the_round_trip_profiles_name_their_check_and_their_id(
+def test_the_built_round_trip_profiles_name_their_check_and_their_id(
     profiles: dict[str, Profile],
 ) -> None:
     rt = {
@@ -215,7 +215,7 @@ def test_the_round_trip_profiles_name_their_check_and_their_id(
     )
 
 
-def test_every_profile_names_catalogued_ids_only(profiles: dict[str, Profile]) -> None:
+def test_every_built_profile_names_catalogued_ids_only(profiles: dict[str, Profile]) -> None:
     for p in profiles.values():
         registry.check_ids(p.quirks | p.expected, p.name)
         assert p.expected <= p.quirks, p.name
