@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance import __version__
+from conformance import __version__, providers
 from conformance.analysis import analyze_chunks
 from conformance.gateway_columns import gateway_providers
 from conformance.matrix import (
@@ -27,7 +27,6 @@ from conformance.matrix import (
     rule_entries,
 )
 from conformance.profile_columns import ProfileProvider, profile_providers
-from conformance import providers
 from conformance.providers import Provider, load_providers
 from conformance.registry import UnknownQuirkError
 from conformance.rules import RULES, quirk_catalogue
