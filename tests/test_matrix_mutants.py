@@ -408,6 +408,12 @@ def test_build_matrix_fills_what_was_not_recorded_and_dates_the_document(
     # field evidence is asked for: each provider column carries its (empty) list
     assert cols["acme"]["field_evidence"] == [] and doc["field_providers"] == []
     assert "field_evidence" not in cols["profile:id-absent"]
+    # recorded cells but no cassette directory (a live run writing elsewhere): none shown
+    live = build_matrix(
+        [_cell("other", "single")], [other], scenarios=scen, cassette_root=tmp_path / "none"
+    )
+    assert live["columns"][0]["status"] == "recorded"
+    assert live["columns"][0]["provenance"]["cassette_dir"] is None
     # nothing recorded at all: no date
     bare = build_matrix([], [other], scenarios=scen, cassette_root=tmp_path / "none")
     assert bare["generated"] is None
@@ -603,3 +609,16 @@ def test_a_capture_that_keeps_its_transcript_gets_the_wire_evidence(tmp_path: Pa
     [cell] = matrix_from_captures([r])["cells"]
     hot = [e for e in cell["evidence"] if e.get("highlight")]
     assert any('"id": ""' in e["data"] for e in hot)
+
+
+def test_provenance_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    import locale
+
+    record_provenance(tmp_path, _provider(model="acmé-1"), "single", "t", 1, {})
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale
+    try:
+        prov = load_provenance(tmp_path)
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert prov["model"] == "acmé-1"
