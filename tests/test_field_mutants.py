@@ -390,3 +390,19 @@ def test_a_sources_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> N
     finally:
         locale.setlocale(locale.LC_CTYPE, before)
     assert routes == {"z": {"label": "Zürich Cloud"}}
+
+
+def test_the_evidence_file_is_read_as_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    import locale
+
+    p = tmp_path / "e.json"
+    doc = field.load_evidence(tmp_path / "none.json")
+    doc["routes"] = {"z": {"label": "Zürich Cloud", "column": None}}
+    p.write_text(field.dumps(doc), "utf-8")
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale
+    try:
+        got = field.load_evidence(p)
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+    assert got["routes"]["z"]["label"] == "Zürich Cloud"
