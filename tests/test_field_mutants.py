@@ -368,8 +368,8 @@ def test_the_field_command_explains_itself(
     assert text.startswith(
         "usage: python -m conformance.field [-h] [--sources SOURCES] [--out OUT] [-j N] directory"
     )
+    assert "\n\nAnalyse a directory of captures into the matrix's field evidence.\n\n" in text
     for line in (
-        "Analyse a directory of captures into the matrix's field evidence.",
         "directory  captures (JSONL, SSE, cassettes, HAR)",
         "--sources SOURCES  capture -> route, column and source URL (YAML)",
         "-j N, --jobs N  processes analysing captures at once (0: every core); the document "
