@@ -238,7 +238,7 @@ def test_a_small_brotli_body_that_decodes_to_many_pieces_is_read_whole() -> None
     """brotli takes all the input at once and holds the output back: a body of a few
     hundred bytes that decodes to a MiB is asked for its pieces until it gives none
     (it was refused as ending early)."""
-    data = b"".join(b"data: {\"n\": %d}\n\n" % (i % 7) for i in range(60_000))
+    data = b"".join(b'data: {"n": %d}\n\n' % (i % 7) for i in range(60_000))
     body = brotli.compress(data)
     assert len(body) < 2000 < D.PIECE < len(data)
     for step in (len(body), 100):

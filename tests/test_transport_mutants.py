@@ -171,8 +171,9 @@ def _forget() -> Iterator[None]:
     secrets.forget()
 
 
-def run(net: Net, *conns: Any, limits: Limits = Limits(), **kw: Any) -> Any:
+def run(net: Net, *conns: Any, limits: Limits | None = None, **kw: Any) -> Any:
     net.conns += list(conns)
+    limits = limits or Limits()
     with make_client(limits) as client:
         return exchange(client, URL, REQUEST, limits=limits, **kw)
 
@@ -273,6 +274,7 @@ def test_a_key_in_the_url_is_redacted_in_the_request_kept(net: Net) -> None:
     url = URL + "?key=urlkeytransport0123456789"
     with make_client() as client:
         t = exchange(client, url, REQUEST)
+    assert t.request is not None
     assert "urlkeytransport0123456789" not in t.request["uri"]
     assert t.request["uri"].startswith(URL + "?key=")
 
@@ -293,7 +295,10 @@ def test_cookies_are_never_sent_back(net: Net) -> None:
 
 
 def test_a_redirect_is_the_answer_not_followed(net: Net) -> None:
-    t = run(net, [b"HTTP/1.1 302 Found\r\nlocation: http://elsewhere.test/\r\ncontent-length: 0\r\n\r\n"])
+    t = run(
+        net,
+        [b"HTTP/1.1 302 Found\r\nlocation: http://elsewhere.test/\r\ncontent-length: 0\r\n\r\n"],
+    )
     assert t.status == 302 and len(posts(net)) == 1
 
 
@@ -394,7 +399,9 @@ def test_a_stream_past_total_timeout_is_cut_and_says_so(net: Net) -> None:
     event = b"data: x\n\n"
     t = run(
         net,
-        chunked(event, Later(1.0, b"5\r\n" + b"data:" + b"\r\n"), Later(2.0, b"9\r\n" + event + b"\r\n")),
+        chunked(
+            event, Later(1.0, b"5\r\n" + b"data:" + b"\r\n"), Later(2.0, b"9\r\n" + event + b"\r\n")
+        ),
         limits=Limits(total_timeout=2.5),
     )
     assert t.transport_error == "stream still running after 2.5 s (limits.total_timeout)"
@@ -471,7 +478,9 @@ def test_a_failed_read_inside_the_body_says_so(net: Net) -> None:
 
 def test_a_failed_read_without_a_message_names_its_kind(net: Net) -> None:
     t = run(net, chunked(b"data: a\n\n", httpcore.ReadError(""), end=False))
-    assert t.transport_error == "the connection failed in the middle of the response body (ReadError)"
+    assert (
+        t.transport_error == "the connection failed in the middle of the response body (ReadError)"
+    )
 
 
 # ------------------------------------------------------------------ before the body
@@ -480,14 +489,23 @@ def test_a_failed_read_without_a_message_names_its_kind(net: Net) -> None:
 @pytest.mark.parametrize(
     "error, reason",
     [
-        (httpcore.ConnectError("[Errno -2] Name or service not known"), "the host name does not resolve"),
+        (
+            httpcore.ConnectError("[Errno -2] Name or service not known"),
+            "the host name does not resolve",
+        ),
         (httpcore.ConnectError("[Errno 111] Connection refused"), "connection refused"),
         (
             httpcore.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] bad"),
             "TLS handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] bad",
         ),
-        (httpcore.ConnectError("[Errno 113] No route to host"), "cannot connect: [Errno 113] No route to host"),
-        (httpcore.ConnectTimeout("timed out"), "connection not established within 4 s (limits.connect_timeout)"),
+        (
+            httpcore.ConnectError("[Errno 113] No route to host"),
+            "cannot connect: [Errno 113] No route to host",
+        ),
+        (
+            httpcore.ConnectTimeout("timed out"),
+            "connection not established within 4 s (limits.connect_timeout)",
+        ),
     ],
 )
 def test_a_connection_that_fails_is_an_error_at_the_connect_stage(
@@ -708,7 +726,9 @@ def test_other_statuses_are_not_retried(net: Net, slept: list[float], code: int)
 
 
 def test_no_more_than_max_retries(net: Net, slept: list[float]) -> None:
-    t = run(net, status(429, "retry-after: 1"), status(429, "retry-after: 1"), retry=RetryPolicy(max=1))
+    t = run(
+        net, status(429, "retry-after: 1"), status(429, "retry-after: 1"), retry=RetryPolicy(max=1)
+    )
     assert t.status == 429 and slept == [1.0] and len(t.meta["retries"]) == 1
 
 
@@ -760,9 +780,7 @@ def test_retry_after_is_honoured_up_to_max_delay() -> None:
     assert p.delay(0, "30", rng) == 30.0
     assert p.delay(0, "30.5", rng) is None
     assert p.delay(5, "0", rng) == 0.0
-    assert p.delay(
-        0, "Wed, 21 Oct 2015 07:28:20 GMT", rng, "Wed, 21 Oct 2015 07:28:00 GMT"
-    ) == 20.0
+    assert p.delay(0, "Wed, 21 Oct 2015 07:28:20 GMT", rng, "Wed, 21 Oct 2015 07:28:00 GMT") == 20.0
 
 
 @pytest.mark.parametrize(
@@ -884,7 +902,9 @@ def test_a_fault_after_the_head_is_at_the_body_stage() -> None:
             yield b"data: a\n\n"
             raise httpx.ReadError("gone")
 
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Gen(body()))
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Gen(body())
+        )
 
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
         t = exchange(client, URL, REQUEST)
@@ -904,7 +924,11 @@ def replay(*headers: tuple[str, str], body: bytes) -> Any:
     """An answer as vcrpy replays it: the cassette's headers and body, unread."""
 
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers=[("content-type", "text/event-stream"), *headers], stream=httpx.ByteStream(body))
+        return httpx.Response(
+            200,
+            headers=[("content-type", "text/event-stream"), *headers],
+            stream=httpx.ByteStream(body),
+        )
 
     return httpx.Client(transport=httpx.MockTransport(answer))
 
@@ -913,7 +937,7 @@ def test_a_replayed_gzip_body_is_decoded_and_named() -> None:
     with replay(("content-encoding", "gzip"), body=gzip.compress(SSE)) as client:
         t = exchange(client, URL, REQUEST)
     assert t.raw == SSE and t.meta["content_encoding"] == "gzip"
-    assert "content-encoding" not in t.headers
+    assert t.headers is not None and "content-encoding" not in t.headers
 
 
 def test_a_replayed_cassette_says_what_the_transport_undid() -> None:
@@ -936,6 +960,7 @@ def test_a_replayed_fault_is_the_same_error_cell() -> None:
     assert t.meta["connection_retry"] == "sent again"
     assert t.meta["line_times"] == [(2, 0.5)]
     assert t.raw == b"data: a\n\n"
+    assert t.headers is not None
     assert not any(k.startswith("x-conformance") for k in t.headers)
 
 
@@ -1063,7 +1088,9 @@ def test_a_stream_closed_closes_the_one_off_connection_too() -> None:
         def close(self) -> None:
             closed.append("inner")
 
-    s = T._LimitedStream(Inner(), Limits(), time.monotonic(), on_close=lambda: closed.append("pool"))
+    s = T._LimitedStream(
+        Inner(), Limits(), time.monotonic(), on_close=lambda: closed.append("pool")
+    )
     s.close()
     assert closed == ["inner", "pool"]
 
@@ -1077,7 +1104,10 @@ def test_the_socket_of_a_response() -> None:
     def broken(info: str) -> Any:
         raise RuntimeError
 
-    assert T._socket_of(httpx.Response(200, extensions={"network_stream": NS(get_extra_info=broken)})) is None
+    assert (
+        T._socket_of(httpx.Response(200, extensions={"network_stream": NS(get_extra_info=broken)}))
+        is None
+    )
 
 
 def test_a_limit_before_the_head_was_handed_on_raises() -> None:
@@ -1098,7 +1128,10 @@ def test_an_empty_chunk_still_checks_the_deadline(clock: Clock) -> None:
     s.headers_raw = []
     s.response = httpx.Response(200)
     assert b"".join(s) == b"data: a\n\n"
-    assert s.response.headers[T.FAULT_HEADER] == "stream still running after 5 s (limits.total_timeout)"
+    assert (
+        s.response.headers[T.FAULT_HEADER]
+        == "stream still running after 5 s (limits.total_timeout)"
+    )
 
 
 def test_the_unix_socket_connection_keeps_the_deadline(clock: Clock) -> None:
@@ -1109,7 +1142,8 @@ def test_the_unix_socket_connection_keeps_the_deadline(clock: Clock) -> None:
     try:
         stream = backend.connect_unix_socket("/tmp/x.sock", timeout=9)
         stream.read(10, timeout=8)
-        assert stream.start_tls(None, "h", timeout=20) is not None
+        context: Any = None
+        assert stream.start_tls(context, "h", timeout=20) is not None
         backend.sleep(0)
     finally:
         del T._current.deadline
