@@ -276,9 +276,15 @@ def test_bytes_after_a_brotli_stream_are_not_decoded() -> None:
         ("gzip", gzip.compress(SSE)[:-12], "the gzip body could not be decoded (the compress"),
         ("deflate", zlib.compress(SSE)[:-6], "the deflate body could not be decoded (the comp"),
         ("deflate", b"x", "the deflate body could not be decoded (the compressed data ends early)"),
-        ("br", b"\xff\xff\xff\xff", "the br body could not be decoded ("),
+        ("br", b"\xff\xff\xff\xff", "the br body could not be decoded (brotli: decoder failed)"),
         ("br", brotli.compress(SSE)[:-4], "the br body could not be decoded (the compressed"),
-        ("zstd", b"\x28\xb5\x2f\xfd\xff\xff\xff\xff", "the zstd body could not be decoded ("),
+        (
+            "zstd",
+            zstd.compress(b"data: x\n\n" * 50)[:6]
+            + b"\xd3"
+            + zstd.compress(b"data: x\n\n" * 50)[7:],
+            "the zstd body could not be decoded (Unable to decompress Zstandard data: Data corr",
+        ),
         ("zstd", zstd.compress(SSE)[:-4], "the zstd body could not be decoded (the compressed"),
         (None, b"\x1f\x8bnot gzip", "the gzip body could not be decoded (Error -3 "),
         (None, gzip.compress(SSE)[:-12], "the gzip body could not be decoded (the compressed"),
@@ -375,13 +381,15 @@ def test_a_plain_body_fed_past_the_bound_is_refused() -> None:
     assert (e.value.reason, e.value.limit, e.value.size) == (LIMIT.format(10), True, 11)
 
 
-def test_a_layer_is_bounded_even_when_the_next_one_shrinks_it() -> None:
-    """Each layer's output counts, not only the result: a large middle layer is a bomb."""
-    inner = gzip.compress(b"\0" * 200_000)  # 200 kB of zeros: a small gzip
+@pytest.mark.parametrize("declared", [["gzip"], []])
+def test_a_layer_is_bounded_even_when_the_next_one_shrinks_it(declared: list[str]) -> None:
+    """Each layer's output counts, not only the result: a large middle layer is a bomb,
+    declared or announced."""
+    inner = gzip.compress(b"x" * 100)
     padded = inner + b"\0" * 200_000  # bytes after the member: not part of the result
     body = gzip.compress(padded)
-    assert decode(body, "gzip", 250_000)[0] == b"\0" * 200_000
-    e = refusal(body, "gzip", 150_000)  # the outer layer gives 200 kB+ of bytes
+    assert decode(body, declared, 250_000)[0] == b"x" * 100
+    e = refusal(body, declared, 150_000)  # the outer layer gives 200 kB+ of bytes
     assert e.reason == LIMIT.format(150_000)
 
 
@@ -508,3 +516,63 @@ def test_a_multi_layer_body_fed_in_odd_chunks_gives_every_byte_once() -> None:
     out = [p for c in _chunks(body, 333) for p in dec.feed(c)] + list(dec.end())
     assert b"".join(out) == data
     assert dec.undone == ["gzip", "br", "deflate"]
+
+
+# ------------------------------------------------------------------ member and frame edges
+
+
+def stored(data: bytes, final: bool, first: int | None = None) -> bytes:
+    """A raw deflate stored block; ``first`` overrides its first byte (the header's three
+    bits and five padding bits, which a decoder ignores)."""
+    head = first if first is not None else int(final)
+    n = len(data)
+    return bytes([head]) + n.to_bytes(2, "little") + (n ^ 0xFFFF).to_bytes(2, "little") + data
+
+
+@pytest.mark.parametrize(
+    "body, data",
+    [
+        # 0x01 0x17: divisible by 31 like a zlib header, but not deflate's method 8
+        (stored(b"x" * 23, True), b"x" * 23),
+        # 0x08 0x05: method 8 in the low bits, but not divisible by 31
+        (stored(b"abcde", False, first=0x08) + stored(b"fg", True), b"abcdefg"),
+    ],
+)
+def test_raw_deflate_that_half_looks_like_zlib_is_read_raw(body: bytes, data: bytes) -> None:
+    for step in (1, 2, len(body)):
+        assert b"".join(stream(Decoder(["deflate"], 1000), body, step)) == data
+
+
+def test_a_two_byte_deflate_body_is_decided_on_its_two_bytes() -> None:
+    assert raw_deflate(b"") == b"\x03\x00"
+    assert decode(b"\x03\x00", "deflate") == (b"", ["deflate"])
+
+
+def test_a_third_member_after_a_split_magic_is_read() -> None:
+    one, two, three = (gzip.compress(SSE[i : i + 40]) for i in (0, 40, 80))
+    dec = Decoder(["gzip"], 1 << 20)
+    out = list(dec.feed(one + two[:1])) + list(dec.feed(two[1:])) + list(dec.feed(three))
+    assert b"".join(out + list(dec.end())) == SSE
+
+
+def test_a_member_cut_after_its_magic_ends_early_and_one_byte_is_trailing() -> None:
+    body = gzip.compress(SSE)
+    assert refusal(body + b"\x1f\x8b", "gzip").reason == (
+        "the gzip body could not be decoded (the compressed data ends early)"
+    )
+    assert decode(body + b"\x1f", "gzip")[0] == SSE
+
+
+def test_a_zstd_frame_cut_after_its_magic_ends_early() -> None:
+    body = zstd.compress(SSE)
+    assert refusal(body + D.ZSTD_MAGIC, "zstd").reason == (
+        "the zstd body could not be decoded (the compressed data ends early)"
+    )
+    assert decode(body + D.ZSTD_MAGIC[:3], "zstd")[0] == SSE  # too short to start one
+
+
+def test_three_zstd_frames_each_in_its_own_read_are_read() -> None:
+    frames = [zstd.compress(b"\0" * (200_000 if i == 0 else 10) + b"%d" % i) for i in range(3)]
+    dec = Decoder(["zstd"], 1 << 20)
+    out = [p for f in frames for p in dec.feed(f)] + list(dec.end())
+    assert b"".join(out) == b"\0" * 200_000 + b"0" + b"\0" * 10 + b"1" + b"\0" * 10 + b"2"
