@@ -576,3 +576,12 @@ def test_three_zstd_frames_each_in_its_own_read_are_read() -> None:
     dec = Decoder(["zstd"], 1 << 20)
     out = [p for f in frames for p in dec.feed(f)] + list(dec.end())
     assert b"".join(out) == b"\0" * 200_000 + b"0" + b"\0" * 10 + b"1" + b"\0" * 10 + b"2"
+
+
+@pytest.mark.parametrize("inner", [b"(", b"\x1f", b"\x28\xb5\x2f"])
+def test_a_decoded_body_shorter_than_a_magic_is_handed_out_at_the_end(inner: bytes) -> None:
+    """Too short to tell whether one more layer follows: kept until the end, then given."""
+    assert decode(gzip.compress(inner), "gzip") == (inner, ["gzip"])
+    dec = Decoder(["gzip"], 100)
+    assert b"".join(dec.feed(gzip.compress(inner))) == b""
+    assert b"".join(dec.end()) == inner

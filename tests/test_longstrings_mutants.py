@@ -279,9 +279,11 @@ def test_different_values_of_the_same_length_and_ends_differ() -> None:
 
 @pytest.mark.usefixtures("small")
 @pytest.mark.parametrize("n", [20, 21, 30, 33])
-def test_characters_beyond_the_basic_plane_are_counted_once(n: int) -> None:
-    """Escaped as surrogate pairs, a pair may straddle two steps of the digest."""
-    value = "😀" * n
+@pytest.mark.parametrize("lead", ["", "abcdef", "abc"])
+def test_characters_beyond_the_basic_plane_are_counted_once(n: int, lead: str) -> None:
+    """Escaped as surrogate pairs, a pair may straddle two steps of the digest (six
+    characters before them put each step's end between a pair's two escapes)."""
+    value = lead + "😀" * n
     out = json.loads(cut(event("id", value) + b"\n\n")[6:])["id"]
     assert out == short(value)
     raw = json.loads(cut(event("id", "", raw=value.encode()) + b"\n\n")[6:])["id"]

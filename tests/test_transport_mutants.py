@@ -1052,14 +1052,26 @@ class _Sock:
         self.shut.set()
 
 
-def test_at_the_total_deadline_the_socket_is_shut_and_the_read_ends() -> None:
+@pytest.mark.parametrize(
+    "after",
+    [
+        httpx.ReadError("shut"),
+        httpx.ReadTimeout("shut"),
+        httpx.RemoteProtocolError("peer closed connection (incomplete chunked read)"),
+        None,  # a body without a length: the shut socket reads as its end
+    ],
+)
+def test_at_the_total_deadline_the_socket_is_shut_and_the_read_ends(
+    after: Exception | None,
+) -> None:
     sock = _Sock()
 
     class Blocking(httpx.SyncByteStream):
         def __iter__(self) -> Iterator[bytes]:
             yield b"data: a\n\n"
             sock.shut.wait(5)  # a read blocked until the socket is shut
-            raise httpx.ReadError("shut")
+            if after is not None:
+                raise after
 
     s = T._LimitedStream(Blocking(), Limits(total_timeout=0.05), time.monotonic(), sock=sock)
     s.headers_raw = [(b"content-type", b"text/event-stream")]
@@ -1208,3 +1220,16 @@ def test_the_transport_wraps_its_network_once() -> None:
     assert T._keep_deadlines(t)._pool._network_backend is first
     assert t.limits == Limits()
     assert T.LimitedTransport(Limits(max_bytes=3)).limits.max_bytes == 3
+
+
+def test_a_body_shorter_than_a_magic_is_handed_on_at_its_end(net: Net) -> None:
+    for body in (b"(", b"\x1f", b"\x28\xb5\x2f"):
+        t = run(net, ok(body))
+        assert (t.raw, t.transport_error) == (body, None)
+        assert "content_encoding" not in t.meta
+
+
+def test_an_empty_body_in_a_coding_it_cannot_undo_is_still_refused(net: Net) -> None:
+    t = run(net, ok(b"", "content-encoding: compress"))
+    assert t.transport_error is not None
+    assert t.transport_error.startswith("the body is compress-encoded")
