@@ -5,6 +5,7 @@ small: a bomb here is a few MiB of zeros against a bound of a few KiB."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import sys
 import types
@@ -585,3 +586,41 @@ def test_a_decoded_body_shorter_than_a_magic_is_handed_out_at_the_end(inner: byt
     dec = Decoder(["gzip"], 100)
     assert b"".join(dec.feed(gzip.compress(inner))) == b""
     assert b"".join(dec.end()) == inner
+
+
+# A gzip body cut short: its first 65,536 bytes come out while it is fed, and zlib holds
+# back the last 198 it decoded (the rest of a match) until it is asked at the end.
+CUT_GZIP = base64.b64decode(
+    "H4sIAAAAAAAAA+3PyZWEMAwFQC355zxfpjOYa/HAYFkLtVXTs1m6qnu6dr/ITgKVa3MnUrM7846SlCf7"
+    "vGfz3iut7U108nHxVHXv1fdt0uPXMDM6J9nvjUnR3nKT9/6gb8Zv4Ld5Ca/rpX0pfX3mDag3koODg4OD"
+    "g4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4OD"
+    "g4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4OD"
+    "g4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4OD"
+    "g4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4ODg4OD"
+    "g4ODg4ODg4OD"
+)
+
+
+def test_a_cut_body_hands_out_every_byte_it_decoded_before_it_ends_early() -> None:
+    whole = zlib.decompressobj(31).decompress(CUT_GZIP)  # unbounded: every byte it holds
+    assert len(whole) == 65_734
+    dec = Decoder(["gzip"], 1 << 20)
+    out = list(dec.feed(CUT_GZIP))
+    assert b"".join(out) == whole[: D.PIECE]
+    with pytest.raises(DecodeError, match="ends early"):
+        for piece in dec.end():
+            out.append(piece)
+    assert b"".join(out) == whole
+
+
+def test_a_cut_body_whose_held_back_bytes_pass_the_bound_is_refused_for_it() -> None:
+    dec = Decoder(["gzip"], 65_600)
+    assert len(b"".join(dec.feed(CUT_GZIP))) == D.PIECE
+    with pytest.raises(DecodeError) as e:
+        list(dec.end())
+    assert (e.value.reason, e.value.limit) == (LIMIT.format(65_600), True)
+
+
+def test_a_zlib_body_labelled_gzip_is_refused() -> None:
+    e = refusal(zlib.compress(SSE), "gzip")
+    assert e.reason.startswith("the gzip body could not be decoded (Error -3 ")
