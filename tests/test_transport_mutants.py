@@ -1233,3 +1233,23 @@ def test_an_empty_body_in_a_coding_it_cannot_undo_is_still_refused(net: Net) -> 
     t = run(net, ok(b"", "content-encoding: compress"))
     assert t.transport_error is not None
     assert t.transport_error.startswith("the body is compress-encoded")
+
+
+def test_the_times_are_kept_to_the_millisecond(net: Net, slept: list[float]) -> None:
+    t = run(net, [Later(0.12345, HEAD + b"content-length: 0\r\n\r\n")])
+    assert t.meta["elapsed"] == 0.123 and t.meta["total_elapsed"] == 0.123
+    t = run(net, [Later(2.0, status(503)[0]), status(503)[1]], ok(), rng=Rng(1.23456))
+    assert slept == [1.23456]
+    assert t.meta["retries"][0]["waited"] == 1.235
+    assert t.meta["elapsed"] == 0.0 and t.meta["total_elapsed"] == 2.0
+
+
+def test_a_replayed_body_cut_short_keeps_every_event_it_decoded() -> None:
+    event = b"data: " + b"z" * 94 + b"\n\n"
+    body = gzip.compress(event * 3000)[:-8]  # 300 kB of events, the trailer lost
+    with replay(("content-encoding", "gzip"), body=body) as client:
+        t = exchange(client, URL, REQUEST)
+    assert (
+        t.transport_error == "the gzip body could not be decoded (the compressed data ends early)"
+    )
+    assert t.raw == event * 3000
