@@ -1253,3 +1253,14 @@ def test_a_replayed_body_cut_short_keeps_every_event_it_decoded() -> None:
         t.transport_error == "the gzip body could not be decoded (the compressed data ends early)"
     )
     assert t.raw == event * 3000
+
+
+def test_a_millisecond_left_is_no_time_left(clock: Clock) -> None:
+    clock.now = 0.0
+    d = T._Deadline(0.001, 0.0)  # exactly 0.001 s left
+    assert d.left() == 0.001 and d.expired()
+    with pytest.raises(httpcore.ConnectTimeout):
+        T._capped(1.0, d, httpcore.ConnectTimeout)
+    d = T._Deadline(0.002, 0.0)
+    assert not d.expired()
+    assert T._capped(1.0, d, httpcore.ConnectTimeout) == 0.002
