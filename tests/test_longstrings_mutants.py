@@ -338,3 +338,24 @@ def test_at_the_real_bounds_an_identifier_as_long_as_a_body_is_cut_to_2048_chara
     got = json.loads(out.split(b"\n\n")[0][6:])["id"]
     assert got == "I" * 2048 + mark(value) + "J" * 2048
     assert out.endswith(b'", "choices": []}\n\ndata: [DONE]\n\n')
+
+
+@pytest.mark.usefixtures("small")
+@pytest.mark.parametrize("lead", ["", "a", "abc", "abcdef"])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "\U00010000",  # the lowest pair: \ud800\udc00
+        "\U0010ffff",  # the highest: \udbff\udfff
+        "\U0010fc00",  # \udbff\udc00
+        "\U0001f400",  # \ud83d\udc00
+        "\udc00",  # lone low surrogates: no pair to count once
+        "\ud800",  # lone high surrogates
+        "中\udc00",  # a low surrogate after a character that is not a high one
+        "\ud800中",
+    ],
+)
+def test_the_length_counts_pairs_once_and_lone_surrogates_each(lead: str, unit: str) -> None:
+    value = lead + unit * 24
+    out = json.loads(cut(event("id", value) + b"\n\n")[6:])["id"]
+    assert out == short(value)

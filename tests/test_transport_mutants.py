@@ -1146,21 +1146,77 @@ def test_an_empty_chunk_still_checks_the_deadline(clock: Clock) -> None:
     )
 
 
-def test_the_unix_socket_connection_keeps_the_deadline(clock: Clock) -> None:
-    inner = Net(clock)
-    inner.conns.append([])
+class _Tls(httpcore.NetworkStream):
+    """A stream that records how it was asked to start TLS."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any, Any]] = []
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return b""
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        self.calls.append((ssl_context, server_hostname, timeout))
+        return _Tls()
+
+    def get_extra_info(self, info: str) -> Any:
+        return "extra-" + info
+
+
+class _Unix(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.slept: list[float] = []
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        self.calls.append((path, timeout, socket_options))
+        return _Tls()
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+def test_tls_and_unix_sockets_keep_the_exchange_s_deadline(clock: Clock) -> None:
+    inner = _Unix()
     backend = T._DeadlineBackend(inner)
     T._current.deadline = T._Deadline(4, clock.now)
     try:
-        stream = backend.connect_unix_socket("/tmp/x.sock", timeout=9)
-        stream.read(10, timeout=8)
-        context: Any = None
-        assert stream.start_tls(context, "h", timeout=20) is not None
-        backend.sleep(0)
+        stream = backend.connect_unix_socket("/tmp/x.sock", timeout=9, socket_options=["o"])
+        assert isinstance(stream, T._DeadlineStream)
+        tls = stream.start_tls("ctx", "api.test", timeout=20)
+        assert isinstance(tls, T._DeadlineStream)
+        assert tls.get_extra_info("socket") == "extra-socket"
+        backend.sleep(0.5)
+        clock.now += 4
+        with pytest.raises(httpcore.ConnectTimeout):
+            stream.start_tls("ctx", "api.test", timeout=20)
+        with pytest.raises(httpcore.ConnectTimeout):
+            backend.connect_unix_socket("/tmp/x.sock", timeout=9)
     finally:
         del T._current.deadline
-    assert inner.connect_timeouts == [4]
-    assert inner.read_timeouts == [4]
+    assert inner.calls == [("/tmp/x.sock", 4, ["o"])]
+    assert stream._s.calls == [("ctx", "api.test", 4)]  # type: ignore[attr-defined]
+    assert inner.slept == [0.5]
+
+
+def test_without_an_exchange_a_connection_keeps_its_own_timeouts() -> None:
+    inner = _Unix()
+    backend = T._DeadlineBackend(inner)
+    T._current.__dict__.pop("deadline", None)  # an earlier exchange's, in this thread
+    stream = backend.connect_unix_socket("/tmp/y.sock", timeout=9)
+    stream.start_tls("ctx", "h", timeout=20)
+    assert inner.calls == [("/tmp/y.sock", 9, None)]
+    assert stream._s.calls == [("ctx", "h", 20)]  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ what httpcore is given
