@@ -359,3 +359,18 @@ def test_the_length_counts_pairs_once_and_lone_surrogates_each(lead: str, unit: 
     value = lead + unit * 24
     out = json.loads(cut(event("id", value) + b"\n\n")[6:])["id"]
     assert out == short(value)
+
+
+@pytest.mark.usefixtures("small")
+@pytest.mark.parametrize(
+    "first",
+    [
+        json.dumps("😀" * 8).encode()[1:-1],  # long in bytes, eight characters: kept
+        b"ab\xff" + b"x" * 80,  # not UTF-8: kept
+    ],
+)
+def test_an_identifier_kept_does_not_stop_the_next_from_being_cut(first: bytes) -> None:
+    line = b'data: {"id": "%s", "name": "%s", "pad": "%s"}' % (first, lit(V), PAD.encode())
+    out = cut(line + b"\n\n")
+    assert out.startswith(b'data: {"id": "%s", "name": "' % first)
+    assert lit(short(V)) in out

@@ -843,7 +843,11 @@ def test_the_connect_reasons() -> None:
     assert T._connect_reason(httpx.ConnectError(long), lim) == "cannot connect: " + (
         secrets.one_line(long, 160)
     )
-    assert len(T._connect_reason(httpx.ConnectError("certificate " + long), lim)) < 170
+    tls = "certificate " + long
+    assert T._connect_reason(httpx.ConnectError(tls), lim) == (
+        "TLS handshake failed: " + tls[:139] + "…"
+    )
+    assert T._connect_reason(httpx.ConnectError(long), lim) == "cannot connect: " + long[:159] + "…"
 
 
 def test_the_detail_is_the_last_parenthesis() -> None:
@@ -1193,13 +1197,14 @@ def test_tls_and_unix_sockets_keep_the_exchange_s_deadline(clock: Clock) -> None
     try:
         stream = backend.connect_unix_socket("/tmp/x.sock", timeout=9, socket_options=["o"])
         assert isinstance(stream, T._DeadlineStream)
-        tls = stream.start_tls("ctx", "api.test", timeout=20)
+        ctx: Any = "ctx"
+        tls = stream.start_tls(ctx, "api.test", timeout=20)
         assert isinstance(tls, T._DeadlineStream)
         assert tls.get_extra_info("socket") == "extra-socket"
         backend.sleep(0.5)
         clock.now += 4
         with pytest.raises(httpcore.ConnectTimeout):
-            stream.start_tls("ctx", "api.test", timeout=20)
+            stream.start_tls(ctx, "api.test", timeout=20)
         with pytest.raises(httpcore.ConnectTimeout):
             backend.connect_unix_socket("/tmp/x.sock", timeout=9)
     finally:
@@ -1214,7 +1219,8 @@ def test_without_an_exchange_a_connection_keeps_its_own_timeouts() -> None:
     backend = T._DeadlineBackend(inner)
     T._current.__dict__.pop("deadline", None)  # an earlier exchange's, in this thread
     stream = backend.connect_unix_socket("/tmp/y.sock", timeout=9)
-    stream.start_tls("ctx", "h", timeout=20)
+    ctx: Any = "ctx"
+    stream.start_tls(ctx, "h", timeout=20)
     assert inner.calls == [("/tmp/y.sock", 9, None)]
     assert stream._s.calls == [("ctx", "h", 20)]  # type: ignore[attr-defined]
 
