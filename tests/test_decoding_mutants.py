@@ -624,3 +624,14 @@ def test_a_cut_body_whose_held_back_bytes_pass_the_bound_is_refused_for_it() -> 
 def test_a_zlib_body_labelled_gzip_is_refused() -> None:
     e = refusal(zlib.compress(SSE), "gzip")
     assert e.reason.startswith("the gzip body could not be decoded (Error -3 ")
+
+
+@pytest.mark.parametrize("body", [gzip.compress(SSE), zstd.compress(SSE)])
+def test_an_unlabelled_layer_is_decoded_as_it_arrives(body: bytes) -> None:
+    """Its bytes are not held until the end: the events come out of the feed."""
+    dec = Decoder([], 1 << 20)
+    assert b"".join(dec.feed(body)) == SSE
+    assert b"".join(dec.end()) == b""
+    dec = Decoder([], 1 << 20)
+    out = b"".join(p for i in range(0, len(body), 5) for p in dec.feed(body[i : i + 5]))
+    assert out == SSE

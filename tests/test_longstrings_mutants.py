@@ -374,3 +374,13 @@ def test_an_identifier_kept_does_not_stop_the_next_from_being_cut(first: bytes) 
     out = cut(line + b"\n\n")
     assert out.startswith(b'data: {"id": "%s", "name": "' % first)
     assert lit(short(V)) in out
+
+
+@pytest.mark.usefixtures("small")
+def test_a_long_event_far_into_a_body_is_cut() -> None:
+    """The bound is on the event's own size, wherever it starts."""
+    before = b'data: {"n": 1}\n\n' * 300  # 4,800 bytes: past an event's bound
+    body = before + event("id", V) + b"\n\n"
+    out = cut(body)
+    assert out.startswith(before)
+    assert json.loads(out[len(before) : -2][6:])["id"] == short(V)
