@@ -319,6 +319,7 @@ def test_a_key_at_an_end_of_a_long_identifier_is_redacted_before_the_cut() -> No
     "data, lines",
     [
         (b"a" * 200, []),
+        (b"\n" + b"a" * 201, [(1, 202)]),
         (b"a" * 201, [(0, 201)]),
         (b"a" * 201 + b"\n", [(0, 201)]),
         (b"a" * 200 + b"\n" + b"b" * 10, []),
@@ -384,3 +385,23 @@ def test_a_long_event_far_into_a_body_is_cut() -> None:
     out = cut(body)
     assert out.startswith(before)
     assert json.loads(out[len(before) : -2][6:])["id"] == short(V)
+
+
+@pytest.mark.usefixtures("small")
+def test_a_body_is_read_as_a_fresh_stream_unless_told_otherwise() -> None:
+    body = event("id", V) + b"\n\n"
+    assert json.loads(b"".join(L.pieces(body))[6:-2])["id"] == short(V)
+
+
+@pytest.mark.usefixtures("small")
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"event: x\n" + event("id", V) + b"\n\n",  # long, but not a whole event
+        event("content", V) + b"\n\n",  # a whole long event with nothing to cut
+    ],
+)
+def test_a_long_line_left_as_it_is_does_not_stop_the_next_from_being_cut(first: bytes) -> None:
+    out = cut(first + event("id", V) + b"\n\n")
+    assert out.startswith(first)
+    assert json.loads(out[len(first) : -2][6:])["id"] == short(V)

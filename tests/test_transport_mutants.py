@@ -85,7 +85,9 @@ class Wire(httpcore.NetworkStream):
             item = item.item
         if isinstance(item, BaseException):
             raise item
-        return bytes(item)
+        if len(item) > max_bytes:  # as a socket: at most what is asked, the rest later
+            self.script.insert(0, item[max_bytes:])
+        return bytes(item[:max_bytes])
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self.net.write_timeouts.append(timeout)
@@ -1157,6 +1159,7 @@ class _Tls(httpcore.NetworkStream):
         self.calls: list[tuple[Any, Any, Any]] = []
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.calls.append(("read", max_bytes, timeout))
         return b""
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -1221,8 +1224,9 @@ def test_without_an_exchange_a_connection_keeps_its_own_timeouts() -> None:
     stream = backend.connect_unix_socket("/tmp/y.sock", timeout=9)
     ctx: Any = "ctx"
     stream.start_tls(ctx, "h", timeout=20)
+    assert stream.read(10, timeout=8) == b""
     assert inner.calls == [("/tmp/y.sock", 9, None)]
-    assert stream._s.calls == [("ctx", "h", 20)]  # type: ignore[attr-defined]
+    assert stream._s.calls == [("ctx", "h", 20), ("read", 10, 8)]  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ what httpcore is given
@@ -1326,3 +1330,39 @@ def test_a_millisecond_left_is_no_time_left(clock: Clock) -> None:
     d = T._Deadline(0.002, 0.0)
     assert not d.expired()
     assert T._capped(1.0, d, httpcore.ConnectTimeout) == 0.002
+
+
+def test_a_read_asked_for_once_the_deadline_passed_is_a_timeout(net: Net) -> None:
+    t = run(
+        net,
+        [Later(6, b"HTTP/1.1 2"), b"00 OK\r\ncontent-length: 0\r\n\r\n"],
+        limits=Limits(total_timeout=6),
+    )
+    assert t.transport_error == (
+        "the response head was still arriving after 6 s (limits.total_timeout) "
+        "(10 bytes of it received)"
+    )
+
+
+LONG = "m" * 300
+
+
+@pytest.mark.parametrize(
+    "exc, reason",
+    [
+        (httpx.DecodingError(LONG), "the body could not be decoded (" + LONG[:119] + "…)"),
+        (httpx.ReadTimeout(LONG), "timed out: " + LONG[:159] + "…"),
+        (
+            httpx.RemoteProtocolError(LONG),
+            "the server broke the HTTP protocol (" + LONG[:119] + "…)",
+        ),
+        (httpx.InvalidURL(LONG), "not an http(s) URL: " + LONG[:119] + "…"),
+        (httpx.ReadError(LONG), "ReadError: " + LONG[:159] + "…"),
+        (
+            KeyError(LONG),
+            "internal error while reading the response: KeyError: '" + LONG[:138] + "…",
+        ),
+    ],
+)
+def test_a_long_reason_is_cut_to_its_bound(exc: BaseException, reason: str) -> None:
+    assert T._reason(exc) == (reason, None)
