@@ -120,6 +120,7 @@ class Net(httpcore.NetworkBackend):
         self.read_timeouts: list[float | None] = []
         self.write_timeouts: list[float | None] = []
         self.connect_timeouts: list[float | None] = []
+        self.connects: list[tuple[Any, ...]] = []
         self.fail_writes = False
 
     def connect_tcp(
@@ -131,6 +132,7 @@ class Net(httpcore.NetworkBackend):
         socket_options: Any = None,
     ) -> httpcore.NetworkStream:
         self.connect_timeouts.append(timeout)
+        self.connects.append((host, port, local_address, socket_options))
         c = self.conns.pop(0)
         if isinstance(c, Later):
             self.clock.now += c.seconds
@@ -1163,7 +1165,7 @@ class _Tls(httpcore.NetworkStream):
         return b""
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        pass
+        self.calls.append(("write", buffer, timeout))
 
     def close(self) -> None:
         pass
@@ -1225,8 +1227,13 @@ def test_without_an_exchange_a_connection_keeps_its_own_timeouts() -> None:
     ctx: Any = "ctx"
     stream.start_tls(ctx, "h", timeout=20)
     assert stream.read(10, timeout=8) == b""
+    stream.write(b"x", timeout=7)
     assert inner.calls == [("/tmp/y.sock", 9, None)]
-    assert stream._s.calls == [("ctx", "h", 20), ("read", 10, 8)]  # type: ignore[attr-defined]
+    assert stream._s.calls == [  # type: ignore[attr-defined]
+        ("ctx", "h", 20),
+        ("read", 10, 8),
+        ("write", b"x", 7),
+    ]
 
 
 # ------------------------------------------------------------------ what httpcore is given
@@ -1366,3 +1373,37 @@ LONG = "m" * 300
 )
 def test_a_long_reason_is_cut_to_its_bound(exc: BaseException, reason: str) -> None:
     assert T._reason(exc) == (reason, None)
+
+
+def test_connecting_and_sending_wait_at_most_what_is_left(net: Net) -> None:
+    net.conns.append(ok())
+    limits = Limits(connect_timeout=10, total_timeout=4)
+    with make_client(limits) as client:
+        t = exchange(client, URL, REQUEST, limits=limits)
+    assert t.transport_error is None
+    assert net.connect_timeouts == [4] and net.write_timeouts[0] == 4
+    assert net.connects == [("api.test", 80, None, None)]
+
+
+def test_a_request_not_sent_by_the_deadline_says_so(net: Net) -> None:
+    t = run(net, Later(4, ok()), limits=Limits(total_timeout=4))
+    assert t.transport_error == "the request was still being sent after 4 s (limits.total_timeout)"
+    assert t.meta["transport_stage"] == "headers"
+
+
+def test_the_transport_s_own_options_reach_every_connection(net: Net) -> None:
+    net.conns += [ok() + [b""], ok()]  # the second request finds the first connection dropped
+    transport = T.LimitedTransport(Limits(), local_address="127.0.0.2", socket_options=[(1, 2, 3)])
+    with httpx.Client(transport=transport) as client:
+        exchange(client, URL, REQUEST)
+        t = exchange(client, URL, REQUEST)
+    assert "connection_retry" in t.meta
+    assert net.connects == [("api.test", 80, "127.0.0.2", [(1, 2, 3)])] * 2
+
+
+def test_without_an_exchange_a_tcp_connection_keeps_its_own_timeout(clock: Clock) -> None:
+    net = Net(clock)
+    net.conns.append([])
+    T._current.__dict__.pop("deadline", None)
+    T._DeadlineBackend(net).connect_tcp("h.test", 443, timeout=9)
+    assert net.connect_timeouts == [9] and net.connects == [("h.test", 443, None, None)]
