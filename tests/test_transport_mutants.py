@@ -1407,3 +1407,16 @@ def test_without_an_exchange_a_tcp_connection_keeps_its_own_timeout(clock: Clock
     T._current.__dict__.pop("deadline", None)
     T._DeadlineBackend(net).connect_tcp("h.test", 443, timeout=9)
     assert net.connect_timeouts == [9] and net.connects == [("h.test", 443, None, None)]
+
+
+def test_a_new_connection_after_the_deadline_is_not_attempted(net: Net) -> None:
+    """The kept-alive connection is found dropped only when the exchange's time is up."""
+    net.conns += [ok() + [Later(5, b"")], ok()]
+    limits = Limits(total_timeout=5)
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        t = exchange(client, URL, REQUEST, limits=limits)
+    # the deadline ran out while the request waited for its head: that is what it says
+    assert t.transport_error == "no response headers within 5 s (limits.total_timeout)"
+    assert t.meta["transport_stage"] == "connect"
+    assert len(net.connects) == 1
