@@ -195,7 +195,9 @@ class _Brotli(_Layer):
             while True:
                 if out:
                     yield out
-                if self._d.can_accept_more_data() or self._d.is_finished():
+                # a full piece may leave output behind even when the input is all taken
+                # (can_accept_more_data): ask again until a call gives nothing
+                if self._d.is_finished() or (not out and self._d.can_accept_more_data()):
                     return
                 out = self._d.process(b"", output_buffer_limit=PIECE)
         except self._m.error as e:
@@ -212,13 +214,19 @@ class _Zstd(_Layer):
         super().__init__(coding)
         self._m = zstd
         self._d = zstd.ZstdDecompressor()
+        self._rest = b""  # after a frame: bytes that may start the next one
+        self._over = False  # bytes that start no frame followed: the body ended
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         try:
-            while True:
+            while not self._over:
                 if self._d.eof:  # a frame ended: another may follow
-                    data = self._d.unused_data + data
+                    data, self._rest = self._rest + data, b""
+                    if len(data) < len(ZSTD_MAGIC) and ZSTD_MAGIC.startswith(data):
+                        self._rest = data  # maybe the start of a next frame
+                        return
                     if data[:4] != ZSTD_MAGIC:
+                        self._over = True  # trailing bytes: not part of it, never kept
                         return
                     self._d = self._m.ZstdDecompressor()
                 out = self._d.decompress(data, PIECE)
@@ -226,7 +234,8 @@ class _Zstd(_Layer):
                 if out:
                     yield out
                 if self._d.eof:
-                    if not self._d.unused_data:
+                    data = self._d.unused_data
+                    if not data:
                         return
                     continue
                 if self._d.needs_input:

@@ -703,11 +703,11 @@ def _socket_of(response: httpx.Response) -> Any:
         return None
 
 
-def _no_cookies() -> httpx.Cookies:
-    """A cookie jar that keeps nothing: no provider's cookie is ever sent back."""
-    return httpx.Cookies(
-        http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-    )
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps nothing: no provider's cookie is ever sent back. The jar
+    itself goes to httpx (a ``Cookies`` would be copied into a jar of the default policy,
+    which keeps every cookie)."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 def make_client(limits: Limits | None = None) -> httpx.Client:
