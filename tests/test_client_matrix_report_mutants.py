@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import locale
 from pathlib import Path
 from typing import Any
 
@@ -555,3 +556,31 @@ def test_the_small_markdown_converter() -> None:
         "<h2>H</h2>",
     ]
     assert R._md_to_html("x\n\n  \ny") == "<p>x</p>\n<p>y</p>"
+
+
+@pytest.fixture()
+def ascii_locale() -> Any:
+    """A machine whose locale is plain C (ASCII), as many CI images are."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_the_reports_are_utf_8_whatever_the_locale(tmp_path: Path, ascii_locale: Any) -> None:
+    R.write_reports(FULL, tmp_path)
+    assert (tmp_path / "client-matrix.md").read_bytes() == (MARKDOWN + "\n").encode("utf-8")
+    assert (tmp_path / "client-matrix.html").read_bytes() == R.render_html(FULL).encode("utf-8")
+    m = matrix(PROFILES[1:2])
+    m["cells"][0]["detail"] = "café"
+    R.write_reports(m, tmp_path)
+    assert '"detail": "café"'.encode() in (tmp_path / "client-matrix.json").read_bytes()
+
+
+def test_quotes_in_report_text_stay_as_written_and_unpadded_tables_convert() -> None:
+    assert R._md_to_html('it\'s "quoted" & <b>') == '<p>it\'s "quoted" &amp; &lt;b&gt;</p>'
+    assert R._md_to_html("|a|b|\n|-|-|\n|c|d|") == (
+        "<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td>d</td></tr></table>"
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -332,7 +334,19 @@ def _assemble(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_every_client_on_every_stream_through_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture()
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Local time nine hours ahead of UTC: a date written in local time shows."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_every_client_on_every_stream_through_the_harness(
+    monkeypatch: pytest.MonkeyPatch, tokyo: Any
+) -> None:
     seen: dict[str, Any] = {}
 
     def fake_argv(client: Client, root: Path, python: str, node: str | None) -> list[str] | str:
@@ -362,7 +376,8 @@ def test_every_client_on_every_stream_through_the_harness(monkeypatch: pytest.Mo
     m = runner.run_matrix(
         clients, streams, root=Path("/r"), python="py", node=None, timeout=4.0, log=logged.append
     )
-    assert re.fullmatch(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ", m["generated_at"])
+    generated = datetime.strptime(m["generated_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs(datetime.now(UTC) - generated) < timedelta(minutes=5)  # UTC, as its Z says
     assert m["suite_version"] == runner.suite_version and m["timeout_seconds"] == 4.0
     assert m["clients"] == [
         {"id": "me", "package": "pkg", "version": "1.2.3", "ecosystem": "python", "label": "me"},
@@ -405,4 +420,42 @@ def test_every_client_on_every_stream_through_the_harness(monkeypatch: pytest.Mo
     # by default: no log, a 10 s bound
     m = runner.run_matrix([ME], streams[1:], root=Path("/r"), python="py", node="node")
     assert m["timeout_seconds"] == 10.0 and seen["jobs"]["me"][0]["timeout"] == 10.0
+    assert seen["argv"][-1] == ("me", Path("/r"), "py", "node")
     assert [(c["outcome"], c["requests"]) for c in m["cells"]] == [("ok", 1)]
+
+
+# ------------------------------------------------------------------ what the bytes are read as
+
+
+def test_sse_sent_as_text_plain_is_read_as_sse_because_the_client_asked_for_a_stream() -> None:
+    sent = Exchange(
+        bytearray(json.dumps(dict(REQ, stream=True)).encode()),
+        200,
+        {"content-type": "text/plain"},
+        bytearray(NOID),
+    )
+    cell = judge_cell(ME, profile(), {"calls": []}, [sent])
+    assert (cell["outcome"], cell["expected"]) == ("dropped", [dict(EXPECTED_ONE[0], id="")])
+    cell = judge_cell(ME, provider_as(NOID, "text/plain"), {"calls": []}, [])
+    assert (cell["outcome"], cell["expected"]) == ("dropped", [dict(EXPECTED_ONE[0], id="")])
+
+
+def test_a_stream_that_opens_with_a_comment_is_sse_by_its_content_type() -> None:
+    body = b": keep-alive\n\n" + NOID
+    cell = judge_cell(ME, profile(), {"calls": []}, [ex(body)])
+    assert (cell["outcome"], cell["expected"]) == ("dropped", [dict(EXPECTED_ONE[0], id="")])
+    cell = judge_cell(ME, provider_as(body, "text/event-stream"), {"calls": []}, [])
+    assert (cell["outcome"], cell["expected"]) == ("dropped", [dict(EXPECTED_ONE[0], id="")])
+
+
+def test_an_http_error_status_is_the_stream_reporting_an_error() -> None:
+    raised = {"exception": {"type": "APIError", "message": "500"}}
+    cell = judge_cell(ME, profile(), raised, [ex(NOID, status=500)])
+    assert cell["outcome"] == "ok"
+    assert cell["detail"].startswith("raised APIError: 500 (the stream reports: HTTP 500")
+
+
+def provider_as(body: bytes, content_type: str) -> Stream:
+    s = provider(body)
+    s.recorded = Recorded(body, 200, content_type)
+    return s

@@ -6,6 +6,7 @@ body) and which files are skipped, with what said on stderr."""
 from __future__ import annotations
 
 import json
+import locale
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +293,37 @@ def test_capture_labels_and_sources_come_from_sources_md_or_the_file_name(tmp_pa
         ("capture:d-unlisted", "d", "d-unlisted.jsonl"),
         ("capture:e-four", "Four", "http://example.org/four"),  # four columns are enough
     ]
+
+
+@pytest.fixture()
+def ascii_locale() -> Any:
+    """A machine whose locale is plain C (ASCII), as many CI images are."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+def test_captures_and_their_sources_are_read_as_utf_8_whatever_the_locale(
+    tmp_path: Path, ascii_locale: Any
+) -> None:
+    (tmp_path / "SOURCES.md").write_text(
+        "| `X-grok.jsonl` | xAI → Grok | `m` | real | [r](https://example.org/é) | 1 |\n",
+        encoding="utf-8",
+    )
+    line = json.dumps({"choices": [{"delta": {"content": "café"}}]}, ensure_ascii=False)
+    (tmp_path / "X-grok.jsonl").write_text(line + "\n" + chunk(call("météo")), encoding="utf-8")
+    (s,) = capture_streams(tmp_path)
+    assert (s.id, s.path, s.column, s.source) == (
+        "capture:X-grok",
+        "r/capture_X-grok/v1",
+        "xAI → Grok",
+        "https://example.org/é",
+    )
+    assert [t["function"]["name"] for t in s.request["tools"]] == ["météo"]
+    assert s.recorded is not None and "café".encode() in s.recorded.body
 
 
 def test_captures_without_sources_md_are_named_by_their_file(tmp_path: Path) -> None:
