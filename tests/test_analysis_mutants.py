@@ -201,7 +201,10 @@ def test_a_call_opened_by_a_second_choice_is_read_from_its_first_fragment() -> N
     cs = [ROLE, OPEN, PARIS[0], second, frag('{"tz"', 1), frag(': "UTC"}', 1), *PARIS[1:], END]
     steady, r = lockstep(transcript(cs))
     assert steady == 7
-    assert [c["arguments"] for c in r["tool_calls"]["naive"]] == ['{"city": "Paris"}', '{"tz": "UTC"}']
+    assert [c["arguments"] for c in r["tool_calls"]["naive"]] == [
+        '{"city": "Paris"}',
+        '{"tz": "UTC"}',
+    ]
 
 
 # ============================================================================== corpus
