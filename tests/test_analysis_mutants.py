@@ -237,3 +237,58 @@ CORPUS = _corpus()
 def test_every_mutation_of_the_reference_stream(quirk: str) -> None:
     """Each of the corpus' deviations of the reference stream, analysed both ways."""
     lockstep(CORPUS[quirk])
+
+
+# ============================================================================== timing
+
+
+def timed(times: list[float]) -> dict[str, Any]:
+    return lockstep(transcript([ROLE, OPEN, *PARIS, END], times))[1]
+
+
+def messages(r: dict[str, Any]) -> list[str]:
+    return [f["message"] for f in r["findings"]]
+
+
+def test_a_call_in_one_burst_after_a_silence_names_the_silence_and_the_fragments() -> None:
+    r = timed([0.5, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05])
+    assert messages(r) == [
+        "index 0: 4 argument fragments arrived within 0.040 s after 1.500 s without an event",
+        "index 0: the call arrived with the finish, after 1.500 s without an event",
+    ]
+
+
+def test_a_silence_of_exactly_one_second_starts_a_burst() -> None:
+    r = timed([0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert sorted(q for q, _, _ in quirks(r)) == [
+        "Q-ARGS-NOT-PROGRESSIVE",
+        "Q-TOOLCALL-HELD-UNTIL-FINISH",
+    ]
+
+
+def test_a_stream_that_arrives_in_its_first_burst_is_not_judged() -> None:
+    # no silence: the wait before the first event may be the prompt's processing
+    r = timed([0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7])
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"pass"}
+
+
+def test_events_past_the_recorded_times_make_timing_not_applicable() -> None:
+    r = timed([0.0, 2.0, 2.01])  # the last four events were not timed
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"not applicable"}
+
+
+def test_events_past_the_recorded_lines_make_timing_not_applicable() -> None:
+    cs = [ROLE, OPEN, *PARIS, END]
+    evs = [Event(i, CHUNK, i + 1, "", c) for i, c in enumerate(cs)]
+    t = Transcript(
+        "<lines>",
+        "jsonl",
+        False,
+        lambda: iter(evs),
+        meta={"line_times": [(1, 0.0), (2, 2.0), (3, 2.01)]},
+    )
+    r = lockstep(t)[1]
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"not applicable"}
