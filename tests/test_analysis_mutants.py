@@ -1,0 +1,294 @@
+"""The steady path (``Analyzer._feed_steady``) gives what a full judgement gives, on small
+streams that reach each of its branches: text, a call's opener, an index-less call, a
+bare fragment (with and without arrival times), a chunk after a steady one whose verdict
+depends on how many chunks came before it. Each stream is analysed twice: as shipped, and
+with every chunk judged in full; the results (findings with their events and pointers,
+each reading's calls, the impact, every rule and timing status, the verdict) and the
+robust client's turn must be equal, and the stream must have taken the steady path.
+
+Fast in-process tests for mutation testing (docs/mutation.md); the lockstep over every
+cassette and capture is tests/test_steady_path.py.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from conformance.analysis.analyzer import Analyzer
+from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
+from conformance.readers import exchange_transcript
+from conformance.transcript import CHUNK, Event, Transcript
+
+ID_W, ID_T = "call_W1a2b3c4d5e6f7g8h9i0j1k2", "call_T1a2b3c4d5e6f7g8h9i0j1k2"
+
+
+def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+
+
+def frag(args: str, index: int = 0) -> dict[str, Any]:
+    return chunk({"tool_calls": [{"index": index, "function": {"arguments": args}}]})
+
+
+def opener(index: int, cid: str, name: str, args: str = "") -> dict[str, Any]:
+    fn = {"name": name, "arguments": args}
+    return chunk({"tool_calls": [{"index": index, "id": cid, "type": "function", "function": fn}]})
+
+
+def whole_without_index(cid: str, name: str) -> dict[str, Any]:
+    fn = {"name": name, "arguments": "{}"}
+    return chunk({"tool_calls": [{"id": cid, "type": "function", "function": fn}]})
+
+
+ROLE = chunk({"role": "assistant", "content": None})
+ROLE_ONLY = chunk({"role": "assistant"})  # after the first chunk: a chunk that carries nothing
+OPEN = opener(0, ID_W, "get_weather")
+PARIS = [frag('{"ci'), frag('ty": '), frag('"Par'), frag('is"}')]
+END = chunk({}, "tool_calls")
+STOP = chunk({}, "stop")
+
+
+class _Full(Analyzer):
+    """Every chunk judged in full."""
+
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
+        return False
+
+
+class _Shipped(Analyzer):
+    """As shipped; counts the chunks that took the steady path."""
+
+    steady = 0
+
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
+        took = super()._feed_steady(t, chunk, n)
+        self.steady += took
+        return took
+
+
+def _run(cls: type[Analyzer], t: Transcript) -> tuple[Analyzer, str, Any]:
+    a = cls(t)
+    for ev in t.events():
+        a.feed(ev)
+    r = a.finish()
+    return a, json.dumps(r.to_json(), default=str, sort_keys=True), r.turn
+
+
+def transcript(
+    cs: list[Any], times: list[float] | None = None, request: dict[str, Any] | None = None
+) -> Transcript:
+    evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate(cs)]
+    return Transcript(
+        "<chunks>",
+        "jsonl",
+        False,
+        lambda: iter(evs),
+        request=None if request is None else {"body": request},
+        meta={} if times is None else {"event_times": times},
+    )
+
+
+def lockstep(t: Transcript) -> tuple[int, dict[str, Any]]:
+    """The steady chunks of the shipped analysis, and its result, once it is shown equal to
+    the full judgement's."""
+    a, shipped, turn = _run(_Shipped, t)
+    _, full, full_turn = _run(_Full, t)
+    assert json.loads(shipped) == json.loads(full)
+    assert turn == full_turn
+    return a.steady, json.loads(shipped)  # type: ignore[attr-defined]
+
+
+def quirks(r: dict[str, Any]) -> list[tuple[str | None, int | None, str | None]]:
+    return [(f["quirk"], f["event"], f.get("pointer")) for f in r["findings"]]
+
+
+# ============================================================================== targeted
+
+
+def test_a_role_only_chunk_after_steady_text_counts_as_empty() -> None:
+    # the chunk count moves on the text path: a role-only chunk after it is not the first
+    cs = [ROLE, chunk({"content": "a"}), ROLE_ONLY, chunk({}), chunk({"content": "b"}), STOP]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 2
+    assert quirks(r) == [("Q-EMPTY-DELTA-CHUNKS", 2, None)]
+
+
+def test_a_role_only_chunk_after_a_steady_opener_counts_as_empty() -> None:
+    cs = [ROLE, OPEN, ROLE_ONLY, chunk({}), *PARIS, END]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 5
+    assert quirks(r) == [("Q-EMPTY-DELTA-CHUNKS", 2, None)]
+    assert r["verdict"] == "conforms"
+
+
+# Q-INDEX-ABSENT-PARALLEL-SPLIT (each call in a chunk of its own) names the finer shape
+SPLIT = [
+    ("Q-INDEX-ABSENT", 1, "/choices/0/delta/tool_calls/0/index"),
+    ("Q-INDEX-ABSENT-PARALLEL-SPLIT", 1, None),
+]
+
+
+def test_index_less_whole_calls_one_per_steady_chunk() -> None:
+    # each call is its own chunk: the chunk count of each must differ, on the delta path
+    a, b = whole_without_index(ID_W, "get_weather"), whole_without_index(ID_T, "get_time")
+    steady, r = lockstep(transcript([ROLE, a, b, END]))
+    assert steady == 2
+    assert quirks(r) == [SPLIT[0], SPLIT[1]]
+
+
+def test_index_less_whole_calls_with_text_between_them() -> None:
+    # the text chunk between the two calls moves the chunk count too
+    a, b = whole_without_index(ID_W, "get_weather"), whole_without_index(ID_T, "get_time")
+    steady, r = lockstep(transcript([ROLE, a, chunk({"content": "and"}), b, END]))
+    assert steady == 3
+    assert quirks(r) == [SPLIT[0], SPLIT[1]]
+
+
+def test_tool_markup_in_steady_text_is_found_with_its_event() -> None:
+    cs = [
+        ROLE,
+        chunk({"content": "Let me check. "}),
+        chunk({"content": '<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'}),
+        STOP,
+    ]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 2
+    assert quirks(r) == [("Q-TOOLCALL-AS-TEXT", 2, None)]
+
+
+# Arrival times: the role chunk at 0, then a second of silence, then the call.
+BURST = [0.0, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05]
+SPREAD = [0.0, 2.0, 3.5, 5.0, 6.5, 8.0, 9.5]
+
+
+@pytest.mark.parametrize(
+    ("times", "want"),
+    [
+        (BURST, ["Q-ARGS-NOT-PROGRESSIVE", "Q-TOOLCALL-HELD-UNTIL-FINISH"]),
+        (SPREAD, []),
+    ],
+)
+def test_fragments_on_the_steady_path_are_timed(times: list[float], want: list[str]) -> None:
+    steady, r = lockstep(transcript([ROLE, OPEN, *PARIS, END], times))
+    assert steady == 5
+    assert sorted(q for q, _, _ in quirks(r)) == want
+    assert r["timing"] == {
+        q: "fail" if q in want else "pass"
+        for q in ("Q-ARGS-NOT-PROGRESSIVE", "Q-TOOLCALL-HELD-UNTIL-FINISH")
+    }
+
+
+def test_a_call_opened_by_a_second_choice_is_read_from_its_first_fragment() -> None:
+    # naive and guarded read choices[0] only: they never saw the opener, and the first
+    # fragment on the steady path starts their entry for index 1
+    second = {
+        **ROLE,
+        "choices": [
+            {"index": 0, "delta": {"content": "x"}, "logprobs": None, "finish_reason": None},
+            {**opener(1, ID_T, "get_time")["choices"][0]},
+        ],
+    }
+    cs = [ROLE, OPEN, PARIS[0], second, frag('{"tz"', 1), frag(': "UTC"}', 1), *PARIS[1:], END]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 7
+    assert [c["arguments"] for c in r["tool_calls"]["naive"]] == [
+        '{"city": "Paris"}',
+        '{"tz": "UTC"}',
+    ]
+
+
+# ============================================================================== corpus
+
+
+# Thousands of keep-alive events: a second per analysis; test_steady_path.py runs it.
+SLOW = {"Q-SSE-KEEPALIVE-AS-DATA"}
+
+
+def _corpus() -> dict[str, Transcript]:
+    calls = [
+        CallSpec("call_aaaaaaaaaaaaaaaaaaaaaaaa", "get_weather", '{"city": "Paris", "n": 2}'),
+        CallSpec("call_bbbbbbbbbbbbbbbbbbbbbbbb", "get_status", "{}"),
+    ]
+    sse = {"content-type": "text/event-stream"}
+    out = {}
+    for quirk in sorted(TRANSFORMS.keys() - SLOW):
+        frames = reference_stream(
+            calls, rng=random.Random(7), model="m", include_usage=True, content="Let me see."
+        )
+        body = render_sse(apply(frames, [quirk], 7))
+        out[quirk] = exchange_transcript(quirk, "sse", None, None, sse, body)
+    return out
+
+
+CORPUS = _corpus()
+
+
+@pytest.mark.parametrize("quirk", sorted(CORPUS))
+def test_every_mutation_of_the_reference_stream(quirk: str) -> None:
+    """Each of the corpus' deviations of the reference stream, analysed both ways."""
+    lockstep(CORPUS[quirk])
+
+
+# ============================================================================== timing
+
+
+def timed(times: list[float]) -> dict[str, Any]:
+    return lockstep(transcript([ROLE, OPEN, *PARIS, END], times))[1]
+
+
+def messages(r: dict[str, Any]) -> list[str]:
+    return [f["message"] for f in r["findings"]]
+
+
+def test_a_call_in_one_burst_after_a_silence_names_the_silence_and_the_fragments() -> None:
+    r = timed([0.5, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05])
+    assert messages(r) == [
+        "index 0: 4 argument fragments arrived within 0.040 s after 1.500 s without an event",
+        "index 0: the call arrived with the finish, after 1.500 s without an event",
+    ]
+
+
+def test_a_silence_of_exactly_one_second_starts_a_burst() -> None:
+    r = timed([0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert sorted(q for q, _, _ in quirks(r)) == [
+        "Q-ARGS-NOT-PROGRESSIVE",
+        "Q-TOOLCALL-HELD-UNTIL-FINISH",
+    ]
+
+
+def test_a_stream_that_arrives_in_its_first_burst_is_not_judged() -> None:
+    # no silence: the wait before the first event may be the prompt's processing
+    r = timed([0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7])
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"pass"}
+
+
+def test_events_past_the_recorded_times_make_timing_not_applicable() -> None:
+    r = timed([0.0, 2.0, 2.01])  # the last four events were not timed
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"not applicable"}
+
+
+def test_events_past_the_recorded_lines_make_timing_not_applicable() -> None:
+    cs = [ROLE, OPEN, *PARIS, END]
+    evs = [Event(i, CHUNK, i + 1, "", c) for i, c in enumerate(cs)]
+    t = Transcript(
+        "<lines>",
+        "jsonl",
+        False,
+        lambda: iter(evs),
+        meta={"line_times": [(1, 0.0), (2, 2.0), (3, 2.01)]},
+    )
+    r = lockstep(t)[1]
+    assert quirks(r) == []
+    assert set(r["timing"].values()) == {"not applicable"}
