@@ -105,6 +105,64 @@ def request_body(cassette: Path) -> dict[str, Any]:
     return dict(json.loads(doc["interactions"][0]["request"]["body"]))
 
 
+# ------------------------------------------------------------------ --help
+
+
+def test_help_lists_every_option_with_its_default_and_the_exit_statuses(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "2000")  # one line per option
+    r = run(capsys, "--help")
+    assert r.code == 0
+    text = " ".join(r.out.split())
+    for entry in (
+        "Run the provider × scenario suite against one endpoint (--base-url, --model) or the "
+        "providers of a file (--providers), live: cassettes are recorded and the matrix is "
+        "written under the current directory unless told otherwise.",
+        "target (one of): --base-url URL the endpoint, e.g. http://127.0.0.1:8000/v1",
+        "--model NAME the model to ask (with --base-url)",
+        "--api-key-env VAR environment variable that holds the key (with --base-url); never "
+        "pass the key itself",
+        "--providers FILE a providers.yaml",
+        "--provider NAME only this provider of --providers (repeatable; globs allowed)",
+        "run: --scenario NAME only this scenario (repeatable; default: all)",
+        "--expect-quirk Q-ID=REASON declare a quirk expected, with why (repeatable)",
+        "--repeat N live trials per cell (default: 1)",
+        "--report-dir DIR results, matrix (JSON, Markdown, HTML) and junit.xml (default: "
+        "conformance-reports)",
+        "--cassette-dir DIR where the recorded traffic goes (read back with --replay) "
+        "(default: conformance-cassettes)",
+        "--replay replay the cassettes in --cassette-dir instead of recording",
+        "--fail-on {must,should,info} the lowest level of an unexpected quirk that fails the "
+        "run; should (the default) because SHOULD quirks break real clients, must to tolerate "
+        "them (listed with their level), info to fail on any (default: should)",
+        "-v, --verbose one line per cell with its verdict",
+        "elicitation (what a small model needs to call tools; as a providers.yaml entry's "
+        "elicitation block, see docs/providers.md): --max-tokens N",
+        "exit status (the same for pytest --pyargs conformance.suite): 0 at least one cell",
+        "5 nothing could be tested (key unset, not recorded, unsupported, inconclusive) 6 the "
+        "endpoint could not be reached",
+        "examples: toolcall-conformance run --base-url http://127.0.0.1:8000/v1 --model "
+        "my-model",
+    ):
+        assert entry in text, entry
+    # the epilog keeps its own line breaks (one exit status a line)
+    assert "\n  4  configuration or usage error, in one line\n" in r.out
+    r = Ran(*_main_help(capsys))
+    assert "run the conformance suite against an endpoint (records live)" in " ".join(
+        r.out.split()
+    )
+
+
+def _main_help(capsys: pytest.CaptureFixture[str]) -> tuple[Any, str, str]:
+    try:
+        code: Any = cli.main(["--help"])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 # ------------------------------------------------------------------ refusals: exit 4, one line
 
 
@@ -232,6 +290,7 @@ def test_a_replayed_conforming_cell_exits_0_with_its_count_and_files(
     # the summary block ends the log: no pytest short summary after it
     assert r.lines[-1].endswith("s") and "xfailed" in r.lines[-1]
     assert not any("short test summary" in ln for ln in r.lines)
+    assert "warning" not in r.out  # every option it gives pytest is one pytest knows
 
 
 def test_without_v_there_is_no_line_per_cell(capsys: pytest.CaptureFixture[str]) -> None:
