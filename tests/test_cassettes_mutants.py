@@ -254,9 +254,7 @@ def test_a_python_tag_is_refused_in_one_line_and_runs_nothing(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("text", ["just text\n", "- a list\n", "interactions: 3\n", "{}\n"])
-def test_a_yaml_file_that_is_not_a_cassette_is_refused_naming_it(
-    tmp_path: Path, text: str
-) -> None:
+def test_a_yaml_file_that_is_not_a_cassette_is_refused_naming_it(tmp_path: Path, text: str) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(text)
     with pytest.raises(CassetteRefused) as e:

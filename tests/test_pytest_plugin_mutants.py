@@ -111,7 +111,9 @@ def request_body(cassette: Path) -> dict[str, Any]:
 # ------------------------------------------------------------------ an unrelated project
 
 
-def test_an_unrelated_project_is_left_alone(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_an_unrelated_project_is_left_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
     d = pytest_run(capsys, "test_mine.py")
     assert d.code == 0, d.out
@@ -123,7 +125,9 @@ def test_an_unrelated_project_is_left_alone(capsys: pytest.CaptureFixture[str], 
 # ------------------------------------------------------------------ refusals: 4, one line
 
 
-def test_no_target_is_refused_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_target_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert usage(door(capsys)) == (
         "nothing to test: pass --base-url URL --model NAME [--api-key-env VAR], or "
         "--providers FILE (no providers.yaml in this directory)"
@@ -131,7 +135,8 @@ def test_no_target_is_refused_in_one_line(capsys: pytest.CaptureFixture[str], tm
 
 
 def test_a_providers_yaml_in_the_directory_is_the_default_target(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     (tmp_path / "providers.yaml").write_text(PROVIDERS.read_text())
     d = door(capsys, "--provider=llamacpp", f"--cassette-dir={CASSETTES}", "--scenario=single")
@@ -139,7 +144,9 @@ def test_a_providers_yaml_in_the_directory_is_the_default_target(
     assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
 
 
-def test_options_that_exclude_or_need_each_other_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_options_that_exclude_or_need_each_other_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert usage(
         door(capsys, "--base-url=http://127.0.0.1:9/v1", "--model=m", f"--providers={PROVIDERS}")
     ) == ("--base-url and --providers are exclusive: pass one of them")
@@ -151,7 +158,9 @@ def test_options_that_exclude_or_need_each_other_are_refused(capsys: pytest.Capt
     )
 
 
-def test_unknown_names_and_bad_values_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_unknown_names_and_bad_values_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     line = usage(door(capsys, *LLAMA, "--scenario=singel"))
     assert line.startswith("unknown scenario 'singel'; valid: single, ")
     line = usage(door(capsys, *LLAMA[:1], "--provider=no-such"))
@@ -185,7 +194,8 @@ def test_a_missing_recording_extra_is_named(
 
 
 def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     d = door(capsys, *LLAMA, "--scenario=single", "--scenario=named", "--cells")
     assert d.code == 0, d.out + d.err
@@ -194,8 +204,7 @@ def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
     assert "~ test_single[llamacpp]: quirk" in block
     assert "ran 2 cell(s): 1 conforming, 0 deviating, 1 not tested" in block
     assert (
-        "  not tested (1): llamacpp declares no named tool choice  [test_named[llamacpp]]"
-        in block
+        "  not tested (1): llamacpp declares no named tool choice  [test_named[llamacpp]]" in block
     )
     assert (
         "report: conformance-reports/quirks-matrix.html (and .md, .json; cell results in "
@@ -211,7 +220,8 @@ def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
 
 
 def test_without_cells_there_is_no_line_per_cell_and_no_matrix_with_no_matrix(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     d = door(capsys, *LLAMA, "--scenario=single", "--no-matrix")
     assert d.code == 0
@@ -225,16 +235,15 @@ def test_without_cells_there_is_no_line_per_cell_and_no_matrix_with_no_matrix(
 
 
 def test_fail_on_info_fails_on_undeclared_info_quirks_and_names_them(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     d = door(capsys, *LLAMA, "--scenario=single", "--fail-on=info")
     assert d.code == 1, d.out
     assert "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested" in d.block()
     assert "  ✗ test_single[llamacpp]: Q-EXTRA-FIELDS (INFO); Q-ID-FORMAT (INFO)" in d.block()
     # the failure is reported under the suite's own node id, wherever the package lives
-    assert any(
-        "conformance/suite/test_scenarios.py::test_single[llamacpp]" in ln for ln in d.lines
-    )
+    assert any("conformance/suite/test_scenarios.py::test_single[llamacpp]" in ln for ln in d.lines)
 
 
 def test_quirks_below_fail_on_pass_and_are_listed_with_their_level(
@@ -278,13 +287,12 @@ def test_nothing_recorded_is_nothing_tested_exit_5(
         "[test_parallel[llamacpp], test_single[llamacpp], test_strict[llamacpp], … (+1)]"
     )
     assert block[nr + 1].startswith("  not tested (1): llamacpp declares no named tool choice")
-    assert (
-        "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in block
-    )
+    assert "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in block
 
 
 def test_this_runs_results_replace_its_own_and_keep_other_columns(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     results = tmp_path / P.REPORT_DIR / "results"
     results.mkdir(parents=True)
@@ -299,7 +307,8 @@ def test_this_runs_results_replace_its_own_and_keep_other_columns(
 
 
 def test_a_matrix_that_cannot_be_written_is_one_line_and_exit_3(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     (tmp_path / P.REPORT_DIR / "quirks-matrix.json").mkdir(parents=True)
     d = door(capsys, *LLAMA, "--scenario=single")
@@ -312,7 +321,9 @@ def test_a_matrix_that_cannot_be_written_is_one_line_and_exit_3(
 # ------------------------------------------------------------------ live: 0, 1, 6
 
 
-def test_a_closed_port_is_unreachable_exit_6(capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int) -> None:
+def test_a_closed_port_is_unreachable_exit_6(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
+) -> None:
     url = f"http://127.0.0.1:{closed_port}/v1"
     d = door(capsys, f"--base-url={url}", "--model=m", "--scenario=single", "--scenario=usage")
     assert d.code == 6, d.out
@@ -326,7 +337,9 @@ def test_a_closed_port_is_unreachable_exit_6(capsys: pytest.CaptureFixture[str],
     )
 
 
-def test_a_base_url_without_v1_gets_the_hint(capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str) -> None:
+def test_a_base_url_without_v1_gets_the_hint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
+) -> None:
     root = server.removesuffix("/v1")
     d = door(capsys, f"--base-url={root}", "--model=reference", "--scenario=single")
     assert d.code == 6, d.out
@@ -359,9 +372,7 @@ def test_the_reference_model_conforms_live_with_the_options_sent(
     assert body["messages"][0] == {"role": "system", "content": "be brief"}
     assert body["messages"][-1] == {"role": "assistant", "content": "<tool_call>"}
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-    cell = json.loads(
-        (tmp_path / P.REPORT_DIR / "results" / "reference__single.json").read_text()
-    )
+    cell = json.loads((tmp_path / P.REPORT_DIR / "results" / "reference__single.json").read_text())
     assert cell["trials"]["n"] == 2
     doc = json.loads((tmp_path / P.REPORT_DIR / "quirks-matrix.json").read_text())
     assert "live" in json.dumps(doc.get("mode", doc.get("meta")))
@@ -373,9 +384,9 @@ def test_a_deviating_model_names_its_quirk_and_exits_1(
     d = door(capsys, f"--base-url={server}", "--model=dashscope-compatible", "--scenario=single")
     assert d.code == 1, d.out
     assert "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested" in d.block()
-    assert any(
-        ln.startswith("  ✗ test_single[dashscope-compatible]: Q-") for ln in d.block()
-    ), d.block()
+    assert any(ln.startswith("  ✗ test_single[dashscope-compatible]: Q-") for ln in d.block()), (
+        d.block()
+    )
 
 
 # ------------------------------------------------------------------ decisions on their own
@@ -436,7 +447,9 @@ def test_unreachable_needs_every_cell_that_ran_to_have_failed_before_a_stream() 
     assert s.unreachable == {"c": "connection refused"}
     # one cell that conformed: the endpoint is there
     ok = {"column": "c", "row": "usage", "verdict": "conforms"}
-    s = P.RunSummary(outcomes(**{"test_single[c]": "failed", "test_usage[c]": "passed"}), [down, ok])
+    s = P.RunSummary(
+        outcomes(**{"test_single[c]": "failed", "test_usage[c]": "passed"}), [down, ok]
+    )
     assert s.unreachable == {} and s.conforming == 1
     # one failure of another kind
     other = {"column": "c", "row": "usage", "verdict": "fails"}

@@ -142,16 +142,13 @@ def test_help_lists_every_option_with_its_default_and_the_exit_statuses(
         "exit status (the same for pytest --pyargs conformance.suite): 0 at least one cell",
         "5 nothing could be tested (key unset, not recorded, unsupported, inconclusive) 6 the "
         "endpoint could not be reached",
-        "examples: toolcall-conformance run --base-url http://127.0.0.1:8000/v1 --model "
-        "my-model",
+        "examples: toolcall-conformance run --base-url http://127.0.0.1:8000/v1 --model my-model",
     ):
         assert entry in text, entry
     # the epilog keeps its own line breaks (one exit status a line)
     assert "\n  4  configuration or usage error, in one line\n" in r.out
     r = Ran(*_main_help(capsys))
-    assert "run the conformance suite against an endpoint (records live)" in " ".join(
-        r.out.split()
-    )
+    assert "run the conformance suite against an endpoint (records live)" in " ".join(r.out.split())
 
 
 def _main_help(capsys: pytest.CaptureFixture[str]) -> tuple[Any, str, str]:
@@ -182,7 +179,9 @@ def test_each_option_that_needs_another_is_refused_with_what_it_needs(
         usage(run(capsys, "--base-url", "http://127.0.0.1:9/v1"))
         == "toolcall-conformance run: --base-url needs --model NAME"
     )
-    mixed = "toolcall-conformance run: --model and --api-key-env go with --base-url, not --providers"
+    mixed = (
+        "toolcall-conformance run: --model and --api-key-env go with --base-url, not --providers"
+    )
     assert usage(run(capsys, "--providers", str(PROVIDERS), "--model", "m")) == mixed
     assert usage(run(capsys, "--providers", str(PROVIDERS), "--api-key-env", "K")) == mixed
     assert (
@@ -259,8 +258,7 @@ def test_a_report_dir_that_is_a_file_is_refused(
         run(capsys, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--report-dir", "taken")
     )
     assert line == (
-        "toolcall-conformance run: --report-dir taken: is a file, not a directory; "
-        "pass a directory"
+        "toolcall-conformance run: --report-dir taken: is a file, not a directory; pass a directory"
     )
 
 
@@ -425,9 +423,7 @@ def test_a_live_run_records_what_it_sent(
     assert body["messages"][0] == {"role": "system", "content": "be brief"}
     assert {"role": "user", "content": "an example"} in body["messages"]
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-    cell = json.loads(
-        (tmp_path / R.REPORT_DIR / "results" / "reference__single.json").read_text()
-    )
+    cell = json.loads((tmp_path / R.REPORT_DIR / "results" / "reference__single.json").read_text())
     assert cell["trials"]["n"] == 2
 
 
