@@ -581,3 +581,115 @@ def test_a_providers_cells_run_at_most_concurrency_at_a_time(tmp_path: Path) -> 
         raise RuntimeError
     take(one, "again")
     assert entered[-1] == "again"
+
+
+# ------------------------------------------------------------------ which runs are suite runs
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--provider=x",
+        "--scenario=single",
+        "--model=m",
+        "--api-key-env=K",
+        "--expect-quirk=Q-ID-FORMAT=x",
+        "--reference-profiles",
+        "--fail-on=must",
+        "--max-tokens=5",
+        "--scripted-parsers",
+        "--fail-on must",
+    ],
+)
+def test_any_suite_option_makes_a_run_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    d = pytest_run(capsys, "test_mine.py", *flag.split(" "))
+    assert usage(d).startswith("nothing to test: pass --base-url URL --model NAME")
+
+
+@pytest.mark.parametrize("where", ["suite", "package", "pyargs-package"])
+def test_naming_the_suite_or_a_directory_above_it_makes_a_suite_run(
+    capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    import conformance.suite
+
+    suite_dir = Path(conformance.suite.__file__).parent
+    args = {
+        "suite": [str(suite_dir)],
+        "package": [str(suite_dir.parent)],
+        "pyargs-package": ["--pyargs", "conformance"],
+    }[where]
+    d = pytest_run(capsys, *args)
+    assert usage(d).startswith("nothing to test: pass --base-url URL --model NAME")
+
+
+def test_a_path_that_is_not_the_suite_is_not_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "conformance.suite").mkdir()  # a directory of the user's, not the package
+    (tmp_path / "conformance.suite" / "test_mine.py").write_text("def test_ok():\n    pass\n")
+    d = pytest_run(capsys, "conformance.suite")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
+
+
+# ------------------------------------------------------------------ the suite's own columns
+
+
+def test_a_reference_profile_runs_only_the_scenario_that_shows_its_quirk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=profile:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--cells",
+    )
+    assert "profile:id-absent" in usage(door(capsys, *args))  # not a column without the flag
+    d = door(capsys, *args, "--reference-profiles", "--profile-server=http://127.0.0.1:9/v1")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "~ test_usage[profile:id-absent]: quirk",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+
+
+def test_the_scripted_parsers_are_columns_with_their_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=vllm[hermes]",
+        f"--cassette-dir={CASSETTES}",
+        "--scenario=single",
+        "--cells",
+    )
+    assert "vllm[hermes]" in usage(door(capsys, *args))
+    d = door(capsys, *args, "--scripted-parsers")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "✓ test_single[vllm[hermes]]: conforms",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+
+
+def test_the_public_recordings_are_in_the_matrix_only_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    matrix = tmp_path / P.REPORT_DIR / "quirks-matrix.json"
+    assert door(capsys, *LLAMA, "--scenario=single").code == 0
+    assert json.loads(matrix.read_text())["field_providers"] == []
+    assert door(capsys, *LLAMA, "--scenario=single", "--public-recordings").code == 0
+    assert len(json.loads(matrix.read_text())["field_providers"]) > 3
+
+
+def test_a_junit_file_asked_elsewhere_is_the_one_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "--junitxml=out/j.xml")
+    assert d.code == 0
+    assert d.block()[-1] == "junit: out/j.xml"
+    assert (tmp_path / "out" / "j.xml").is_file()
+    assert not (tmp_path / P.REPORT_DIR / "junit.xml").exists()
