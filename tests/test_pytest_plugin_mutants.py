@@ -693,3 +693,17 @@ def test_a_junit_file_asked_elsewhere_is_the_one_named(
     assert d.block()[-1] == "junit: out/j.xml"
     assert (tmp_path / "out" / "j.xml").is_file()
     assert not (tmp_path / P.REPORT_DIR / "junit.xml").exists()
+
+
+def test_a_refused_cassette_fails_its_cell_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tapes = tmp_path / "tapes" / "llamacpp"
+    tapes.mkdir(parents=True)
+    (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single")
+    assert d.code == 1, d.out
+    head = next(i for i, ln in enumerate(d.lines) if ln.startswith("____") and "test_single" in ln)
+    assert d.lines[head + 1].startswith(f"cassette {tapes / 'single.yaml'}")
+    assert not d.lines[head + 2].strip() or d.lines[head + 2].startswith("-")  # nothing more
+    assert "Traceback" not in d.out
