@@ -707,3 +707,21 @@ def test_a_refused_cassette_fails_its_cell_in_one_line(
     assert d.lines[head + 1].startswith(f"cassette {tapes / 'single.yaml'}")
     assert not d.lines[head + 2].strip() or d.lines[head + 2].startswith("-")  # nothing more
     assert "Traceback" not in d.out
+
+
+def test_the_v1_hint_probes_only_a_base_url_without_v1_whose_chat_path_was_not_found(
+    server: str, closed_port: int
+) -> None:
+    root = server.removesuffix("/v1")
+    hint = f"did you mean --base-url {root}/v1? {root}/v1/chat/completions answers (HTTP 200)"
+    p = Provider("p", root + "/", "reference")
+    assert P.v1_hints([p], {"p": "HTTP 404 Not Found"}) == [hint]
+    assert P.v1_hints([p], {"p": "HTTP 405 Method Not Allowed"}) == [hint]
+    for why in ("HTTP 500 x", "HTTP 401 x", "connection refused", ""):
+        assert P.v1_hints([p], {"p": why}) == []
+    assert P.v1_hints([p], {"other": "HTTP 404 x"}) == []  # another column's reason
+    # a base URL that has /v1 already, a /v1 path that is not found either, nothing there
+    assert P.v1_hints([Provider("p", server, "reference")], {"p": "HTTP 404 x"}) == []
+    assert P.v1_hints([Provider("p", root, "no-such-model")], {"p": "HTTP 404 x"}) == []
+    gone = Provider("p", f"http://127.0.0.1:{closed_port}", "reference")
+    assert P.v1_hints([gone], {"p": "HTTP 404 x"}) == []
