@@ -725,3 +725,83 @@ def test_the_v1_hint_probes_only_a_base_url_without_v1_whose_chat_path_was_not_f
     assert P.v1_hints([Provider("p", root, "no-such-model")], {"p": "HTTP 404 x"}) == []
     gone = Provider("p", f"http://127.0.0.1:{closed_port}", "reference")
     assert P.v1_hints([gone], {"p": "HTTP 404 x"}) == []
+
+
+# ------------------------------------------------------------------ pytest --help, markers
+
+
+def test_pytest_help_describes_every_option_of_the_suite(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "2000")
+    d = pytest_run(capsys, "--help")
+    assert d.code == 0
+    text = " ".join(d.out.split())
+    start = text.index("streaming tool-call conformance:")
+    group = text[start:]
+    for entry in (
+        "--providers=PROVIDERS providers file",
+        "--provider=PROVIDER run only this provider",
+        "--scenario=SCENARIO run only this scenario",
+        "--report-dir=REPORT_DIR where results, the matrix and junit.xml go",
+        "--cassette-dir=CASSETTE_DIR cassette root directory",
+        "--fail-on={must,should,info} the lowest level of an unexpected quirk that fails a "
+        "cell (default should: SHOULD quirks break real clients; must tolerates them)",
+        "--public-recordings add the public recordings of other providers to the matrix (on "
+        "with --reference-profiles: the repository's matrix)",
+        "--cells one line per cell with its verdict",
+        "--repeat=REPEAT live trials per cell",
+        "--no-matrix do not render the matrix",
+        "--reference-profiles also run every reference profile (end-to-end negative controls)",
+        "--scripted-parsers also run vLLM's tool parsers driven by a scripted model (their "
+        "own section; conformance.lanes.vllm_columns)",
+        "--profile-server=PROFILE_SERVER base URL of `toolcall-conformance serve` for "
+        "--reference-profiles",
+        "--base-url=URL test this endpoint instead of a providers file (records live)",
+        "--model=NAME the model, with --base-url",
+        "--api-key-env=VAR environment variable holding the key, with --base-url",
+        "--expect-quirk=Q-ID=REASON declare a quirk expected (the cell is then an expected "
+        "failure)",
+    ):
+        assert entry in group, entry
+    assert "conformance_scenario(id): a provider × scenario cell" in " ".join(
+        pytest_run(capsys, "--markers").out.split()
+    )
+
+
+class _Groups:
+    """Records each collected cell's xdist group (which worker group runs it)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, str] = {}
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            m = item.get_closest_marker("xdist_group")
+            self.groups[item.name] = m.args[0] if m else ""
+
+
+def test_a_providers_cells_are_spread_over_its_concurrency_groups(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rec = _Groups()
+    code = pytest.main(
+        [
+            "-p", "no:cacheprovider", *SUITE, f"--providers={PROVIDERS}",
+            "--provider=openai", "--provider=llamacpp", "--scenario=single",
+            "--scenario=parallel", "--scenario=usage", "--scenario=strict", "--scenario=named",
+            "--collect-only", "--no-matrix",
+        ],
+        plugins=[rec],
+    )  # fmt: skip
+    capsys.readouterr()
+    assert code == 5  # collected, nothing tested
+    # openai's concurrency is 4: one cell in each of 4 groups, then round again
+    assert sorted(g for g in rec.groups.values() if g.startswith("openai")) == [
+        "openai#0",
+        "openai#0",
+        "openai#1",
+        "openai#2",
+        "openai#3",
+    ]
+    assert {g for n, g in rec.groups.items() if n.endswith("[llamacpp]")} == {"llamacpp#0"}
