@@ -654,6 +654,9 @@ def test_a_reference_profile_runs_only_the_scenario_that_shows_its_quirk(
         "~ test_usage[profile:id-absent]: quirk",
         "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
     ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    assert doc["sections"]["reference_profiles"] == ["profile:id-absent"]
+    assert doc["sections"]["providers"] == []
 
 
 def test_the_scripted_parsers_are_columns_with_their_flag(
@@ -673,6 +676,10 @@ def test_the_scripted_parsers_are_columns_with_their_flag(
         "✓ test_single[vllm[hermes]]: conforms",
         "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
     ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    (parser,) = doc["scripted_parsers"]["parsers"]
+    assert parser["column"] == "vllm[hermes]"
+    assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
 
 
 def test_the_public_recordings_are_in_the_matrix_only_when_asked(
@@ -764,8 +771,10 @@ def test_pytest_help_describes_every_option_of_the_suite(
         "failure)",
     ):
         assert entry in group, entry
-    assert "conformance_scenario(id): a provider × scenario cell" in " ".join(
-        pytest_run(capsys, "--markers").out.split()
+    markers = " ".join(pytest_run(capsys, "--markers").out.split())
+    assert "conformance_scenario(id): a provider × scenario cell" in markers
+    assert "xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)" in (
+        markers
     )
 
 
@@ -805,3 +814,52 @@ def test_a_providers_cells_are_spread_over_its_concurrency_groups(
         "openai#3",
     ]
     assert {g for n, g in rec.groups.items() if n.endswith("[llamacpp]")} == {"llamacpp#0"}
+
+
+def test_result_files_are_read_per_column_and_a_broken_one_is_passed_over(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "a__single.json").write_text('{"column": "a", "row": "single"}')
+    (results / "a__usage.json").write_text("{broken")
+    (results / "b__single.json").write_text('{"column": "b", "row": "single"}')
+    (results / "a__notes.txt").write_text("{}")
+    assert P.read_cells(tmp_path, {"a"}) == [{"column": "a", "row": "single"}]
+    assert [c["column"] for c in P.read_cells(tmp_path)] == ["a", "b"]
+    assert P.read_cells(tmp_path, set()) == []
+    assert P.read_cells(tmp_path / "none") == []
+
+
+def test_without_the_renderer_the_matrix_is_its_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.report
+
+    monkeypatch.delattr(conformance.report, "write_reports")
+    out = tmp_path / "out"
+    P.write_reports({"title": "é", "cells": []}, out)
+    assert sorted(p.name for p in out.iterdir()) == ["quirks-matrix.json"]
+    text = (out / "quirks-matrix.json").read_text("utf-8")
+    assert text == '{\n "title": "é",\n "cells": []\n}\n'
+
+
+def test_a_timestamp_is_utc_to_the_second() -> None:
+    import re
+    from datetime import UTC, datetime
+
+    stamp = P.now_iso()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
+    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs((datetime.now(UTC) - then).total_seconds()) < 5
+
+
+def test_files_outside_the_current_directory_are_named_in_full(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    elsewhere = tmp_path.parent / (tmp_path.name + "-reports")
+    d = door(capsys, *LLAMA, "--scenario=single", f"--report-dir={elsewhere}")
+    assert d.code == 0
+    assert d.block()[-2:] == [
+        f"report: {elsewhere / 'quirks-matrix.html'} (and .md, .json; cell results in "
+        f"{elsewhere / 'results'})",
+        f"junit: {elsewhere / 'junit.xml'}",
+    ]
