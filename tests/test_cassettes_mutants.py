@@ -301,3 +301,42 @@ def test_a_json_cassette_is_written_atomically_and_read_by_vcrpy(
     requests, responses = AtomicPersister.load_cassette(path, jsonserializer)
     assert requests[0].method == "POST" and responses[0]["status"]["code"] == 200
     assert [p.name for p in path.parent.iterdir()] == ["c.json"]  # no temporary file left
+
+
+def test_a_cassette_text_that_is_not_yaml_is_refused_naming_the_cassette() -> None:
+    from conformance.transcript import InputError
+
+    with pytest.raises(InputError) as e:
+        SafeYaml.deserialize("interactions: [\n")
+    assert str(e.value).startswith("cassette:") and "not valid YAML" in str(e.value)
+
+
+class _Writes:
+    """A file that keeps each write apart."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, b: bytes) -> None:
+        self.writes.append(bytes(b))
+
+    @property
+    def text(self) -> bytes:
+        return b"".join(self.writes)
+
+
+def test_a_big_body_is_written_exact_and_a_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, canary: str
+) -> None:
+    monkeypatch.setattr(cassettes, "PIECE", 16)
+    # short lines, a clean line far longer than a piece, then a line with a secret
+    body = b"ab\n" * 20 + b"x" * 100 + b"\n" + f"key {canary}\n".encode() + b"cd\n" * 20
+    f = _Writes()
+    cassettes._write_text(f, body)
+    want = (
+        '"' + "ab\\n" * 20 + "x" * 100 + "\\n" + f"key {secrets.REDACTED}\\n" + "cd\\n" * 20 + '"\n'
+    )
+    assert f.text.decode() == want
+    # nothing is escaped (or decoded) whole: each write is about a piece (an escaped line
+    # end doubles its byte)
+    assert max(len(w) for w in f.writes) <= 2 * 16 + len(secrets.REDACTED)
