@@ -47,7 +47,7 @@ def _user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     before = set(sys.modules)
     yield
     for name in set(sys.modules) - before:
-        if name.startswith("conformance.suite."):
+        if name.startswith(("conformance.suite.", "test_mine")):
             del sys.modules[name]
 
 
@@ -629,7 +629,7 @@ def test_a_path_that_is_not_the_suite_is_not_a_suite_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "conformance.suite").mkdir()  # a directory of the user's, not the package
-    (tmp_path / "conformance.suite" / "test_mine.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "conformance.suite" / "test_mine_too.py").write_text("def test_ok():\n    pass\n")
     d = pytest_run(capsys, "conformance.suite")
     assert d.code == 0, d.out + d.err
     assert not (tmp_path / P.REPORT_DIR).exists()
