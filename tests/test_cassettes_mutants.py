@@ -340,3 +340,29 @@ def test_a_big_body_is_written_exact_and_a_piece_at_a_time(
     # nothing is escaped (or decoded) whole: each write is about a piece (an escaped line
     # end doubles its byte)
     assert max(len(w) for w in f.writes) <= 2 * 16 + len(secrets.REDACTED)
+
+
+def test_a_body_is_text_only_when_all_of_it_is_utf8(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cassettes, "PIECE", 4)
+    assert cassettes._utf8(b"plain ascii")
+    assert cassettes._utf8("aé€😀 straddling every piece end".encode())
+    assert not cassettes._utf8(b"\xff" + "é".encode())  # the first byte counts
+    assert not cassettes._utf8("é".encode() + b"\xc3")  # a character cut at the end
+    assert not cassettes._utf8("été".encode()[:-1])
+
+
+def test_a_clean_line_is_decoded_across_piece_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cassettes, "PIECE", 16)
+    body = ("a" + "é" * 40 + "\nb\n").encode()  # characters straddle the piece ends
+    f = _Writes()
+    cassettes._write_text(f, body)
+    assert f.text.decode() == '"a' + "\\xe9" * 40 + '\\nb\\n"\n'
+
+
+def test_a_body_set_aside_and_never_written_fails_the_write_saying_so() -> None:
+    import io
+
+    lines = cassettes._BodyLines(io.BytesIO(), {"mark": b"body"})
+    with pytest.raises(RuntimeError) as e:
+        lines.flush()
+    assert str(e.value) == "a response body set aside was not written into the cassette"
