@@ -458,6 +458,9 @@ class CellOutcomes:
         self.outcome: dict[str, str] = {}
         self.why: dict[str, str] = {}
         self.tolerated: dict[str, list[str]] = {}  # node -> quirks below --fail-on
+        # node -> the unexpected quirks that failed it, with their level, as judged (with
+        # --fail-on info they include INFO quirks that the cell's file does not list)
+        self.unexpected: dict[str, list[str]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "conformance_scenario" not in report.keywords:
@@ -466,6 +469,8 @@ class CellOutcomes:
         for name, value in report.user_properties:
             if name == "conformance_tolerated":
                 self.tolerated[node] = list(value)  # type: ignore[call-overload]  # a list
+            elif name == "conformance_unexpected":
+                self.unexpected[node] = list(value)  # type: ignore[call-overload]  # a list
         if report.skipped and not hasattr(report, "wasxfail"):
             self.outcome[node] = "skipped"
             self.why[node] = _skip_reason(report)
@@ -634,6 +639,7 @@ class RunSummary:
         self.ran = sorted(seen.outcome)
         self.tested = [c for c in cells if conclusive(c)]
         self.failed = sorted(n for n, o in seen.outcome.items() if o == "failed")
+        self.unexpected = seen.unexpected
         self.not_tested: dict[str, list[str]] = {}
         for node, o in sorted(seen.outcome.items()):
             cell = by_id.get(node)
@@ -678,7 +684,12 @@ class RunSummary:
         out = []
         for node in self.failed:
             c = self.by_id.get(node) or {}
-            parts = [f"{q} ({quirk_level(q)})" for q in c.get("unexpected") or []]
+            judged = self.unexpected.get(node)
+            parts = (
+                list(judged)
+                if judged is not None
+                else [f"{q} ({quirk_level(q)})" for q in c.get("unexpected") or []]
+            )
             parts += [
                 f"{f['rule']} (MUST)"
                 for f in c.get("findings") or []

@@ -148,8 +148,10 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
     suite_dir = Path(importlib.util.find_spec("conformance.suite").origin or "").parent  # type: ignore[union-attr]
     report_dir = Path(args.report_dir)
     out = [
-        "--pyargs",
-        "conformance.suite",
+        # The suite's directory, not `--pyargs conformance.suite`: without a path to
+        # collect, pytest loads the current directory's conftest.py (a server repository's
+        # own, which --confcutdir does not stop).
+        str(suite_dir),
         "-p",
         "no:cacheprovider",
         # Isolated from the current directory's pytest configuration and conftest files.

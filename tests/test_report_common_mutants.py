@@ -66,6 +66,38 @@ def test_a_quirk_level_comes_from_the_document_else_the_registry_else_its_findin
     assert c.quirk_title(doc(quirks=None), "Q-A") == ""
 
 
+def test_a_level_the_document_does_not_give_comes_from_the_registry_before_the_findings() -> None:
+    # an entry without a usable level, for an id the registry knows: the registry's, even
+    # when the cell's findings say otherwise
+    cell = {"findings": [{"quirk": "Q-ID-ABSENT", "level": "INFO"}]}
+    for entry in ({"level": "bogus"}, {"level": None}, {}, None):
+        d = doc(quirks={"Q-ID-ABSENT": entry})
+        assert c.quirk_level(d, "Q-ID-ABSENT", cell) == "MUST"
+    assert c.quirk_level(doc(quirks={}), "Q-EXTRA-FIELDS") == "INFO"
+    # an id the registry does not know: the worst of the findings for that id alone
+    cell = {
+        "findings": [
+            {"quirk": "Q-NEW", "level": "SHOULD"},
+            {"quirk": "Q-OTHER", "level": "MUST"},
+            {"quirk": "Q-NEW", "level": "INFO"},
+        ]
+    }
+    assert c.quirk_level(doc(), "Q-NEW", cell) == "SHOULD"
+    assert c.quirk_level(doc(quirks=None), "Q-NEW", cell) == "SHOULD"
+    # and nothing to go by: refused, naming the id
+    for cell_ in (
+        None,
+        {},
+        {"findings": []},
+        {"findings": [{"quirk": "Q-OTHER", "level": "MUST"}]},
+    ):
+        with pytest.raises(c.MatrixError) as e:
+            c.quirk_level(doc(), "Q-NEW", cell_)
+        assert str(e.value) == (
+            "quirk Q-NEW: no level in the document, the catalogue or its findings"
+        )
+
+
 def test_a_column_lists_its_quirks_most_severe_first_then_by_id() -> None:
     d = doc(
         quirks={"Q-Z": {"level": "MUST"}, "Q-B": {"level": "INFO"}, "Q-A": {"level": "SHOULD"}},

@@ -95,6 +95,10 @@ def judge(
         request.node.user_properties.append(
             ("conformance_tolerated", [f"{q} ({quirk_level(q)})" for q in below])
         )
+    if unexpected and request is not None:  # the run's summary names what failed the cell
+        request.node.user_properties.append(
+            ("conformance_unexpected", [f"{q} ({quirk_level(q)})" for q in unexpected])
+        )
     if cell.verdict == "error" and not (cell.expected and not unexpected) and not quirks_only:
         problems.append(f"error: {cell.reason}")
     for f in [] if quirks_only else cell.uncatalogued_must:

@@ -1,0 +1,865 @@
+"""The pytest door (`pytest --pyargs conformance.suite`, conformance.pytest_plugin), in-process
+by pytest.main, pinned by what a user of the door sees: the exit status (0, 1, 3, 4, 5, 6),
+the summary block (counts, deviating cells with their levels, quirks let through by
+--fail-on, why cells were not tested, where the files are), each refusal's one line, the
+files written, and that an unrelated project's run is left alone. The run's decisions
+(which cells count as unreachable, which were tested) are also pinned on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance import pytest_plugin as P
+from conformance.providers import Provider
+from conformance.server.testing import running_server
+
+ROOT = Path(__file__).resolve().parent.parent
+PROVIDERS = ROOT / "providers.yaml"
+CASSETTES = ROOT / "cassettes"
+SUITE = ("--pyargs", "conformance.suite")
+LLAMA = (
+    f"--providers={PROVIDERS}",
+    "--provider=llamacpp",
+    f"--cassette-dir={CASSETTES}",
+)
+
+
+@pytest.fixture(autouse=True)
+def _user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The user's directory, with its own (empty) pytest configuration: the rootdir search
+    stops there and never reaches this checkout's pyproject.toml. The suite runs in this
+    process by pytest.main (pytester's runs forget the modules a run imported, and the
+    analysis is not made to be imported twice); the suite's own test modules are forgotten
+    after each test."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith(("conformance.suite.", "test_mine")):
+            del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with running_server() as url:
+        yield url
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
+class Door:
+    def __init__(self, code: Any, out: str, err: str) -> None:
+        self.code = int(code)
+        self.lines = [ln.rstrip() for ln in out.splitlines()]
+        self.err = err
+
+    @property
+    def out(self) -> str:
+        return "\n".join(self.lines)
+
+    def count_line(self) -> str:
+        return next(ln for ln in self.lines if ln.startswith("ran "))
+
+    def block(self) -> list[str]:
+        """The suite's summary block (from its section line to pytest's last line)."""
+        start = next(i for i, ln in enumerate(self.lines) if " conformance " in ln)
+        end = next(
+            (i for i, ln in enumerate(self.lines) if " short test summary info " in ln),
+            len(self.lines) - 1,
+        )
+        return self.lines[start + 1 : end]
+
+
+def pytest_run(capsys: pytest.CaptureFixture[str], *args: str) -> Door:
+    code = pytest.main(["-p", "no:cacheprovider", *args])
+    out, err = capsys.readouterr()
+    return Door(code, out, err)
+
+
+def door(capsys: pytest.CaptureFixture[str], *args: str) -> Door:
+    return pytest_run(capsys, *SUITE, *args)
+
+
+def usage(d: Door) -> str:
+    assert d.code == 4, d.out + d.err
+    line = next(ln for ln in d.err.splitlines() if ln.startswith("ERROR: "))
+    return line.removeprefix("ERROR: ")
+
+
+def request_body(cassette: Path) -> dict[str, Any]:
+    doc = yaml.safe_load(cassette.read_text())
+    return dict(json.loads(doc["interactions"][0]["request"]["body"]))
+
+
+# ------------------------------------------------------------------ an unrelated project
+
+
+def test_an_unrelated_project_is_left_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    d = pytest_run(capsys, "test_mine.py")
+    assert d.code == 0, d.out
+    assert not any(" conformance " in ln or ln.startswith("ran ") for ln in d.lines)
+    assert not (tmp_path / P.REPORT_DIR).exists()
+    assert not any("junit" in ln for ln in d.lines)
+
+
+# ------------------------------------------------------------------ refusals: 4, one line
+
+
+def test_no_target_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert usage(door(capsys)) == (
+        "nothing to test: pass --base-url URL --model NAME [--api-key-env VAR], or "
+        "--providers FILE (no providers.yaml in this directory)"
+    )
+
+
+def test_a_providers_yaml_in_the_directory_is_the_default_target(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "providers.yaml").write_text(PROVIDERS.read_text())
+    d = door(capsys, "--provider=llamacpp", f"--cassette-dir={CASSETTES}", "--scenario=single")
+    assert d.code == 0, d.out + d.err
+    assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
+
+
+def test_options_that_exclude_or_need_each_other_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert usage(
+        door(capsys, "--base-url=http://127.0.0.1:9/v1", "--model=m", f"--providers={PROVIDERS}")
+    ) == ("--base-url and --providers are exclusive: pass one of them")
+    need = "--model and --api-key-env need --base-url URL"
+    assert usage(door(capsys, *LLAMA, "--model=m")) == need
+    assert usage(door(capsys, *LLAMA, "--api-key-env=K")) == need
+    assert usage(door(capsys, "--base-url=http://127.0.0.1:9/v1")).startswith(
+        "--base-url needs --model NAME"
+    )
+
+
+def test_unknown_names_and_bad_values_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    line = usage(door(capsys, *LLAMA, "--scenario=singel"))
+    assert line.startswith("unknown scenario 'singel'; valid: single, ")
+    line = usage(door(capsys, *LLAMA[:1], "--provider=no-such"))
+    assert "no-such" in line and "llamacpp" in line
+    line = usage(door(capsys, *LLAMA, "--expect-quirk=Q-NOT-A-QUIRK=why"))
+    assert line.startswith("--expect-quirk: unknown quirk id")
+    assert "--extra-body" in usage(door(capsys, *LLAMA, "--extra-body={bad"))
+    (tmp_path / "taken").write_text("")
+    assert usage(door(capsys, *LLAMA, "--report-dir=taken")) == (
+        "--report-dir taken: is a file, not a directory; pass a directory"
+    )
+
+
+def test_a_missing_recording_extra_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda n, *a: None if n == "pytest_recording" else real(n, *a),
+    )
+    assert usage(door(capsys, *LLAMA)) == (
+        "the conformance suite needs its extra: pip install 'toolcall-conformance[suite]'"
+    )
+
+
+# ------------------------------------------------------------------ replay: 0, 1, 5
+
+
+def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "--scenario=named", "--cells")
+    assert d.code == 0, d.out + d.err
+    block = d.block()
+    assert "– test_named[llamacpp]: unsupported (llamacpp declares no named tool choice)" in block
+    assert "~ test_single[llamacpp]: quirk" in block
+    assert "ran 2 cell(s): 1 conforming, 0 deviating, 1 not tested" in block
+    assert (
+        "  not tested (1): llamacpp declares no named tool choice  [test_named[llamacpp]]" in block
+    )
+    assert (
+        "report: conformance-reports/quirks-matrix.html (and .md, .json; cell results in "
+        "conformance-reports/results)" in block
+    )
+    assert block[-1] == "junit: conformance-reports/junit.xml"  # a replay names no cassettes
+    reports = tmp_path / P.REPORT_DIR
+    junit = (reports / "junit.xml").read_text()
+    assert 'classname="conformance.suite.test_scenarios" name="test_single[llamacpp]"' in junit
+    doc = json.loads((reports / "quirks-matrix.json").read_text())
+    assert [c["id"] for c in doc["columns"]] == ["llamacpp"]
+    assert doc["mode"] == "replay" or doc.get("meta", {}).get("mode") == "replay"
+
+
+def test_without_cells_there_is_no_line_per_cell_and_no_matrix_with_no_matrix(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "--no-matrix")
+    assert d.code == 0
+    assert d.block() == [
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+        "junit: conformance-reports/junit.xml",
+    ]
+    reports = tmp_path / P.REPORT_DIR
+    assert (reports / "results" / "llamacpp__single.json").is_file()
+    assert not (reports / "quirks-matrix.json").exists()
+
+
+def test_fail_on_info_fails_on_undeclared_info_quirks_and_names_them(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "--fail-on=info")
+    assert d.code == 1, d.out
+    assert "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested" in d.block()
+    assert "  ✗ test_single[llamacpp]: Q-EXTRA-FIELDS (INFO); Q-ID-FORMAT (INFO)" in d.block()
+    # the failure is reported under the suite's own node id, wherever the package lives
+    assert any("conformance/suite/test_scenarios.py::test_single[llamacpp]" in ln for ln in d.lines)
+
+
+def test_quirks_below_fail_on_pass_and_are_listed_with_their_level(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    entry = yaml.safe_load(PROVIDERS.read_text())["providers"]["llamacpp"]
+    entry.pop("expected_quirks")
+    f = tmp_path / "mine.yaml"
+    f.write_text(yaml.safe_dump({"version": 1, "providers": {"llamacpp": entry}}))
+    cells = [f"--scenario={s}" for s in ("single", "parallel", "interleaved", "required")]
+    args = (f"--providers={f}", f"--cassette-dir={CASSETTES}", *cells)
+    d = door(capsys, *args)
+    assert d.code == 1, d.out
+    block = d.block()
+    assert "ran 4 cell(s): 0 conforming, 4 deviating, 0 not tested" in block
+    assert "  ✗ test_single[llamacpp]: Q-ARGS-ON-OPENING-DELTA (SHOULD)" in block
+    d = door(capsys, *args, "--fail-on=must")
+    assert d.code == 0, d.out
+    block = d.block()
+    assert (
+        "ran 4 cell(s): 4 conforming (4 with quirks below --fail-on must), 0 deviating, "
+        "0 not tested" in block
+    )
+    assert (
+        "  below --fail-on must: Q-ARGS-ON-OPENING-DELTA (SHOULD)  [test_interleaved[llamacpp], "
+        "test_parallel[llamacpp], test_required[llamacpp], … (+1)]" in block
+    )
+
+
+def test_nothing_recorded_is_nothing_tested_exit_5(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cells = [f"--scenario={s}" for s in ("single", "parallel", "usage", "strict", "named")]
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path}", *cells)
+    assert d.code == 5, d.out
+    block = d.block()
+    assert "ran 5 cell(s): 0 conforming, 0 deviating, 5 not tested" in block
+    # the reasons, the most frequent first, at most three cells named
+    nr = next(i for i, ln in enumerate(block) if ln.startswith("  not tested (4): not recorded"))
+    assert block[nr].endswith(
+        "[test_parallel[llamacpp], test_single[llamacpp], test_strict[llamacpp], … (+1)]"
+    )
+    assert block[nr + 1].startswith("  not tested (1): llamacpp declares no named tool choice")
+    assert "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in block
+
+
+def test_this_runs_results_replace_its_own_and_keep_other_columns(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    (results / "llamacpp__usage.json").write_text("{}")  # this column's: replaced
+    (results / "othermodel__single.json").write_text("not json")  # another's: kept, unread
+    d = door(capsys, *LLAMA, "--scenario=single")
+    assert d.code == 0, d.out
+    assert sorted(p.name for p in results.iterdir()) == [
+        "llamacpp__single.json",
+        "othermodel__single.json",
+    ]
+
+
+def test_a_matrix_that_cannot_be_written_is_one_line_and_exit_3(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    (tmp_path / P.REPORT_DIR / "quirks-matrix.json").mkdir(parents=True)
+    d = door(capsys, *LLAMA, "--scenario=single")
+    assert d.code == 3, d.out
+    # (pytest's writer puts it right after the progress line)
+    assert "conformance: matrix not written: [Errno 21] Is a directory" in d.out
+    assert "Traceback" not in d.out
+
+
+# ------------------------------------------------------------------ live: 0, 1, 6
+
+
+def test_a_closed_port_is_unreachable_exit_6(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    d = door(capsys, f"--base-url={url}", "--model=m", "--scenario=single", "--scenario=usage")
+    assert d.code == 6, d.out
+    block = d.block()
+    assert "ran 2 cell(s): 0 conforming, 2 unreachable, 0 not tested" in block
+    assert not any(ln.startswith("  ✗") for ln in block)  # not listed as deviating
+    assert "cassettes: conformance-cassettes" in block
+    assert block[-1] == (
+        "toolcall-conformance: m: the endpoint could not be reached or does not serve chat "
+        "completions (connection refused): exit status 6"
+    )
+
+
+def test_a_base_url_without_v1_gets_the_hint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
+) -> None:
+    root = server.removesuffix("/v1")
+    d = door(capsys, f"--base-url={root}", "--model=reference", "--scenario=single")
+    assert d.code == 6, d.out
+    assert d.block()[-1] == (
+        f"toolcall-conformance: did you mean --base-url {root}/v1? {root}/v1/chat/completions "
+        "answers (HTTP 200)"
+    )
+    # replayed, the same cells are unreachable but nothing is probed
+    d = door(
+        capsys, f"--base-url={root}", "--model=reference", "--scenario=single",
+        "--record-mode=none",
+    )  # fmt: skip
+    assert d.code == 6, d.out
+    assert not any("did you mean" in ln for ln in d.lines)
+
+
+def test_the_reference_model_conforms_live_with_the_options_sent(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
+) -> None:
+    d = door(
+        capsys, f"--base-url={server}", "--model=reference", "--scenario=single",
+        "--max-tokens=55", "--system-prompt=be brief", '--extra-body={"seed": 3}',
+        "--named-tool-choice", "--prefill=<tool_call>", "--repeat=2",
+    )  # fmt: skip
+    assert d.code == 0, d.out + d.err
+    assert d.block()[0] == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
+    assert d.block()[-1] == "cassettes: conformance-cassettes"
+    body = request_body(tmp_path / P.CASSETTE_DIR / "reference" / "single.yaml")
+    assert body["max_tokens"] == 55 and body["seed"] == 3
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}
+    assert body["messages"][-1] == {"role": "assistant", "content": "<tool_call>"}
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    cell = json.loads((tmp_path / P.REPORT_DIR / "results" / "reference__single.json").read_text())
+    assert cell["trials"]["n"] == 2
+    doc = json.loads((tmp_path / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    assert "live" in json.dumps(doc.get("mode", doc.get("meta")))
+
+
+def test_a_deviating_model_names_its_quirk_and_exits_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
+) -> None:
+    d = door(capsys, f"--base-url={server}", "--model=dashscope-compatible", "--scenario=single")
+    assert d.code == 1, d.out
+    assert "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested" in d.block()
+    assert any(ln.startswith("  ✗ test_single[dashscope-compatible]: Q-") for ln in d.block()), (
+        d.block()
+    )
+
+
+# ------------------------------------------------------------------ decisions on their own
+
+
+def cell(**kw: Any) -> dict[str, Any]:
+    return {"column": "c", "row": "single", "verdict": "error", **kw}
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "connection refused",
+        "the host name does not resolve (x)",
+        "TLS handshake failed: bad cert",
+        "cannot connect to h",
+        "connection not established",
+        "no response headers within 10s",
+        "the server closed the connection before a complete response head",
+        "the server closed a new connection before a complete response head",
+        "the connection failed while sending the request",
+    ],
+)
+def test_a_cell_that_never_reached_a_stream_is_unreachable(reason: str) -> None:
+    assert P.unreachable_reason(cell(reason=reason + " (not sent: 3 more)")) == reason
+
+
+def test_what_is_not_unreachable() -> None:
+    assert P.unreachable_reason(cell(verdict="fails", reason="connection refused")) is None
+    assert P.unreachable_reason(cell(reason="stream ended: connection refused")) is None
+    assert P.unreachable_reason(cell(reason=None)) is None
+    http = {"rule": "R-HTTP-OK", "exchange": 0}
+    for status in ("401", "403", "404", "405", "500", "503"):
+        f = {**http, "message": f"HTTP {status} Whatever: body"}
+        assert P.unreachable_reason(cell(findings=[f])) == f"HTTP {status} Whatever: body"
+    for status in ("400", "429", "4040"):
+        f = {**http, "message": f"HTTP {status} x"}
+        assert P.unreachable_reason(cell(findings=[f])) is None
+    # a later exchange (the round trip's second request) reached the server before
+    f = {**http, "exchange": 1, "message": "HTTP 500 x"}
+    assert P.unreachable_reason(cell(findings=[f])) is None
+    f = {"rule": "R-OTHER", "exchange": 0, "message": "HTTP 500 x"}
+    assert P.unreachable_reason(cell(findings=[f])) is None
+    f = {"rule": "R-HTTP-OK", "message": "HTTP 404 " + "x" * 300}  # no exchange: the first
+    assert P.unreachable_reason(cell(findings=[f])) == ("HTTP 404 " + "x" * 300)[:119] + "…"
+
+
+def outcomes(**nodes: str) -> P.CellOutcomes:
+    seen = P.CellOutcomes()
+    seen.outcome.update(nodes)
+    return seen
+
+
+def test_unreachable_needs_every_cell_that_ran_to_have_failed_before_a_stream() -> None:
+    down = cell(reason="connection refused")
+    cells = [down, {**down, "row": "usage"}]
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed", "test_usage[c]": "failed"}), cells)
+    assert s.unreachable == {"c": "connection refused"}
+    # one cell that conformed: the endpoint is there
+    ok = {"column": "c", "row": "usage", "verdict": "conforms"}
+    s = P.RunSummary(
+        outcomes(**{"test_single[c]": "failed", "test_usage[c]": "passed"}), [down, ok]
+    )
+    assert s.unreachable == {} and s.conforming == 1
+    # one failure of another kind
+    other = {"column": "c", "row": "usage", "verdict": "fails"}
+    s = P.RunSummary(
+        outcomes(**{"test_single[c]": "failed", "test_usage[c]": "failed"}), [down, other]
+    )
+    assert s.unreachable == {}
+    # skipped cells do not make it reachable
+    seen = outcomes(**{"test_single[c]": "failed", "test_usage[c]": "skipped"})
+    seen.why["test_usage[c]"] = "not recorded"
+    s = P.RunSummary(seen, [down])
+    assert s.unreachable == {"c": "connection refused"}
+    assert s.not_tested == {"not recorded": ["test_usage[c]"]}
+    # nothing failed: nothing unreachable
+    assert P.RunSummary(outcomes(), []).unreachable == {}
+
+
+def test_the_summary_groups_every_cell_once() -> None:
+    inconclusive = {"column": "c", "row": "strict", "verdict": "inconclusive", "reason": None}
+    not_elicited = {"column": "c", "row": "usage", "verdict": "quirk", "elicited": False}
+    tested = {"column": "c", "row": "single", "verdict": "quirk"}
+    failed = {"column": "c", "row": "parallel", "verdict": "inconclusive"}
+    seen = outcomes(
+        **{
+            "test_strict[c]": "passed",
+            "test_usage[c]": "xfailed",
+            "test_single[c]": "xfailed",
+            "test_parallel[c]": "failed",
+            "test_named[c]": "skipped",
+        }
+    )
+    s = P.RunSummary(seen, [inconclusive, not_elicited, tested, failed])
+    assert s.not_tested == {
+        "inconclusive: no reason given": ["test_strict[c]"],
+        "quirk: no reason given": ["test_usage[c]"],
+        "skipped": ["test_named[c]"],
+    }
+    assert s.failed == ["test_parallel[c]"]
+    assert s.conforming == 1 and s.tested_ok
+    assert [c["row"] for c in s.tested] == ["single"]
+    assert not s.nothing_tested
+    assert P.RunSummary(outcomes(**{"test_strict[c]": "passed"}), [inconclusive]).nothing_tested
+    assert not P.RunSummary(outcomes(**{"test_x[c]": "failed"}), []).nothing_tested
+
+
+def test_a_failure_line_says_what_failed_the_cell() -> None:
+    c = {
+        "column": "c",
+        "row": "single",
+        "verdict": "error",
+        "reason": "stream ended\nearly",
+        "unexpected": ["Q-ID-FORMAT", "Q-ARGS-ON-OPENING-DELTA"],
+        "findings": [
+            {"rule": "R-A", "level": "MUST"},
+            {"rule": "R-A", "level": "MUST"},  # once
+            {"rule": "R-B", "level": "SHOULD"},
+            {"rule": "R-C", "level": "MUST", "quirk": "Q-X"},
+            {"rule": "R-HTTP-OK", "level": "MUST"},  # the error says it
+            {"rule": "R-COMPLETE", "level": "MUST"},
+        ],
+        "missing_expected": ["Q-USAGE-PLACEMENT"],
+    }
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed", "test_usage[c]": "failed"}), [c])
+    assert s.failure_lines() == [
+        "  ✗ test_single[c]: error: stream ended early; Q-ID-FORMAT (INFO); "
+        "Q-ARGS-ON-OPENING-DELTA (SHOULD); R-A (MUST); Q-USAGE-PLACEMENT no longer seen "
+        "(declared expected)",
+        "  ✗ test_usage[c]: failed",
+    ]
+    fails = {**c, "verdict": "fails", "unexpected": [], "missing_expected": []}
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed"}), [fails])
+    assert s.failure_lines() == [
+        "  ✗ test_single[c]: R-A (MUST); R-HTTP-OK (MUST); R-COMPLETE (MUST)"
+    ]
+    # what the judge decided wins over the cell file's list
+    seen = outcomes(**{"test_single[c]": "failed"})
+    seen.unexpected["test_single[c]"] = ["Q-EXTRA-FIELDS (INFO)"]
+    s = P.RunSummary(seen, [{**fails, "findings": []}])
+    assert s.failure_lines() == ["  ✗ test_single[c]: Q-EXTRA-FIELDS (INFO)"]
+
+
+def test_conclusive_cells() -> None:
+    for v in ("conforms", "quirk", "fails", "error"):
+        assert P.conclusive({"verdict": v})
+        assert not P.conclusive({"verdict": v, "elicited": False})
+        assert P.conclusive({"verdict": v, "elicited": None})
+    for v in ("inconclusive", "unsupported", "not recorded", None):
+        assert not P.conclusive({"verdict": v})
+
+
+def test_a_cells_requests_are_bounded_by_max_tokens_unless_none() -> None:
+    p = Provider("p", "http://h/v1", "m", elicitation={"default_max_tokens": 9, "prefill": "x"})
+    q = P.with_max_tokens(p, 40)
+    assert q.elicitation == {"default_max_tokens": 40, "prefill": "x"}
+    assert P.with_max_tokens(p, None).elicitation == {"prefill": "x"}
+    assert p.elicitation == {"default_max_tokens": 9, "prefill": "x"}  # the provider is kept
+
+
+def test_lock_directories_are_per_report_directory(tmp_path: Path) -> None:
+    a, b = P.lock_dir(tmp_path / "a"), P.lock_dir(tmp_path / "b")
+    assert a != b and a == P.lock_dir(tmp_path / "a")
+    assert a.parent == Path(__import__("tempfile").gettempdir())
+    assert a.name.startswith(f"toolcall-conformance-locks-{__import__('os').getuid()}-")
+
+
+def test_a_providers_cells_run_at_most_concurrency_at_a_time(tmp_path: Path) -> None:
+    one = Provider("p", "http://h/v1", "m", concurrency=1)
+    two = Provider("q", "http://h/v1", "m", concurrency=2)
+    entered: list[str] = []
+
+    def take(p: Provider, tag: str) -> None:
+        with P.provider_slot(tmp_path, p):
+            entered.append(tag)
+
+    with P.provider_slot(tmp_path, two):
+        t = threading.Thread(target=take, args=(two, "second of two"))
+        t.start()
+        t.join(2)
+        assert entered == ["second of two"]  # a second slot was free
+    with P.provider_slot(tmp_path, one):
+        t = threading.Thread(target=take, args=(one, "second of one"))
+        t.start()
+        time.sleep(0.2)
+        assert entered == ["second of two"]  # waits for the only slot
+    t.join(2)
+    assert entered == ["second of two", "second of one"]
+    # a slot is given back when its cell raises
+    with pytest.raises(RuntimeError), P.provider_slot(tmp_path, one):
+        raise RuntimeError
+    take(one, "again")
+    assert entered[-1] == "again"
+
+
+# ------------------------------------------------------------------ which runs are suite runs
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--provider=x",
+        "--scenario=single",
+        "--model=m",
+        "--api-key-env=K",
+        "--expect-quirk=Q-ID-FORMAT=x",
+        "--reference-profiles",
+        "--fail-on=must",
+        "--max-tokens=5",
+        "--scripted-parsers",
+        "--fail-on must",
+    ],
+)
+def test_any_suite_option_makes_a_run_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str
+) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    d = pytest_run(capsys, "test_mine.py", *flag.split(" "))
+    assert usage(d).startswith("nothing to test: pass --base-url URL --model NAME")
+
+
+@pytest.mark.parametrize("where", ["suite", "package", "pyargs-package"])
+def test_naming_the_suite_or_a_directory_above_it_makes_a_suite_run(
+    capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    import conformance.suite
+
+    suite_dir = Path(conformance.suite.__file__).parent
+    args = {
+        "suite": [str(suite_dir)],
+        "package": [str(suite_dir.parent)],
+        "pyargs-package": ["--pyargs", "conformance"],
+    }[where]
+    d = pytest_run(capsys, *args)
+    assert usage(d).startswith("nothing to test: pass --base-url URL --model NAME")
+
+
+def test_a_path_that_is_not_the_suite_is_not_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "conformance.suite").mkdir()  # a directory of the user's, not the package
+    (tmp_path / "conformance.suite" / "test_mine_too.py").write_text("def test_ok():\n    pass\n")
+    d = pytest_run(capsys, "conformance.suite")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
+
+
+# ------------------------------------------------------------------ the suite's own columns
+
+
+def test_a_reference_profile_runs_only_the_scenario_that_shows_its_quirk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=profile:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--cells",
+    )
+    assert "profile:id-absent" in usage(door(capsys, *args))  # not a column without the flag
+    d = door(capsys, *args, "--reference-profiles", "--profile-server=http://127.0.0.1:9/v1")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "~ test_usage[profile:id-absent]: quirk",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    assert doc["sections"]["reference_profiles"] == ["profile:id-absent"]
+    assert doc["sections"]["providers"] == []
+
+
+def test_the_scripted_parsers_are_columns_with_their_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=vllm[hermes]",
+        f"--cassette-dir={CASSETTES}",
+        "--scenario=single",
+        "--cells",
+    )
+    assert "vllm[hermes]" in usage(door(capsys, *args))
+    d = door(capsys, *args, "--scripted-parsers")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "✓ test_single[vllm[hermes]]: conforms",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    (parser,) = doc["scripted_parsers"]["parsers"]
+    assert parser["column"] == "vllm[hermes]"
+    assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
+
+
+def test_the_public_recordings_are_in_the_matrix_only_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    matrix = tmp_path / P.REPORT_DIR / "quirks-matrix.json"
+    assert door(capsys, *LLAMA, "--scenario=single").code == 0
+    assert json.loads(matrix.read_text())["field_providers"] == []
+    assert door(capsys, *LLAMA, "--scenario=single", "--public-recordings").code == 0
+    assert len(json.loads(matrix.read_text())["field_providers"]) > 3
+
+
+def test_a_junit_file_asked_elsewhere_is_the_one_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "--junitxml=out/j.xml")
+    assert d.code == 0
+    assert d.block()[-1] == "junit: out/j.xml"
+    assert (tmp_path / "out" / "j.xml").is_file()
+    assert not (tmp_path / P.REPORT_DIR / "junit.xml").exists()
+
+
+def test_a_refused_cassette_fails_its_cell_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tapes = tmp_path / "tapes" / "llamacpp"
+    tapes.mkdir(parents=True)
+    (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single")
+    assert d.code == 1, d.out
+    head = next(i for i, ln in enumerate(d.lines) if ln.startswith("____") and "test_single" in ln)
+    assert d.lines[head + 1].startswith(f"cassette {tapes / 'single.yaml'}")
+    assert not d.lines[head + 2].strip() or d.lines[head + 2].startswith("-")  # nothing more
+    assert "Traceback" not in d.out
+
+
+def test_the_v1_hint_probes_only_a_base_url_without_v1_whose_chat_path_was_not_found(
+    server: str, closed_port: int
+) -> None:
+    root = server.removesuffix("/v1")
+    hint = f"did you mean --base-url {root}/v1? {root}/v1/chat/completions answers (HTTP 200)"
+    p = Provider("p", root + "/", "reference")
+    assert P.v1_hints([p], {"p": "HTTP 404 Not Found"}) == [hint]
+    assert P.v1_hints([p], {"p": "HTTP 405 Method Not Allowed"}) == [hint]
+    for why in ("HTTP 500 x", "HTTP 401 x", "connection refused", ""):
+        assert P.v1_hints([p], {"p": why}) == []
+    assert P.v1_hints([p], {"other": "HTTP 404 x"}) == []  # another column's reason
+    # a base URL that has /v1 already, a /v1 path that is not found either, nothing there
+    assert P.v1_hints([Provider("p", server, "reference")], {"p": "HTTP 404 x"}) == []
+    assert P.v1_hints([Provider("p", root, "no-such-model")], {"p": "HTTP 404 x"}) == []
+    gone = Provider("p", f"http://127.0.0.1:{closed_port}", "reference")
+    assert P.v1_hints([gone], {"p": "HTTP 404 x"}) == []
+
+
+# ------------------------------------------------------------------ pytest --help, markers
+
+
+def test_pytest_help_describes_every_option_of_the_suite(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "2000")
+    d = pytest_run(capsys, "--help")
+    assert d.code == 0
+    text = " ".join(d.out.split())
+    start = text.index("streaming tool-call conformance:")
+    group = text[start:]
+    for entry in (
+        "--providers=PROVIDERS providers file",
+        "--provider=PROVIDER run only this provider",
+        "--scenario=SCENARIO run only this scenario",
+        "--report-dir=REPORT_DIR where results, the matrix and junit.xml go",
+        "--cassette-dir=CASSETTE_DIR cassette root directory",
+        "--fail-on={must,should,info} the lowest level of an unexpected quirk that fails a "
+        "cell (default should: SHOULD quirks break real clients; must tolerates them)",
+        "--public-recordings add the public recordings of other providers to the matrix (on "
+        "with --reference-profiles: the repository's matrix)",
+        "--cells one line per cell with its verdict",
+        "--repeat=REPEAT live trials per cell",
+        "--no-matrix do not render the matrix",
+        "--reference-profiles also run every reference profile (end-to-end negative controls)",
+        "--scripted-parsers also run vLLM's tool parsers driven by a scripted model (their "
+        "own section; conformance.lanes.vllm_columns)",
+        "--profile-server=PROFILE_SERVER base URL of `toolcall-conformance serve` for "
+        "--reference-profiles",
+        "--base-url=URL test this endpoint instead of a providers file (records live)",
+        "--model=NAME the model, with --base-url",
+        "--api-key-env=VAR environment variable holding the key, with --base-url",
+        "--expect-quirk=Q-ID=REASON declare a quirk expected (the cell is then an expected "
+        "failure)",
+    ):
+        assert entry in group, entry
+    markers = " ".join(pytest_run(capsys, "--markers").out.split())
+    assert "conformance_scenario(id): a provider × scenario cell" in markers
+    assert "xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)" in (
+        markers
+    )
+
+
+class _Groups:
+    """Records each collected cell's xdist group (which worker group runs it)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, str] = {}
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            m = item.get_closest_marker("xdist_group")
+            self.groups[item.name] = m.args[0] if m else ""
+
+
+def test_a_providers_cells_are_spread_over_its_concurrency_groups(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rec = _Groups()
+    code = pytest.main(
+        [
+            "-p", "no:cacheprovider", *SUITE, f"--providers={PROVIDERS}",
+            "--provider=openai", "--provider=llamacpp", "--scenario=single",
+            "--scenario=parallel", "--scenario=usage", "--scenario=strict", "--scenario=named",
+            "--collect-only", "--no-matrix",
+        ],
+        plugins=[rec],
+    )  # fmt: skip
+    capsys.readouterr()
+    assert code == 5  # collected, nothing tested
+    # openai's concurrency is 4: one cell in each of 4 groups, then round again
+    assert sorted(g for g in rec.groups.values() if g.startswith("openai")) == [
+        "openai#0",
+        "openai#0",
+        "openai#1",
+        "openai#2",
+        "openai#3",
+    ]
+    assert {g for n, g in rec.groups.items() if n.endswith("[llamacpp]")} == {"llamacpp#0"}
+
+
+def test_result_files_are_read_per_column_and_a_broken_one_is_passed_over(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "a__single.json").write_text('{"column": "a", "row": "single"}')
+    (results / "a__usage.json").write_text("{broken")
+    (results / "b__single.json").write_text('{"column": "b", "row": "single"}')
+    (results / "a__notes.txt").write_text("{}")
+    assert P.read_cells(tmp_path, {"a"}) == [{"column": "a", "row": "single"}]
+    assert [c["column"] for c in P.read_cells(tmp_path)] == ["a", "b"]
+    assert P.read_cells(tmp_path, set()) == []
+    assert P.read_cells(tmp_path / "none") == []
+
+
+def test_without_the_renderer_the_matrix_is_its_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.report
+
+    monkeypatch.delattr(conformance.report, "write_reports")
+    out = tmp_path / "out"
+    P.write_reports({"title": "é", "cells": []}, out)
+    assert sorted(p.name for p in out.iterdir()) == ["quirks-matrix.json"]
+    text = (out / "quirks-matrix.json").read_text("utf-8")
+    assert text == '{\n "title": "é",\n "cells": []\n}\n'
+
+
+def test_a_timestamp_is_utc_to_the_second() -> None:
+    import re
+    from datetime import UTC, datetime
+
+    stamp = P.now_iso()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
+    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs((datetime.now(UTC) - then).total_seconds()) < 5
+
+
+def test_files_outside_the_current_directory_are_named_in_full(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    elsewhere = tmp_path.parent / (tmp_path.name + "-reports")
+    d = door(capsys, *LLAMA, "--scenario=single", f"--report-dir={elsewhere}")
+    assert d.code == 0
+    assert d.block()[-2:] == [
+        f"report: {elsewhere / 'quirks-matrix.html'} (and .md, .json; cell results in "
+        f"{elsewhere / 'results'})",
+        f"junit: {elsewhere / 'junit.xml'}",
+    ]
