@@ -28,6 +28,8 @@ E2E_MODULES = frozenset(
         "test_outside_use.py",
         "test_ci_recipe.py",
         "test_loadgroup.py",
+        "test_client_matrix_e2e.py",  # the adapters in their own processes
+        "test_parallel.py",  # `analyze -j` and the field session: worker processes
     }
 )
 
@@ -58,6 +60,9 @@ E2E_TESTS = frozenset(
         ("test_config.py", "test_pytest_base_url_env_not_http"),
         ("test_config.py", "test_unset_key_skips_that_provider_and_the_others_run"),
         ("test_faults.py", "test_suite_end_to_end_faults_side_by_side"),
+        ("test_inputs_once.py", "test_an_unusable_report_dir_is_the_one_line_config_error"),
+        ("test_yaml_safety.py", "test_replay_refuses_a_python_tag_and_runs_nothing"),
+        ("test_yaml_safety.py", "test_replay_refuses_an_alias_bomb"),
         ("test_hostile_text.py", "test_a_lone_surrogate_is_written_escaped_by_run"),
         ("test_hostile_text.py", "test_an_index_that_is_true_is_judged_and_the_matrix_written"),
         ("test_hostile_text.py", "test_run_prints_an_http_error_message_escaped"),
