@@ -31,6 +31,10 @@ from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream,
 from conformance.readers import exchange_transcript, read_path
 from conformance.transcript import CHUNK, Event, Transcript
 
+# One worker runs the lockstep over the corpus once (cached) for every test here, instead
+# of each worker building it again (`--dist loadgroup`, as the self-test sessions run).
+pytestmark = pytest.mark.xdist_group("steady-path-corpus")
+
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = Path(os.environ.get("CONFORMANCE_CAPTURES") or ROOT.parent / "shared" / "captures")
 SSE = {"content-type": "text/event-stream"}
