@@ -192,6 +192,27 @@ def add_field_evidence(doc: dict[str, Any], evidence: dict[str, Any]) -> dict[st
     return doc
 
 
+def not_recorded(column: str, row: str, command: str) -> dict[str, Any]:
+    """The cell of a column with no cassette for a row: the command that records it."""
+    return {
+        "column": column,
+        "row": row,
+        "verdict": "not recorded",
+        "reason": f"no cassette; record with: {command}",
+        "quirks": [],
+        "expected": [],
+        "findings": [],
+        "evidence": [],
+        "impact": {},
+        "tool_calls": {},
+        "finish_reason": None,
+        "cassette": None,
+        "interaction": None,
+        "trials": {},
+        "retries": [],
+    }
+
+
 def build_matrix(
     cells: list[dict[str, Any]],
     providers: list[Provider],
@@ -219,23 +240,7 @@ def build_matrix(
                 if c is None and p.kind == "reference-profile":
                     continue  # a profile is judged on its one eliciting scenario only
                 if c is None:
-                    c = {
-                        "column": p.name,
-                        "row": s.id,
-                        "verdict": "not recorded",
-                        "reason": f"no cassette; record with: {p.record_command}",
-                        "quirks": [],
-                        "expected": [],
-                        "findings": [],
-                        "evidence": [],
-                        "impact": {},
-                        "tool_calls": {},
-                        "finish_reason": None,
-                        "cassette": None,
-                        "interaction": None,
-                        "trials": {},
-                        "retries": [],
-                    }
+                    c = not_recorded(p.name, s.id, p.record_command)
                 col_cells.append(c)
             cdir = cassette_root / str(getattr(p, "cassette_key", p.name))
             prov = load_provenance(cdir)

@@ -191,26 +191,6 @@ def _with_closed(cell: Cell, script: str | None) -> Cell:
     return out
 
 
-def _not_recorded(column: str, scenario: str, command: str) -> Cell:
-    return {
-        "column": column,
-        "row": scenario,
-        "verdict": "not recorded",
-        "reason": f"no cassette; record with: {command}",
-        "quirks": [],
-        "expected": [],
-        "findings": [],
-        "evidence": [],
-        "impact": {},
-        "tool_calls": {},
-        "finish_reason": None,
-        "cassette": None,
-        "interaction": None,
-        "trials": {},
-        "retries": [],
-    }
-
-
 def scripted_section(
     providers: Iterable[Any],
     by_key: Mapping[tuple[str, str], Cell],
@@ -218,7 +198,7 @@ def scripted_section(
     cassette_root: Path,
 ) -> dict[str, Any]:
     """``{KEY: {...}}`` for the matrix document (conformance.matrix.build_matrix)."""
-    from conformance.matrix import load_provenance
+    from conformance.matrix import load_provenance, not_recorded
 
     scen = [s.id for s in scenarios]
     by_parser: dict[str, list[Any]] = {}
@@ -232,7 +212,7 @@ def scripted_section(
             col_cells[c.name] = {
                 s: _with_closed(cell, (c.scripts.get(s) or {}).get("script"))
                 if (cell := by_key.get((c.name, s)))
-                else _not_recorded(c.name, s, c.record_command)
+                else not_recorded(c.name, s, c.record_command)
                 for s in scen
             }
         prov = load_provenance(cassette_root / base.cassette_key)
