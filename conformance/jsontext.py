@@ -13,6 +13,10 @@ import json
 from typing import Any
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # typeshed omits it; the C scanner json.loads ends up in (strict=True)
+# The scanner itself, (text, position) -> (value, end): StopIteration when no value
+# starts at the position, JSONDecodeError for a malformed one (conformance.sse reads one
+# value inside a payload with it).
+scan = _scan
 
 
 def loads(text: str) -> Any:
