@@ -157,18 +157,19 @@ class SSEParser:
             )
         return out
 
-    def _loads(self, data: str) -> Any:
-        """``loads(data)``, parsing only the delta of a chunk whose text around it is the
-        envelope's (``Envelope.chunk``), else in full. Two full parses in a row with the
-        same text around the delta make that text the envelope: a stream's chunks repeat
-        it (the id, the model, the choice's index and finish_reason), so most of them are
-        parsed from their delta on, where the floor parses each whole. A stream whose
-        envelope changes on every chunk stops being looked at after ENVELOPE_TRIES."""
+    def _loads(self, data: str) -> tuple[Any, Envelope | None]:
+        """``loads(data)``, and the envelope it was parsed with: only the delta of a chunk
+        whose text around it is the envelope's is parsed (``Envelope.chunk``); any other
+        text is parsed in full (None). Two full parses in a row with the same text around
+        the delta make that text the envelope: a stream's chunks repeat it (the id, the
+        model, the choice's index and finish_reason), so most of them are parsed from
+        their delta on, where the floor parses each whole. A stream whose envelope
+        changes on every chunk stops being looked at after ENVELOPE_TRIES."""
         env = self._envelope
         if env is not None:
             chunk = env.chunk(data)
             if chunk is not None:
-                return chunk
+                return chunk, env
         value = loads(data)  # raises for text that is not JSON, as the caller expects
         if self._tries:
             around = Envelope.around(data, value)
@@ -182,7 +183,7 @@ class SSEParser:
                     self._tries -= 1
                 else:
                     self._envelope, self._tries = new, ENVELOPE_TRIES
-        return value
+        return value, None
 
     def _fault(self, text: str, line: int | None = None) -> Event:
         ev = Event(self._n, FAULT, line if line is not None else self._line_no, text)
@@ -214,11 +215,11 @@ class SSEParser:
                     ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
                 else:
                     try:
-                        value = self._loads(data)
+                        value, env = self._loads(data)
                     except (ValueError, RecursionError):
                         ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
                     else:
-                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message")
+                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
                 self._n += 1
                 yield ev
                 continue
