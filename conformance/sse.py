@@ -15,7 +15,7 @@ import codecs
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from conformance.jsontext import loads, scan
+from conformance.jsontext import StreamLoads, loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
@@ -79,9 +79,7 @@ class SSEParser:
         self._event_line: int | None = None
         self._event_size = 0
         self._oversized = False
-        self._envelope: Envelope | None = None  # the repeated text around a chunk's delta
-        self._around: tuple[str, str] | None = None  # the last full parse's, to compare
-        self._tries = ENVELOPE_TRIES  # full parses left without a new envelope
+        self._payloads = StreamLoads()  # parses a chunk that repeats an envelope from its delta
 
     @property
     def at_start(self) -> bool:
@@ -157,34 +155,6 @@ class SSEParser:
             )
         return out
 
-    def _loads(self, data: str) -> tuple[Any, Envelope | None]:
-        """``loads(data)``, and the envelope it was parsed with: only the delta of a chunk
-        whose text around it is the envelope's is parsed (``Envelope.chunk``); any other
-        text is parsed in full (None). Two full parses in a row with the same text around
-        the delta make that text the envelope: a stream's chunks repeat it (the id, the
-        model, the choice's index and finish_reason), so most of them are parsed from
-        their delta on, where the floor parses each whole. A stream whose envelope
-        changes on every chunk stops being looked at after ENVELOPE_TRIES."""
-        env = self._envelope
-        if env is not None:
-            chunk = env.chunk(data)
-            if chunk is not None:
-                return chunk, env
-        value = loads(data)  # raises for text that is not JSON, as the caller expects
-        if self._tries:
-            around = Envelope.around(data, value)
-            if around is None or around != self._around:
-                self._around = around
-                self._tries -= 1
-            else:
-                self._around = None  # probed once
-                new = Envelope.of(*around)
-                if new is None:
-                    self._tries -= 1
-                else:
-                    self._envelope, self._tries = new, ENVELOPE_TRIES
-        return value, None
-
     def _fault(self, text: str, line: int | None = None) -> Event:
         ev = Event(self._n, FAULT, line if line is not None else self._line_no, text)
         self._n += 1
@@ -215,7 +185,7 @@ class SSEParser:
                     ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
                 else:
                     try:
-                        value, env = self._loads(data)
+                        value, env = self._payloads.loads(data)
                     except (ValueError, RecursionError):
                         ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
                     else:
@@ -261,102 +231,6 @@ class SSEParser:
                 ev = payload_event(self._n, sse.data, start, sse.event or None)
                 self._n += 1
                 yield ev
-
-
-_DELTA_KEY = '"delta":'
-# The probe put where the delta is: a value no other place of the text can hold, as the
-# text has no "\u0000" (the only way to write U+0000 in JSON: the raw character is refused).
-_PROBE, _PROBE_TEXT = "\x00", '"\\u0000"'
-_SCALARS = (str, int, float, bool, type(None))
-_SPACE = (" ", "\t", "\n", "\r")  # JSON's whitespace (never "": the loop ends at the end)
-MAX_ENVELOPE = 4096  # characters of text around a delta kept (a body of huge chunks: none)
-ENVELOPE_TRIES = 16  # full parses in a row that find no envelope before the parser stops looking
-
-
-class Envelope:
-    """The text of a chunk around its one choice's delta (``prefix``, up to ``"delta":``,
-    and ``suffix``), repeated by the chunks of a stream: a payload made of the prefix, one
-    JSON value and the suffix parses as the envelope's chunk with that value as delta.
-
-    Exact: the scanner reads the prefix the same way whatever follows it (it ends on a
-    colon, where a value starts), reads the value at that position as ``scan`` does here
-    (the same call on the same text), then reads the same suffix; the value lands where
-    the probe landed when the envelope was made (at ``choices[0]["delta"]``, not overwritten
-    by a later key: the probe's value is nowhere else in the text). Every other value of
-    the chunk and of its choice is a string, a number, a boolean or null, so sharing them
-    between chunks is sharing what a parse would give afresh, equal and immutable; the
-    chunk, its choices list and the choice are new for each payload, as ``loads`` makes
-    them, with their keys in the same order."""
-
-    __slots__ = ("prefix", "suffix", "at", "tail", "template", "choice")
-
-    def __init__(self, prefix: str, suffix: str, template: dict[str, Any]) -> None:
-        self.prefix, self.suffix = prefix, suffix
-        self.at, self.tail = len(prefix), len(suffix)
-        self.template = template
-        self.choice: dict[str, Any] = template["choices"][0]
-
-    @staticmethod
-    def around(data: str, value: Any) -> tuple[str, str] | None:
-        """The text before and after the delta of a parsed chunk of one choice, or None."""
-        if type(value) is not dict:
-            return None
-        choices = value.get("choices")
-        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
-            return None
-        at = data.find(_DELTA_KEY)
-        if at < 0:
-            return None
-        at += len(_DELTA_KEY)
-        while data[at : at + 1] in _SPACE:  # `"delta": {` (json.dumps's default spacing)
-            at += 1
-        try:
-            _, end = scan(data, at)
-        except (StopIteration, ValueError, RecursionError):
-            return None
-        if at + len(data) - end > MAX_ENVELOPE:
-            return None
-        return data[:at], data[end:]
-
-    @classmethod
-    def of(cls, prefix: str, suffix: str) -> Envelope | None:
-        """The envelope of that text, when the probe shows it is one (else None)."""
-        if "\\u0000" in prefix or "\\u0000" in suffix:
-            return None
-        try:
-            probe = loads(prefix + _PROBE_TEXT + suffix)
-        except (ValueError, RecursionError):
-            return None
-        choices = probe.get("choices") if type(probe) is dict else None
-        if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
-            return None
-        choice = choices[0]
-        if choice.get("delta") != _PROBE:
-            return None
-        for k, v in probe.items():
-            if k != "choices" and not isinstance(v, _SCALARS):
-                return None
-        for k, v in choice.items():
-            if k != "delta" and not isinstance(v, _SCALARS):
-                return None
-        return cls(prefix, suffix, probe)
-
-    def chunk(self, data: str) -> dict[str, Any] | None:
-        """The chunk the payload parses as, when it is the envelope around one JSON value;
-        else None (then it is parsed in full)."""
-        if not (data.startswith(self.prefix) and data.endswith(self.suffix)):
-            return None
-        try:
-            delta, end = scan(data, self.at)
-        except (StopIteration, ValueError, RecursionError):
-            return None  # no value there: the full parse says what the text is
-        if end != len(data) - self.tail:
-            return None
-        chunk = self.template.copy()
-        choice = self.choice.copy()
-        choice["delta"] = delta
-        chunk["choices"] = [choice]
-        return chunk
 
 
 def payload_event(n: int, data: str, line: int | None, sse_event: str | None = None) -> Event:

@@ -255,7 +255,7 @@ class Analyzer:
         appearance is read only with n > 1, where no chunk takes this path). Returns False,
         having done nothing, for any other chunk.
 
-        A chunk the SSE parser made from an ``envelope`` (``conformance.sse.Envelope``)
+        A chunk the SSE parser made from an ``envelope`` (``conformance.jsontext.Envelope``)
         that an earlier chunk's passed the checks of the envelope with, against this
         template, passes them too: the chunks of one envelope differ only in the delta,
         and these checks read everything but the delta (only that it is there)."""
