@@ -140,8 +140,10 @@ def test_any_middle_is_read_as_json_loads_reads_it(delta: str) -> None:
     st.lists(
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-            lambda inner: st.lists(inner, max_size=3)
-            | st.dictionaries(st.sampled_from(["content", "tool_calls", "delta", "a"]), inner),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.sampled_from(["content", "tool_calls", "delta", "a"]), inner)
+            ),
             max_leaves=6,
         ),
         min_size=1,
