@@ -531,7 +531,6 @@ class ToolCallAccumulator:
         self._payloads: StreamLoads | None = None
 
     # -- public -------------------------------------------------------------------
-    @works_around("Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK")
     def feed(self, chunk: Any, *, event: int | None = None) -> None:
         """Apply one chunk. Anything that is not a chunk object is ignored."""
         ev = self._events
@@ -653,12 +652,15 @@ class ToolCallAccumulator:
             if isinstance(fr, str) and fr:
                 self._finish = fr  # the last non-null, non-empty value
 
-    @works_around("Q-TOOLCALLS-NOT-ARRAY")
+    works_around(feed, "Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK")
+
     def _read_object_calls(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
         """``delta.tool_calls`` sent as one object: the call it carries, as if in an array
         (a stream that carries a call never reads as a call-free one)."""
         self._note("Q-TOOLCALLS-NOT-ARRAY", ev, "tool_calls sent as an object; read as [object]")
         self._apply_tool_delta(state, tc, ev)
+
+    works_around(_read_object_calls, "Q-TOOLCALLS-NOT-ARRAY")
 
     def compact(self) -> None:
         """Join what is kept so far (content, reasoning, each call's fragments) into one
@@ -708,12 +710,6 @@ class ToolCallAccumulator:
             self._noted[quirk] = seen + 1
             self._notes[(quirk, event)] = Workaround(quirk, event, message, recovered)
 
-    @works_around(
-        "Q-INDEX-ABSENT",
-        "Q-INDEX-ALL-ZERO",
-        "Q-INDEX-REUSED-ACROSS-CALLS",
-        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
-    )
     def _judge_attribution(self, state: _Choice) -> None:
         """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
 
@@ -766,6 +762,14 @@ class ToolCallAccumulator:
                 )
             for s in argless:
                 s.lost = True
+
+    works_around(
+        _judge_attribution,
+        "Q-INDEX-ABSENT",
+        "Q-INDEX-ALL-ZERO",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+    )
 
     def _all_slots(self) -> list[_Slot]:
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
@@ -837,9 +841,6 @@ class ToolCallAccumulator:
         self._calls_left -= 1
         return state.open(provider_index, ev)
 
-    @works_around(
-        "Q-INDEX-ABSENT", "Q-INDEX-ALL-ZERO", "Q-INDEX-REUSED-ACROSS-CALLS", "Q-INDEX-AND-ID-REUSED"
-    )
     def _select(
         self,
         state: _Choice,
@@ -889,6 +890,14 @@ class ToolCallAccumulator:
             cur.guessed = True  # no index, id or name: "the call in progress" is a guess
         return cur
 
+    works_around(
+        _select,
+        "Q-INDEX-ABSENT",
+        "Q-INDEX-ALL-ZERO",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+        "Q-INDEX-AND-ID-REUSED",
+    )
+
     def _done(self, slot: _Slot) -> bool:
         return slot.obj is not None or (slot.length > 0 and _complete_json(slot.text()))
 
@@ -911,7 +920,6 @@ class ToolCallAccumulator:
             return self._done(slot)
         return False
 
-    @works_around("Q-NAME-FRAGMENTED")
     def _apply_name(self, slot: _Slot, name: str, ev: int) -> None:
         if not slot.name:
             slot.name = name
@@ -921,12 +929,8 @@ class ToolCallAccumulator:
                 slot.name += name
                 self._note("Q-NAME-FRAGMENTED", ev, "function name arrived in pieces")
 
-    @works_around(
-        "Q-ARGS-JSON-OBJECT",
-        "Q-ARGS-CONTROL-MARKUP",
-        "Q-ARGS-CUMULATIVE",
-        "Q-ARGS-DUPLICATED-ON-FLUSH",
-    )
+    works_around(_apply_name, "Q-NAME-FRAGMENTED")
+
     def _apply_args(self, slot: _Slot, a: Any, ev: int) -> None:
         if a is None:
             return
@@ -981,7 +985,14 @@ class ToolCallAccumulator:
         if len(slot.parts) > JOIN_AFTER:
             join_tail(slot.parts)
 
-    @works_around("Q-NAME-NEVER-SENT")
+    works_around(
+        _apply_args,
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-CONTROL-MARKUP",
+        "Q-ARGS-CUMULATIVE",
+        "Q-ARGS-DUPLICATED-ON-FLUSH",
+    )
+
     def _unnamed(self, call: ToolCall, ev: int) -> None:
         """A call whose name never arrived: with exactly one declared tool the name can
         only be that tool's; with several (or none known) the call cannot be run."""
@@ -993,14 +1004,8 @@ class ToolCallAccumulator:
         else:
             self._note("Q-NAME-NEVER-SENT", ev, "no name sent", recovered=False)
 
-    @works_around(
-        "Q-ARGS-ABSENT-NO-PARAMS",
-        "Q-ARGS-DUPLICATED-ON-FLUSH",
-        "Q-ARGS-LOST-MULTITOKEN-DELTA",
-        "Q-ARGS-TRUNCATED",
-        "Q-ARGS-INVALID-JSON",
-        "Q-INDEX-REUSED-ACROSS-CALLS",
-    )
+    works_around(_unnamed, "Q-NAME-NEVER-SENT")
+
     def _call(self, slot: _Slot, *, final: bool) -> ToolCall:
         raw = slot.text()
         if slot.obj is not None and not raw:
@@ -1078,6 +1083,16 @@ class ToolCallAccumulator:
             )
         call.valid = False
         return call
+
+    works_around(
+        _call,
+        "Q-ARGS-ABSENT-NO-PARAMS",
+        "Q-ARGS-DUPLICATED-ON-FLUSH",
+        "Q-ARGS-LOST-MULTITOKEN-DELTA",
+        "Q-ARGS-TRUNCATED",
+        "Q-ARGS-INVALID-JSON",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+    )
 
 
 def completion_as_chunk(body: Mapping[str, Any]) -> dict[str, Any]:

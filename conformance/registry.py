@@ -7,11 +7,14 @@ it implies, the rule a robust-client note of it is reported under, what a reques
 elicit for it to show, whether the bytes can show it, and the server profile that serves
 it. Rules, the analyzer, the runner, the profiles and the generated docs read it here.
 
-Code that reports an id declares it with a decorator: ``@detector(hook, reports=(...))``
-on an analyzer detector, ``@works_around(...)`` on the client library's repairs. The
-decorators check each id (an unknown one gets a did-you-mean) and record the reporter;
-``reporters()`` is what docs/quirks.md and the completeness tests read (the way flake8
-checks its codes by introspection, instead of a regular expression over docstrings).
+Code that reports an id declares it right after the function, with a call:
+``detector(fn, hook, reports=(...))`` for an analyzer detector, ``works_around(fn, ...)``
+for the client library's repairs. Each declaration checks its ids (an unknown one gets a
+did-you-mean) and records the reporter; ``reporters()`` is what docs/quirks.md and the
+completeness tests read (the way flake8 checks its codes by introspection, instead of a
+regular expression over docstrings). A call rather than a decorator because mutmut, the
+mutation tester, leaves every decorated function unmutated, and the detectors are the
+code its tests most need to judge.
 
 Nothing here imports the rest of the package but ``enums``.
 """
@@ -192,22 +195,18 @@ def _register(hook: str, reports: Iterable[str], fn: Callable[..., Any]) -> None
     _REPORTERS.append(Reporter(fn.__qualname__, fn.__module__, hook, ids, fn))
 
 
-def detector(hook: str, *, reports: Iterable[str] = ()) -> Callable[[F], F]:
-    """Declare a detector: the hook that runs it and the quirk ids it can report (none for
-    a detector that reports rules only). The analyzer runs a hook's detectors in the order
-    they are declared; within a hook that order changes no verdict."""
-
-    def wrap(fn: F) -> F:
-        _register(hook, reports, fn)
-        return fn
-
-    return wrap
+def detector(fn: F, hook: str, *, reports: Iterable[str] = ()) -> F:
+    """Declare ``fn`` a detector: the hook that runs it and the quirk ids it can report
+    (none for a detector that reports rules only). The analyzer runs a hook's detectors in
+    the order they are declared; within a hook that order changes no verdict."""
+    _register(hook, reports, fn)
+    return fn
 
 
-def works_around(*reports: str) -> Callable[[F], F]:
-    """Declare a repair of the client library and the quirk ids whose workaround it is
-    (the robust client's notes, which the analyzer reports)."""
-    return detector("client", reports=reports)
+def works_around(fn: F, *reports: str) -> F:
+    """Declare ``fn`` a repair of the client library and the quirk ids whose workaround it
+    is (the robust client's notes, which the analyzer reports)."""
+    return detector(fn, "client", reports=reports)
 
 
 def detectors(hook: str) -> list[Callable[..., Any]]:

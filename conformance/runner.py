@@ -168,7 +168,6 @@ def _wrapped_names(call: Any) -> list[str]:
     ] or [call.name]
 
 
-@detector("cell", reports=("Q-STRICT-IGNORED",))
 def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any]]:
     """Q-STRICT-IGNORED: with `strict: true`, arguments must validate against the schema."""
     import jsonschema
@@ -190,6 +189,9 @@ def _schema_findings(scenario: Scenario, calls: list[Any]) -> list[dict[str, Any
                 )
             )
     return out
+
+
+detector(_schema_findings, "cell", reports=("Q-STRICT-IGNORED",))
 
 
 def _has_non_ascii(arguments: str) -> bool:

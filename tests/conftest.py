@@ -12,6 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis' two timing checks (an example's deadline, "input generation is slow") fail
+# on a loaded shared machine and say nothing about the code: off for every property test.
+settings.register_profile(
+    "shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("shared-machine")
 
 HERE = Path(__file__).resolve().parent
 

@@ -69,8 +69,8 @@ def run(
 
 
 def reportable_quirks() -> set[str]:
-    """The ids the analyzer's detectors and the robust client declare (``@detector``,
-    ``@works_around``), read from the registry rather than from the source text."""
+    """The ids the analyzer's detectors and the robust client declare (``detector(fn, ...)``,
+    ``works_around(fn, ...)``), read from the registry rather than from the source text."""
     return {
         q
         for q, rs in registry.load_reporters().items()

@@ -426,6 +426,13 @@ def test_the_html_renders_the_catalogues_markdown_and_escapes_everything_else() 
         "&gt; <code>**raw**</code>"
     )
     assert "<a" not in rich("[x](javascript:alert(1))")
+    # a URL keeps its balanced parentheses; a closing one it did not open ends it
+    wiki = "https://en.wikipedia.org/wiki/Mutation_(disambiguation)"
+    assert rich(f"(see {wiki})") == f'(see <a href="{wiki}" rel="noreferrer">{wiki}</a>)'
+    assert rich(f"[w]({wiki}).") == f'<a href="{wiki}" rel="noreferrer">w</a>.'
+    assert rich("(https://example.org/a).") == (
+        '(<a href="https://example.org/a" rel="noreferrer">https://example.org/a</a>).'
+    )
     assert rich("2*3 and a*b*c") == "2*3 and a*b*c"
     # Every catalogue entry renders without a raw ** left outside code.
     import re as _re

@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +206,9 @@ def test_invalid_utf8_is_a_finding_and_the_calls_survive(fs: FaultServer) -> Non
 
 
 def test_ten_megabyte_event_is_judged(fs: FaultServer) -> None:
-    t, r, took = run(fs.base_url("big-event", 10))
+    # The server builds the 10 MB event before its headers: on a loaded machine that takes
+    # longer than FAST's 0.5 s, and the limits are not what this test is about.
+    t, r, took = run(fs.base_url("big-event", 10), replace(FAST, first_byte_timeout=10))
     assert t.transport_error is None and r.verdict == "conforms", r.quirks
     assert len(t.raw or b"") > 10 * 1024 * 1024
     assert calls(r) == REFERENCE_CALLS

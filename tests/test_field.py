@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from conformance.report import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-CAPTURES = ROOT.parent / "shared" / "captures"
+CAPTURES = Path(os.environ.get("CONFORMANCE_CAPTURES") or ROOT.parent / "shared" / "captures")
 DASHSCOPE_SOURCE = (
     "https://github.com/vercel/ai/blob/3d37805ee587e48c51bc7b4f1e8a1f203100ce7a"
     "/packages/alibaba/src/__fixtures__/alibaba-tool-call.chunks.txt"

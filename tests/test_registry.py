@@ -80,13 +80,15 @@ def test_an_unknown_id_gets_a_did_you_mean() -> None:
         registry.UnknownQuirkError, match=r"<locals>.fn: unknown quirk id .Q-NOT-A-QUIRK."
     ):
 
-        @registry.detector("end", reports=("Q-NOT-A-QUIRK",))
         def fn(a: Any) -> None: ...
+
+        registry.detector(fn, "end", reports=("Q-NOT-A-QUIRK",))
 
     with pytest.raises(ValueError, match="hook 'nowhere' is not one of"):
 
-        @registry.detector("nowhere")
         def fn2(a: Any) -> None: ...
+
+        registry.detector(fn2, "nowhere")
 
 
 def test_an_unknown_id_is_one_line_naming_where_and_the_nearest_id() -> None:
@@ -153,14 +155,15 @@ def test_levels_and_implied_ids_come_from_the_catalogue() -> None:
 def test_a_reporter_is_recorded_with_its_hook_and_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "_REPORTERS", [])
 
-    @registry.detector("end", reports=("Q-ID-FORMAT",))
     def first(a: Any) -> None: ...
 
-    @registry.works_around("Q-ID-FORMAT", "Q-ID-ABSENT")
     def repair(a: Any) -> None: ...
 
-    @registry.detector("end")
     def second(a: Any) -> None: ...
+
+    assert registry.detector(first, "end", reports=("Q-ID-FORMAT",)) is first
+    assert registry.works_around(repair, "Q-ID-FORMAT", "Q-ID-ABSENT") is repair
+    registry.detector(second, "end")
 
     assert registry.detectors("end") == [first, second]
     assert {r.module for r in registry._REPORTERS} == {__name__}
@@ -174,8 +177,9 @@ def test_a_reporter_is_recorded_with_its_hook_and_ids(monkeypatch: pytest.Monkey
     }
     with pytest.raises(ValueError) as e:
 
-        @registry.detector("nowhere")
         def fn(a: Any) -> None: ...
+
+        registry.detector(fn, "nowhere")
 
     assert str(e.value).endswith(
         "fn: hook 'nowhere' is not one of comment, nonjson, chunk, choice, tool_delta, "

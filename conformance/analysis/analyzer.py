@@ -56,8 +56,8 @@ from conformance.transcript import (
     header,
 )
 
-# The detectors of each hook, in the order they are declared (``@detector(hook, ...)`` in
-# ``detectors/``; the registry's docstring lists the hooks). Within a hook the order
+# The detectors of each hook, in the order they are declared (``detector(fn, hook, ...)``
+# in ``detectors/``; the registry's docstring lists the hooks). Within a hook the order
 # changes no verdict: a detector owns its own state, and what several read about the body
 # (``body_cut``, the robust reading of a body that is not SSE) is computed once, before
 # the end detectors, by ``_body_facts``; end detectors only read.

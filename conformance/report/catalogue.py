@@ -24,8 +24,8 @@ LEVELS = {
 
 
 def detectors() -> dict[str, list[str]]:
-    """quirk id -> the functions that report it, as they declare it (``@detector``,
-    ``@works_around``; the robust client's repairs are marked as the client's)."""
+    """quirk id -> the functions that report it, as they declare it (``detector(fn, ...)``,
+    ``works_around(fn, ...)``; the robust client's repairs are marked as the client's)."""
     out: dict[str, set[str]] = {}
     for q, reporters in load_reporters().items():
         for r in reporters:

@@ -53,7 +53,11 @@ SECTIONS = (
 )
 _TOKEN = re.compile(r"\{\{(\w+)\}\}")
 _CODE = re.compile(r"`([^`]+)`")
-_URL = re.compile(r"https?://[^\s<>()\"';,]+[^\s<>()\"';,.]")
+# A URL may hold balanced parentheses (".../Foo_(bar)"); a ")" with no "(" in the URL ends
+# it, as in prose "(see https://…)".
+_URL = re.compile(
+    r"https?://(?:[^\s<>()\"';,]|\([^\s<>()\"']*\))*(?:[^\s<>()\"';,.]|\([^\s<>()\"']*\))"
+)
 
 
 def e(value: Any) -> str:
@@ -74,7 +78,7 @@ def _asset(name: str) -> str:
 # piece of markup is produced only by these patterns, never copied from the text.
 _INLINE = re.compile(
     r"`(?P<c>[^`]+)`"
-    r"|\[(?P<lt>[^\]]+)\]\((?P<lu>https?://[^\s()]+)\)"
+    r"|\[(?P<lt>[^\]]+)\]\((?P<lu>https?://(?:[^\s()]|\([^\s()]*\))+)\)"
     r"|(?P<url>" + _URL.pattern + r")"
     r"|\*\*(?P<b>[^*\s](?:[^*]*[^*\s])?)\*\*"
     r"|(?<![\w*])\*(?P<i>[^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"

@@ -45,7 +45,6 @@ def _lost(ca: list[tuple[str, str]], cb: list[tuple[str, str]]) -> bool:
     )
 
 
-@detector("cell", reports=(SHAPE_ID, LOST_ID))
 def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
     """One variant cell (several tokens per engine step, other requests in flight) against
     the baseline cell of the same scenario (one token per step, alone), the same script.
@@ -130,6 +129,9 @@ def compare(base: Cell | None, other: Cell | None) -> dict[str, Any]:
     }
 
 
+detector(compare, "cell", reports=(SHAPE_ID, LOST_ID))
+
+
 CLOSED_ID = "Q-ARGS-CLOSED-ON-TRUNCATION"
 
 
@@ -137,7 +139,6 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@detector("cell", reports=(CLOSED_ID,))
 def closed_on_truncation(cell: Cell | None, script: str | None) -> dict[str, Any] | None:
     """Q-ARGS-CLOSED-ON-TRUNCATION on a scripted cell, judged against its script: the turn
     was cut (``finish_reason: "length"``) and a call's streamed arguments (as sent,
@@ -169,6 +170,9 @@ def closed_on_truncation(cell: Cell | None, script: str | None) -> dict[str, Any
                 "rule": CLOSED_ID,
             }
     return None
+
+
+detector(closed_on_truncation, "cell", reports=(CLOSED_ID,))
 
 
 def _with_closed(cell: Cell, script: str | None) -> Cell:

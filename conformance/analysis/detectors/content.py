@@ -48,13 +48,6 @@ MARKUP_OVERLAP = 40  # characters of the previous content searched again: a mark
 # over two deltas ("<|python" then "_tag|>") is found in the second
 
 
-@detector(
-    "choice",
-    reports=(
-        "Q-REASONING-SAME-DELTA",
-        "Q-REASONING-LEAK-AT-FINISH",
-    ),
-)
 def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-REASONING-SAME-DELTA, Q-REASONING-LEAK-AT-FINISH; collects content for group H."""
     delta = _v if isinstance(_v := choice.get("delta"), dict) else {}
@@ -92,14 +85,16 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             )
 
 
-@detector(
-    "end",
+detector(
+    detect_content_and_reasoning,
+    "choice",
     reports=(
-        "Q-TOOLCALL-AS-TEXT",
-        "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
-        "Q-TOOLCALLS-MISSING-IN-STREAM",
+        "Q-REASONING-SAME-DELTA",
+        "Q-REASONING-LEAK-AT-FINISH",
     ),
 )
+
+
 def detect_calls_outside_tool_calls(a: Analyzer) -> None:
     """Q-TOOLCALL-AS-TEXT, Q-TOOLCALL-DUPLICATED-IN-CONTENT, Q-TOOLCALLS-MISSING-IN-STREAM."""
     calls = a.robust.turn().calls
@@ -155,7 +150,17 @@ def detect_calls_outside_tool_calls(a: Analyzer) -> None:
             a.find("R-TOOL-CHOICE", f"{said}, nor with stream false: tool_choice ignored")
 
 
-@detector("end", reports=("Q-REQUIRED-NOT-ENFORCED",))
+detector(
+    detect_calls_outside_tool_calls,
+    "end",
+    reports=(
+        "Q-TOOLCALL-AS-TEXT",
+        "Q-TOOLCALL-DUPLICATED-IN-CONTENT",
+        "Q-TOOLCALLS-MISSING-IN-STREAM",
+    ),
+)
+
+
 def detect_required_not_enforced(a: Analyzer) -> None:
     """Q-REQUIRED-NOT-ENFORCED: `tool_choice: "required"`, and the model wrote prose before
     its first call (SHOULD) or instead of any call (MUST, R-TOOL-CHOICE). llama.cpp's
@@ -187,10 +192,12 @@ def detect_required_not_enforced(a: Analyzer) -> None:
         )
 
 
+detector(detect_required_not_enforced, "end", reports=("Q-REQUIRED-NOT-ENFORCED",))
+
+
 _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
 
 
-@detector("part", reports=("Q-ARGS-SERVER-PARSER-CORRUPTION",))
 def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
     """Q-ARGS-SERVER-PARSER-CORRUPTION rather than the neutral Q-ARGS-INVALID-JSON (the robust
     client's note for unrepairable arguments): why an invalid call is the server parser's
@@ -220,3 +227,6 @@ def server_parser_evidence(a: Analyzer, turn: Turn) -> str:
         f"the model's own text of the {broken[0]!r} call is in content (event "
         f"{a.first_markup_event}) with valid arguments: the server's parser broke them"
     )
+
+
+detector(server_parser_evidence, "part", reports=("Q-ARGS-SERVER-PARSER-CORRUPTION",))

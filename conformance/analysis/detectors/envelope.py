@@ -46,13 +46,6 @@ _KNOWN_DELTA_KEYS = DELTA_KEYS | frozenset(REASONING_FIELDS)
 EXTRA_NAMES_SHOWN = 12
 
 
-@detector(
-    "chunk",
-    reports=(
-        "Q-SSE-ERROR-ENVELOPE",
-        "Q-SSE-ERROR-IN-CHUNK",
-    ),
-)
 def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-SSE-ERROR-ENVELOPE (bare {"error":…}), Q-SSE-ERROR-IN-CHUNK (chunk-shaped error)."""
     if chunk.get("error") is None:
@@ -69,13 +62,16 @@ def detect_error_in_stream(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     )
 
 
-@detector(
+detector(
+    detect_error_in_stream,
     "chunk",
     reports=(
-        "Q-USAGE-EMPTY-CHOICES",
-        "Q-AZURE-PROMPT-FILTER-CHUNK",
+        "Q-SSE-ERROR-ENVELOPE",
+        "Q-SSE-ERROR-IN-CHUNK",
     ),
 )
+
+
 def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-USAGE-EMPTY-CHOICES (reference), Q-AZURE-PROMPT-FILTER-CHUNK, Q-EMPTY-DELTA-CHUNKS."""
     choices = chunk.get("choices")
@@ -104,14 +100,16 @@ def detect_empty_choices(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         _empty_delta(a, n)
 
 
-@detector(
+detector(
+    detect_empty_choices,
     "chunk",
     reports=(
-        "Q-ENVELOPE-FIELDS-MISSING",
-        "Q-CHUNK-ID-UNSTABLE",
-        "Q-USAGE-PLACEMENT",
+        "Q-USAGE-EMPTY-CHOICES",
+        "Q-AZURE-PROMPT-FILTER-CHUNK",
     ),
 )
+
+
 def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """Q-ENVELOPE-FIELDS-MISSING, Q-CHUNK-ID-UNSTABLE, Q-USAGE-PLACEMENT, Q-EXTRA-FIELDS."""
     choices = chunk.get("choices")
@@ -169,15 +167,17 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
             )
 
 
-@detector(
-    "choice",
+detector(
+    detect_envelope,
+    "chunk",
     reports=(
-        "Q-AZURE-CHOICE-WITHOUT-DELTA",
         "Q-ENVELOPE-FIELDS-MISSING",
         "Q-CHUNK-ID-UNSTABLE",
-        "Q-TOOLCALLS-EMPTY-ARRAY",
+        "Q-USAGE-PLACEMENT",
     ),
 )
+
+
 def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-AZURE-CHOICE-WITHOUT-DELTA, Q-ENVELOPE-FIELDS-MISSING (choice index, finish key,
     role null or ""), Q-CHUNK-ID-UNSTABLE (a choice index outside the request's n), Q-EXTRA-FIELDS,
@@ -254,7 +254,18 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
             _empty_delta(a, n)
 
 
-@detector("choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
+detector(
+    detect_choice_shape,
+    "choice",
+    reports=(
+        "Q-AZURE-CHOICE-WITHOUT-DELTA",
+        "Q-ENVELOPE-FIELDS-MISSING",
+        "Q-CHUNK-ID-UNSTABLE",
+        "Q-TOOLCALLS-EMPTY-ARRAY",
+    ),
+)
+
+
 def detect_tool_calls_object(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-TOOLCALLS-NOT-ARRAY: `delta.tool_calls` is one object, not an array (the analyzer
     and the robust client read it as the one call it carries)."""
@@ -267,6 +278,9 @@ def detect_tool_calls_object(a: Analyzer, choice: dict[str, Any], ptr: str, n: i
             pointer=ptr + "/delta/tool_calls",
             excerpt=delta["tool_calls"],
         )
+
+
+detector(detect_tool_calls_object, "choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
 
 
 def _extra(a: Analyzer, name: str, n: int) -> None:
@@ -291,13 +305,6 @@ def _empty_delta(a: Analyzer, n: int) -> None:
         a.first_empty_delta = n
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-EXTRA-FIELDS",
-        "Q-EMPTY-DELTA-CHUNKS",
-    ),
-)
 def detect_collected(a: Analyzer) -> None:
     """Q-EXTRA-FIELDS, Q-EMPTY-DELTA-CHUNKS. (OpenAI's own `obfuscation` is a CHUNK_KEY:
     reference behaviour, never an extra field.)"""
@@ -313,3 +320,13 @@ def detect_collected(a: Analyzer) -> None:
             f"{a.empty_deltas} chunks carry nothing",
             event=a.first_empty_delta,
         )
+
+
+detector(
+    detect_collected,
+    "end",
+    reports=(
+        "Q-EXTRA-FIELDS",
+        "Q-EMPTY-DELTA-CHUNKS",
+    ),
+)

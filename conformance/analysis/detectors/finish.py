@@ -79,7 +79,6 @@ class Choices:
         return f"choice {st.key}: " if self.per_choice else ""
 
 
-@detector("chunk")
 def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     """R-CHUNK-OBJECT: two choices of one chunk carry the same `index`. A choice index names
     one of the request's `n` answers; a chunk that carries one twice leaves a client no way
@@ -104,17 +103,9 @@ def detect_choice_repeated(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
         seen.add(ci)
 
 
-@detector(
-    "choice",
-    reports=(
-        "Q-FINISH-EMPTY-STRING",
-        "Q-FINISH-CAMELCASE",
-        "Q-FINISH-NONSTANDARD-VALUE",
-        "Q-FINISH-REPEATED",
-        "Q-FINISH-ON-NONFINAL-CHUNK",
-        "Q-FINISH-SAME-CHUNK-AS-CALL",
-    ),
-)
+detector(detect_choice_repeated, "chunk")
+
+
 def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None:
     """Q-FINISH-EMPTY-STRING, Q-FINISH-CAMELCASE, Q-FINISH-NONSTANDARD-VALUE,
     Q-FINISH-REPEATED, Q-FINISH-ON-NONFINAL-CHUNK, Q-FINISH-SAME-CHUNK-AS-CALL; each
@@ -183,6 +174,20 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     a.finish_seen_at = n
 
 
+detector(
+    detect_finish,
+    "choice",
+    reports=(
+        "Q-FINISH-EMPTY-STRING",
+        "Q-FINISH-CAMELCASE",
+        "Q-FINISH-NONSTANDARD-VALUE",
+        "Q-FINISH-REPEATED",
+        "Q-FINISH-ON-NONFINAL-CHUNK",
+        "Q-FINISH-SAME-CHUNK-AS-CALL",
+    ),
+)
+
+
 def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None:
     """The robust turn's calls by choice index (None past MAX_CHOICES or past the calls
     the robust client assembles: not judged). The robust client lists the calls choice by
@@ -205,15 +210,6 @@ def calls_by_choice(a: Analyzer, turn: Turn) -> dict[int, list[ToolCall]] | None
     return dict(zip(keys, runs, strict=False))
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-FINISH-NEVER-SENT",
-        "Q-FINISH-STOP-WITH-TOOLCALLS",
-        "Q-FINISH-STOP-NAMED-TOOLCHOICE",
-        "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
-    ),
-)
 def detect_finish_at_end(a: Analyzer) -> None:
     """Q-FINISH-NEVER-SENT, Q-FINISH-STOP-WITH-TOOLCALLS, Q-FINISH-STOP-NAMED-TOOLCHOICE,
     Q-FINISH-TOOLCALLS-WITHOUT-DELTAS; R-LENGTH-CUT: each choice on its own (with n > 1
@@ -246,6 +242,18 @@ def detect_finish_at_end(a: Analyzer) -> None:
     for key, st in c.states.items():
         if st.last is not None:
             _judge_finish(a, c.label(st), st.last, bool(by_choice.get(key)))
+
+
+detector(
+    detect_finish_at_end,
+    "end",
+    reports=(
+        "Q-FINISH-NEVER-SENT",
+        "Q-FINISH-STOP-WITH-TOOLCALLS",
+        "Q-FINISH-STOP-NAMED-TOOLCHOICE",
+        "Q-FINISH-TOOLCALLS-WITHOUT-DELTAS",
+    ),
+)
 
 
 def _judge_finish(
@@ -294,7 +302,6 @@ def _judge_finish(
         )
 
 
-@detector("part", reports=("Q-ARGS-TRUNCATED",))
 def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
     """R-USAGE (usage asked, none came) and R-LENGTH-VISIBLE (a call cut under max_tokens
     must end with finish_reason "length", its own choice's): both judged only when the
@@ -327,7 +334,9 @@ def check_length_and_usage(a: Analyzer, turn: Turn) -> None:
                 )
 
 
-@detector("end", reports=("Q-ARGS-INVENTED-ON-TRUNCATION",))
+detector(check_length_and_usage, "part", reports=("Q-ARGS-TRUNCATED",))
+
+
 def detect_invented_on_truncation(a: Analyzer) -> None:
     """Q-ARGS-INVENTED-ON-TRUNCATION: `finish_reason: "length"` and a call whose arguments
     are exactly `{}` although its tool requires parameters, or is not declared at all: the
@@ -350,6 +359,9 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
     for key, st in a.choices.states.items():
         if st.last is not None and st.last[1] == "length":
             _invented(a, st, st.last[0], by_choice.get(key, []), declared)
+
+
+detector(detect_invented_on_truncation, "end", reports=("Q-ARGS-INVENTED-ON-TRUNCATION",))
 
 
 def _invented(

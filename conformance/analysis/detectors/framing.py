@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 
-@detector("comment", reports=("Q-SSE-COMMENT-KEEPALIVE",))
 def detect_comment_keepalive(a: Analyzer, ev: Event) -> None:
     """Q-SSE-COMMENT-KEEPALIVE: SSE comment lines between events."""
     a.find(
@@ -31,7 +30,9 @@ def detect_comment_keepalive(a: Analyzer, ev: Event) -> None:
     )
 
 
-@detector("nonjson", reports=("Q-SSE-KEEPALIVE-AS-DATA",))
+detector(detect_comment_keepalive, "comment", reports=("Q-SSE-COMMENT-KEEPALIVE",))
+
+
 def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
     """Q-SSE-KEEPALIVE-AS-DATA: a `data:` payload starting with ':'; else R-SSE-DATA-JSON."""
     if ev.data.lstrip().startswith(":"):
@@ -46,6 +47,9 @@ def detect_nonjson_payload(a: Analyzer, ev: Event) -> None:
         a.find(
             "R-SSE-DATA-JSON", "data payload is not JSON", event=ev.n, excerpt="data: " + ev.data
         )
+
+
+detector(detect_nonjson_payload, "nonjson", reports=("Q-SSE-KEEPALIVE-AS-DATA",))
 
 
 def body_cut(a: Analyzer) -> tuple[str, int | None, None] | None:
@@ -114,7 +118,6 @@ def _is_completion(body: Any) -> bool:
     )
 
 
-@detector("end", reports=("Q-SSE-DONE-MISSING",))
 def detect_done_missing(a: Analyzer) -> None:
     """Q-SSE-DONE-MISSING: a framed stream that ends without `data: [DONE]` (not after an
     error: even OpenAI sends none after Q-SSE-ERROR-ENVELOPE)."""
@@ -129,17 +132,9 @@ def detect_done_missing(a: Analyzer) -> None:
         )
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-STREAM-TOOLS-UNSUPPORTED",
-        "Q-STREAM-OPTIONS-REJECTED",
-        "Q-STREAM-DOWNGRADED",
-        "Q-SSE-ERROR-ENVELOPE",
-        "Q-KEEPALIVE-DROPPED",
-        "Q-STREAM-STALLS",
-    ),
-)
+detector(detect_done_missing, "end", reports=("Q-SSE-DONE-MISSING",))
+
+
 def detect_http_level(a: Analyzer) -> None:
     """Q-STREAM-TOOLS-UNSUPPORTED, Q-STREAM-OPTIONS-REJECTED, Q-STREAM-DOWNGRADED; R-HTTP-OK;
     Q-KEEPALIVE-DROPPED (the transport sent the request again on a new connection)."""
@@ -191,3 +186,17 @@ def detect_http_level(a: Analyzer) -> None:
         )
     else:
         a.find("R-SSE-CONTENT-TYPE", f"stream requested; got {ctype}", excerpt=body)
+
+
+detector(
+    detect_http_level,
+    "end",
+    reports=(
+        "Q-STREAM-TOOLS-UNSUPPORTED",
+        "Q-STREAM-OPTIONS-REJECTED",
+        "Q-STREAM-DOWNGRADED",
+        "Q-SSE-ERROR-ENVELOPE",
+        "Q-KEEPALIVE-DROPPED",
+        "Q-STREAM-STALLS",
+    ),
+)

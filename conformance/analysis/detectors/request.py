@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 
-@detector("end", reports=("Q-PARALLEL-TOOL-CALLS-IGNORED",))
 def detect_request_semantics(a: Analyzer) -> None:
     """Q-PARALLEL-TOOL-CALLS-IGNORED; R-TOOL-CHOICE (none / named); R-TOOL-DECLARED."""
     if a.req is None:
@@ -51,3 +50,6 @@ def detect_request_semantics(a: Analyzer) -> None:
             a.find(
                 "R-TOOL-CHOICE", f"named tool_choice {quoted(want)} but called {quoted(wrong[0])}"
             )
+
+
+detector(detect_request_semantics, "end", reports=("Q-PARALLEL-TOOL-CALLS-IGNORED",))

@@ -16,18 +16,6 @@ if TYPE_CHECKING:
     from conformance.analysis.analyzer import Analyzer
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-RT-MISTRAL-TOOL-CALL-ID",
-        "Q-RT-GEMINI-THOUGHT-SIGNATURE",
-        "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
-        "Q-REASONING-MUST-BE-ECHOED",
-        "Q-RT-CONTENT-NULL-REJECTED",
-        "Q-RT-CONTENT-EMPTY-REJECTED",
-        "Q-RT-TOOL-MESSAGE-NAME",
-    ),
-)
 def detect_roundtrip(a: Analyzer) -> None:
     """R-ROUNDTRIP-IDS, R-ROUNDTRIP-ACCEPTED; Q-RT-MISTRAL-TOOL-CALL-ID,
     Q-RT-GEMINI-THOUGHT-SIGNATURE, Q-RT-FUNCTION-NAME-KEY-REQUIRED, Q-REASONING-MUST-BE-ECHOED,
@@ -67,6 +55,21 @@ def detect_roundtrip(a: Analyzer) -> None:
         elif "name" in low and ("tool" in low or "function_response" in low):
             quirk = "Q-RT-TOOL-MESSAGE-NAME"
         a.find("R-ROUNDTRIP-ACCEPTED", f"round trip rejected: HTTP {a.t.status}", quirk=quirk)
+
+
+detector(
+    detect_roundtrip,
+    "end",
+    reports=(
+        "Q-RT-MISTRAL-TOOL-CALL-ID",
+        "Q-RT-GEMINI-THOUGHT-SIGNATURE",
+        "Q-RT-FUNCTION-NAME-KEY-REQUIRED",
+        "Q-REASONING-MUST-BE-ECHOED",
+        "Q-RT-CONTENT-NULL-REJECTED",
+        "Q-RT-CONTENT-EMPTY-REJECTED",
+        "Q-RT-TOOL-MESSAGE-NAME",
+    ),
+)
 
 
 def _pydantic_content_none(raw: bytes | None) -> bool:

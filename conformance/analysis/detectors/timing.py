@@ -94,7 +94,6 @@ def track_call(a: Analyzer, st: Any, fragment: bool) -> None:
         st.t_last = tm.now
 
 
-@detector("end", reports=IDS)
 def detect_timing(a: Analyzer) -> None:
     """Q-ARGS-NOT-PROGRESSIVE: two or more argument fragments of a call, all in the burst
     its first delta opened; Q-TOOLCALL-HELD-UNTIL-FINISH: the call and the finish in one
@@ -122,6 +121,9 @@ def detect_timing(a: Analyzer) -> None:
                 event=st.first_event,
                 pointer=st.ptr,
             )
+
+
+detector(detect_timing, "end", reports=IDS)
 
 
 def status(a: Analyzer) -> dict[str, str]:

@@ -66,7 +66,6 @@ class _IndexState:
         self.t_frags = 0
 
 
-@detector("tool_delta")
 def detect_tool_delta(
     a: Analyzer, tc: dict[str, Any], key: int, ptr: str, n: int, siblings: int
 ) -> None:
@@ -92,7 +91,9 @@ def detect_tool_delta(
     check_continuation_arguments(a, st, tc, args, ptr, n)
 
 
-@detector("fragment")
+detector(detect_tool_delta, "tool_delta")
+
+
 def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
     """The steady path's share of detect_tool_delta for a bare argument fragment on an open
     index (no id, type or name): arguments before any name are remembered for
@@ -101,7 +102,9 @@ def track_fragment(a: Analyzer, st: _IndexState, args: str, n: int) -> None:
         st.args_before_name = True
 
 
-@detector("part", reports=("Q-OPENAI-MULTI-TOOL-USE-WRAPPER",))
+detector(track_fragment, "fragment")
+
+
 def check_name_value(a: Analyzer, name: Any, ptr: str, n: int) -> None:
     """Q-OPENAI-MULTI-TOOL-USE-WRAPPER: a call to the synthetic multi_tool_use.parallel."""
     if _nonempty(name) and name == "multi_tool_use.parallel":
@@ -113,7 +116,9 @@ def check_name_value(a: Analyzer, name: Any, ptr: str, n: int) -> None:
         )
 
 
-@detector("part", reports=("Q-ID-FORMAT",))
+detector(check_name_value, "part", reports=("Q-OPENAI-MULTI-TOOL-USE-WRAPPER",))
+
+
 def check_id_format(a: Analyzer, tid: Any, ptr: str, n: int) -> None:
     """Q-ID-FORMAT: an id that is not OpenAI's call_ + 24 base-62 characters."""
     if _nonempty(tid) and not OPENAI_ID.fullmatch(tid):
@@ -127,7 +132,9 @@ def check_id_format(a: Analyzer, tid: Any, ptr: str, n: int) -> None:
         )
 
 
-@detector("part", reports=("Q-ARGS-WHOLE-IN-ONE-DELTA",))
+detector(check_id_format, "part", reports=("Q-ID-FORMAT",))
+
+
 def check_calls_per_delta(a: Analyzer, ptr: str, n: int, siblings: int) -> None:
     """Q-ARGS-WHOLE-IN-ONE-DELTA: several tool calls in one delta."""
     if siblings >= 2 and ptr.endswith("/tool_calls/0"):  # once per delta, not per call
@@ -139,14 +146,9 @@ def check_calls_per_delta(a: Analyzer, ptr: str, n: int, siblings: int) -> None:
         )
 
 
-@detector(
-    "part",
-    reports=(
-        "Q-INDEX-ABSENT",
-        "Q-TYPE-MISSING",
-        "Q-ID-ABSENT",
-    ),
-)
+detector(check_calls_per_delta, "part", reports=("Q-ARGS-WHOLE-IN-ONE-DELTA",))
+
+
 def check_index_absent(
     a: Analyzer, tc: dict[str, Any], tid: Any, name: Any, ptr: str, n: int
 ) -> None:
@@ -184,17 +186,17 @@ def check_index_absent(
         del a.indexless[5_000:]
 
 
-@detector(
+detector(
+    check_index_absent,
     "part",
     reports=(
-        "Q-EMPTY-STRING-OVERWRITE",
-        "Q-ID-REPEATED",
-        "Q-ID-CHANGES-MID-CALL",
-        "Q-INDEX-ALL-ZERO",
-        "Q-INDEX-REUSED-ACROSS-CALLS",
-        "Q-INDEX-AND-ID-REUSED",
+        "Q-INDEX-ABSENT",
+        "Q-TYPE-MISSING",
+        "Q-ID-ABSENT",
     ),
 )
+
+
 def check_continuation_id(
     a: Analyzer,
     st: _IndexState,
@@ -272,6 +274,20 @@ def check_continuation_id(
     return False
 
 
+detector(
+    check_continuation_id,
+    "part",
+    reports=(
+        "Q-EMPTY-STRING-OVERWRITE",
+        "Q-ID-REPEATED",
+        "Q-ID-CHANGES-MID-CALL",
+        "Q-INDEX-ALL-ZERO",
+        "Q-INDEX-REUSED-ACROSS-CALLS",
+        "Q-INDEX-AND-ID-REUSED",
+    ),
+)
+
+
 def _second_declared_name(a: Analyzer, st: _IndexState, name: Any) -> bool:
     """The delta names a declared tool other than the call's own (itself a complete
     declared name): a second call, not the call's name sent in pieces. Needs the request's
@@ -282,7 +298,6 @@ def _second_declared_name(a: Analyzer, st: _IndexState, name: Any) -> bool:
     return name in declared and st.name in declared
 
 
-@detector("part", reports=("Q-TYPE-MISSING",))
 def check_continuation_type(a: Analyzer, tc: dict[str, Any], ptr: str, n: int) -> None:
     """R-CONT-TYPE-ABSENT: type repeated on a continuation; `type: ""` is Q-TYPE-MISSING."""
     if "type" not in tc or tc["type"] is None:
@@ -304,14 +319,9 @@ def check_continuation_type(a: Analyzer, tc: dict[str, Any], ptr: str, n: int) -
         )
 
 
-@detector(
-    "part",
-    reports=(
-        "Q-EMPTY-STRING-OVERWRITE",
-        "Q-NAME-REPEATED",
-        "Q-NAME-FRAGMENTED",
-    ),
-)
+detector(check_continuation_type, "part", reports=("Q-TYPE-MISSING",))
+
+
 def check_continuation_name(
     a: Analyzer,
     st: _IndexState,
@@ -358,13 +368,17 @@ def check_continuation_name(
         )
 
 
-@detector(
+detector(
+    check_continuation_name,
     "part",
     reports=(
-        "Q-ARGS-JSON-OBJECT",
-        "Q-ARGS-NULL",
+        "Q-EMPTY-STRING-OVERWRITE",
+        "Q-NAME-REPEATED",
+        "Q-NAME-FRAGMENTED",
     ),
 )
+
+
 def check_continuation_arguments(
     a: Analyzer, st: _IndexState, tc: dict[str, Any], args: Any, ptr: str, n: int
 ) -> None:
@@ -376,6 +390,16 @@ def check_continuation_arguments(
         args is not None or (isinstance(fn, dict) and "arguments" in fn)
     ):
         _args_not_a_string(a, tc, args, ptr, n)
+
+
+detector(
+    check_continuation_arguments,
+    "part",
+    reports=(
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-NULL",
+    ),
+)
 
 
 def _args_not_a_string(a: Analyzer, tc: dict[str, Any], args: Any, ptr: str, n: int) -> None:
@@ -393,16 +417,6 @@ def _args_not_a_string(a: Analyzer, tc: dict[str, Any], args: Any, ptr: str, n: 
     )
 
 
-@detector(
-    "part",
-    reports=(
-        "Q-TYPE-MISSING",
-        "Q-ARGS-WHOLE-IN-ONE-DELTA",
-        "Q-ARGS-ON-OPENING-DELTA",
-        "Q-ARGS-JSON-OBJECT",
-        "Q-ARGS-NULL",
-    ),
-)
 def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n: int) -> None:
     """The opening delta of a call: R-FIRST-TYPE (Q-TYPE-MISSING), R-FIRST-ARGS,
     Q-ARGS-WHOLE-IN-ONE-DELTA, Q-ARGS-ON-OPENING-DELTA, Q-ARGS-JSON-OBJECT; a missing id
@@ -483,6 +497,19 @@ def _open_index(a: Analyzer, tc: dict[str, Any], key: int, idx: int, ptr: str, n
             )
 
 
+detector(
+    _open_index,
+    "part",
+    reports=(
+        "Q-TYPE-MISSING",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+        "Q-ARGS-ON-OPENING-DELTA",
+        "Q-ARGS-JSON-OBJECT",
+        "Q-ARGS-NULL",
+    ),
+)
+
+
 def _opener_finding(
     a: Analyzer, st: _IndexState, n: int, rule: str, message: str, **kw: Any
 ) -> None:
@@ -494,16 +521,6 @@ def _opener_finding(
         st.deferred.append((rule, message, kw))
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-NAME-EMPTY-OPENING-DELTA",
-        "Q-NAME-AFTER-ARGUMENTS",
-        "Q-ID-ABSENT",
-        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
-        "Q-NAME-NEVER-SENT",
-    ),
-)
 def detect_names_at_end(a: Analyzer) -> None:
     """Q-NAME-EMPTY-OPENING-DELTA, Q-NAME-AFTER-ARGUMENTS, Q-ID-ABSENT,
     Q-INDEX-INCONSISTENT-WITHIN-CALL, Q-NAME-NEVER-SENT; R-FIRST-NAME, R-FIRST-ID."""
@@ -559,6 +576,19 @@ def detect_names_at_end(a: Analyzer) -> None:
             )
 
 
+detector(
+    detect_names_at_end,
+    "end",
+    reports=(
+        "Q-NAME-EMPTY-OPENING-DELTA",
+        "Q-NAME-AFTER-ARGUMENTS",
+        "Q-ID-ABSENT",
+        "Q-INDEX-INCONSISTENT-WITHIN-CALL",
+        "Q-NAME-NEVER-SENT",
+    ),
+)
+
+
 def calls_over_bound(a: Analyzer) -> tuple[str, int, str | None] | None:
     """A body fact (the analyzer's pre-pass, ``a.body_cut`` when the body is not cut):
     more calls than the analysis assembles (``analyzer.CALLS_KEPT``). The stream is not
@@ -581,7 +611,6 @@ def calls_over_bound(a: Analyzer) -> tuple[str, int, str | None] | None:
     return reason, ev, pointer
 
 
-@detector("end", reports=("Q-INDEX-NONZERO-START",))
 def detect_nonzero_start(a: Analyzer) -> None:
     """Q-INDEX-NONZERO-START: the first call's index is not 0 and no call ever uses 0.
 
@@ -597,14 +626,9 @@ def detect_nonzero_start(a: Analyzer) -> None:
             )
 
 
-@detector(
-    "end",
-    reports=(
-        "Q-INDEX-ABSENT-WHOLE-CALL",
-        "Q-INDEX-ABSENT-PARALLEL-SPLIT",
-        "Q-ARGS-WHOLE-IN-ONE-DELTA",
-    ),
-)
+detector(detect_nonzero_start, "end", reports=("Q-INDEX-NONZERO-START",))
+
+
 def detect_indexless_shape(a: Analyzer) -> None:
     """Q-INDEX-ABSENT-WHOLE-CALL, Q-INDEX-ABSENT-PARALLEL-SPLIT (finer ids of Q-INDEX-ABSENT)."""
     if not a.indexless:
@@ -638,3 +662,14 @@ def detect_indexless_shape(a: Analyzer) -> None:
         a.find(
             "Q-ARGS-WHOLE-IN-ONE-DELTA", "id, name and complete arguments in one delta", event=ev
         )
+
+
+detector(
+    detect_indexless_shape,
+    "end",
+    reports=(
+        "Q-INDEX-ABSENT-WHOLE-CALL",
+        "Q-INDEX-ABSENT-PARALLEL-SPLIT",
+        "Q-ARGS-WHOLE-IN-ONE-DELTA",
+    ),
+)
