@@ -245,6 +245,29 @@ def test_a_matrix_of_captures_alone_has_no_profile_or_provider_section() -> None
     assert "| crow-cli (npm) *seed* | crow 0.1 | – | – | – | – | – |" in text
 
 
+def test_a_scripted_parser_column_is_counted_and_shown_apart_from_the_providers() -> None:
+    scripted = [
+        {
+            "id": "vllm-hermes:single",
+            "kind": "scripted",
+            "column": "vllm-hermes",
+            "scenario": "single",
+            "source": "cassettes/vllm-hermes/single.yaml#0",
+        }
+    ]
+    m = matrix(PROVIDERS[:1], scripted)
+    m["cells"][-1].update(outcome="wrong", detail="name overwritten", problems=["name overwritten"])
+    text = R.render_markdown(m)
+    assert "| crow-cli | 1 provider | 1 |" in text
+    assert "| crow-cli | 1 scripted | · | · | 1 |" in text
+    providers, rest = text.split("## vLLM's tool parsers × clients (scripted model output")
+    assert "vllm-hermes" not in providers.split("## Providers × clients")[1]
+    assert "scripted by this project" in rest and "| vllm-hermes | 1/1 | 1/1 | 0/1 |" in rest
+    assert "| parser column | conformance | openai-python | crow-cli |" in rest
+    assert "not what any provider's model sends" in rest
+    R.validate(m)  # the schema knows the kind
+
+
 def test_no_findings_section_when_every_cell_is_ok_n_a_or_error() -> None:
     m = matrix(PROFILES[1:2])
     m["cells"][1].update(outcome="n/a")

@@ -343,3 +343,18 @@ def test_captures_without_sources_md_are_named_by_their_file(tmp_path: Path) -> 
 def test_a_stream_says_only_what_it_has() -> None:
     s = Stream("x:y", "provider", {}, "r/x_y/v1", "m", column="x", quirks=["Q-A"])
     assert s.to_json() == {"id": "x:y", "kind": "provider", "column": "x", "quirks": ["Q-A"]}
+
+
+def test_a_scripted_parser_column_is_its_own_kind(tmp_path: Path) -> None:
+    # vLLM's parser lane: a real server on a model output we scripted. Its streams must never
+    # be counted or shown as a provider's; a column that only starts with "vllm" still is one.
+    ok = interaction(FULL_BODY)
+    cassette(tmp_path / "vllm-hermes" / "single.yaml", ok)
+    cassette(tmp_path / "vllm" / "single.yaml", ok)
+    cassette(tmp_path / "vllm-hermesx" / "single.yaml", ok)
+    kinds = {s.id: s.kind for s in provider_streams(tmp_path)}
+    assert kinds == {
+        "vllm-hermes:single": "scripted",
+        "vllm:single": "provider",
+        "vllm-hermesx:single": "provider",
+    }

@@ -177,7 +177,7 @@ def readme_table(matrix: dict[str, Any], link: str = "reports/client-matrix.html
 def _summary(matrix: dict[str, Any]) -> list[str]:
     kinds = [
         k
-        for k in ("profile", "provider", "capture")
+        for k in ("profile", "provider", "scripted", "capture")
         if any(s["kind"] == k for s in matrix["streams"])
     ]
     kind_of = {s["id"]: s["kind"] for s in matrix["streams"]}
@@ -212,10 +212,12 @@ def _grid(
     return lines
 
 
-def _by_column(matrix: dict[str, Any], streams: list[dict[str, Any]]) -> list[str]:
+def _by_column(
+    matrix: dict[str, Any], streams: list[dict[str, Any]], head: str = "provider"
+) -> list[str]:
     cells = _index(matrix)
     ids = [c["id"] for c in matrix["clients"]]
-    lines = ["| provider | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
+    lines = [f"| {head} | " + " | ".join(ids) + " |", "|---|" + "---|" * len(ids)]
     for column in dict.fromkeys(s["column"] for s in streams):
         mine = [s["id"] for s in streams if s["column"] == column]
         row = []
@@ -299,6 +301,20 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
             *_by_column(matrix, providers),
             "",
             *_grid(matrix, providers, _provider_label, link),
+            "",
+        ]
+    scripted = [s for s in streams if s["kind"] == "scripted"]
+    if scripted:
+        out += [
+            "## vLLM's tool parsers × clients (scripted model output, replayed over HTTP)",
+            "",
+            "Recorded from a real vLLM server whose model output was scripted by this "
+            "project, one column per tool parser: what each parser makes of a known "
+            "output, not what any provider's model sends. Replayed byte for byte.",
+            "",
+            *_by_column(matrix, scripted, "parser column"),
+            "",
+            *_grid(matrix, scripted, _provider_label, link),
             "",
         ]
     captures = [s for s in streams if s["kind"] == "capture"]

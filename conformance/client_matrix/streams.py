@@ -41,7 +41,7 @@ KEPT = ("tools", "tool_choice", "parallel_tool_calls", "max_tokens")
 @dataclass
 class Stream:
     id: str
-    kind: str  # profile | provider | capture
+    kind: str  # profile | provider | scripted | capture
     request: dict[str, Any]  # messages (last user turn), tools and the scenario's options
     path: str  # under the harness: "p/<profile>/v1" or "r/<key>/v1"
     model: str
@@ -94,6 +94,12 @@ def profile_streams() -> list[Stream]:
 
 
 def provider_streams(cassettes: Path) -> list[Stream]:
+    """The first interaction of every cassette: kind ``provider``, or ``scripted`` for the
+    columns of vLLM's tool parsers on a scripted model output (a real server, but its
+    model's output was written by us, so it is never shown as a provider's)."""
+    from conformance.lanes.vllm_columns import scripted_providers
+
+    scripted = {p.cassette_key for p in scripted_providers("http://unused/v1")}
     out = []
     for column in sorted(d for d in cassettes.iterdir() if d.is_dir()):
         if column.name.startswith("_"):
@@ -116,7 +122,7 @@ def provider_streams(cassettes: Path) -> list[Stream]:
             out.append(
                 Stream(
                     sid,
-                    "provider",
+                    "scripted" if column.name in scripted else "provider",
                     _slim(body),
                     f"r/{_key(sid)}/v1",
                     str(body.get("model") or column.name),
