@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.jsontext import loads
+from conformance.jsontext import StreamLoads, loads
 from conformance.registry import works_around
 
 __all__ = [
@@ -526,6 +526,9 @@ class ToolCallAccumulator:
         self._notes: dict[tuple[str, int], Workaround] = {}
         self._noted: dict[str, int] = {}
         self._events = 0
+        # Payload text parsed from its delta on when it repeats the stream's envelope
+        # (jsontext.StreamLoads: the same value as loads); made for the first text fed.
+        self._payloads: StreamLoads | None = None
 
     # -- public -------------------------------------------------------------------
     def feed(self, chunk: Any, *, event: int | None = None) -> None:
@@ -536,7 +539,12 @@ class ToolCallAccumulator:
             ev = event
         if type(chunk) is not dict:
             try:
-                chunk = loads(chunk) if type(chunk) is str else to_raw_chunk(chunk)
+                if type(chunk) is str:
+                    if self._payloads is None:
+                        self._payloads = StreamLoads()
+                    chunk = self._payloads.loads(chunk)[0]
+                else:
+                    chunk = to_raw_chunk(chunk)
             except (ValueError, RecursionError):  # text that is not JSON: not a chunk
                 return
             if not isinstance(chunk, dict):

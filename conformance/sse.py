@@ -15,7 +15,7 @@ import codecs
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from conformance.jsontext import loads
+from conformance.jsontext import StreamLoads, loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
@@ -79,6 +79,7 @@ class SSEParser:
         self._event_line: int | None = None
         self._event_size = 0
         self._oversized = False
+        self._payloads = StreamLoads()  # parses a chunk that repeats an envelope from its delta
 
     @property
     def at_start(self) -> bool:
@@ -184,11 +185,11 @@ class SSEParser:
                     ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
                 else:
                     try:
-                        value = loads(data)
+                        value, env = self._payloads.loads(data)
                     except (ValueError, RecursionError):
                         ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
                     else:
-                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message")
+                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
                 self._n += 1
                 yield ev
                 continue

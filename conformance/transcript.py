@@ -27,6 +27,10 @@ class Event:
     data: str = ""  # the raw payload text (or the comment/fault text)
     chunk: Any = None  # parsed JSON value for CHUNK
     sse_event: str | None = None  # the SSE `event:` field, when there was one
+    # The conformance.jsontext.Envelope a chunk was parsed with (the text around its delta, the
+    # same object for every chunk of it; None for a chunk parsed in full): its chunks
+    # differ only in their delta, which the analyzer's steady path reads (not compared).
+    envelope: Any = field(default=None, compare=False, repr=False)
 
 
 class InputError(Exception):

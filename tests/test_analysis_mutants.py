@@ -61,7 +61,7 @@ STOP = chunk({}, "stop")
 class _Full(Analyzer):
     """Every chunk judged in full."""
 
-    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int, envelope: Any = None) -> bool:
         return False
 
 
@@ -70,8 +70,8 @@ class _Shipped(Analyzer):
 
     steady = 0
 
-    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
-        took = super()._feed_steady(t, chunk, n)
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int, envelope: Any = None) -> bool:
+        took = super()._feed_steady(t, chunk, n, envelope)
         self.steady += took
         return took
 

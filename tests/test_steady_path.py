@@ -83,8 +83,8 @@ class _Shipped(AZ.Analyzer):
         self.took = None
         super().feed(ev)
 
-    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
-        steady = super()._feed_steady(t, chunk, n)
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int, envelope: Any = None) -> bool:
+        steady = super()._feed_steady(t, chunk, n, envelope)
         if steady:
             delta = chunk["choices"][0]["delta"]
             self.took = "text" if "content" in delta else "delta"
@@ -107,7 +107,7 @@ class _Full(AZ.Analyzer):
         self.found = Counter()
         super().feed(ev)
 
-    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int) -> bool:
+    def _feed_steady(self, t: Any, chunk: dict[str, Any], n: int, envelope: Any = None) -> bool:
         return False
 
 

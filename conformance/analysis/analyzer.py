@@ -208,7 +208,11 @@ class Analyzer:
         kind = ev.kind
         if kind == CHUNK:  # nearly every event: tested first
             chunk, t = ev.chunk, self._template
-            if t is None or type(chunk) is not dict or not self._feed_steady(t, chunk, ev.n):
+            if (
+                t is None
+                or type(chunk) is not dict
+                or not self._feed_steady(t, chunk, ev.n, ev.envelope)
+            ):
                 self._judge_chunk(chunk, ev.n)
         elif kind == COMMENT:
             for detector in COMMENT_DETECTORS:
@@ -234,7 +238,9 @@ class Analyzer:
             # chunk and choice detectors read take the steady path.
             self._template = _Template.of(chunk) or t
 
-    def _feed_steady(self, t: _Template, chunk: dict[str, Any], n: int) -> bool:
+    def _feed_steady(
+        self, t: _Template, chunk: dict[str, Any], n: int, envelope: Any = None
+    ) -> bool:
         """The steady state of a stream: a chunk whose envelope and choice keys equal the
         template's (a clean, fully judged chunk), with one choice that carries one of
         three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
@@ -247,31 +253,41 @@ class Analyzer:
         fragment) run, and the bookkeeping a full judgement leaves (the chunk count;
         the chunk count; detect_finish's record of the choice's last tool-call delta and
         appearance is read only with n > 1, where no chunk takes this path). Returns False,
-        having done nothing, for any other chunk."""
-        # The template's keys: as many, each of them there (itemgetter raises KeyError
-        # for one that is not), and the values the chunk detectors read equal.
-        if len(chunk) != t.size:
-            return False
-        try:
-            if t.read(chunk) != t.values:
+        having done nothing, for any other chunk.
+
+        A chunk the SSE parser made from an ``envelope`` (``conformance.jsontext.Envelope``)
+        that an earlier chunk's passed the checks of the envelope with, against this
+        template, passes them too: the chunks of one envelope differ only in the delta,
+        and these checks read everything but the delta (only that it is there)."""
+        if envelope is not None and envelope is t.envelope:
+            choice = chunk["choices"][0]
+            delta = choice["delta"]
+        else:
+            # The template's keys: as many, each of them there (itemgetter raises KeyError
+            # for one that is not), and the values the chunk detectors read equal.
+            if len(chunk) != t.size:
                 return False
-        except KeyError:
-            return False
-        if t.other and chunk.keys() != t.keys:  # keys besides the values and choices
-            return False
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1:
-            return False
-        choice = choices[0]
-        if type(choice) is not dict or len(choice) != t.choice_size:
-            return False
-        try:
-            read = t.choice_read(choice)  # index, finish_reason, delta, then the others
-        except KeyError:
-            return False
-        if read[0] != t.choice_index or read[1] is not None:
-            return False
-        delta = read[2]
+            try:
+                if t.read(chunk) != t.values:
+                    return False
+            except KeyError:
+                return False
+            if t.other and chunk.keys() != t.keys:  # keys besides the values and choices
+                return False
+            choices = chunk.get("choices")
+            if type(choices) is not list or len(choices) != 1:
+                return False
+            choice = choices[0]
+            if type(choice) is not dict or len(choice) != t.choice_size:
+                return False
+            try:
+                read = t.choice_read(choice)  # index, finish_reason, delta, then the others
+            except KeyError:
+                return False
+            if read[0] != t.choice_index or read[1] is not None:
+                return False
+            delta = read[2]
+            t.envelope = envelope  # its chunks pass the checks above (None: no envelope)
         if type(delta) is not dict or len(delta) != 1:
             return False
         tcs = delta.get("tool_calls")
@@ -590,6 +606,7 @@ class _Template:
         "choice_size",
         "choice_read",
         "choice_index",
+        "envelope",
     )
 
     def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
@@ -608,6 +625,7 @@ class _Template:
         rest = [k for k in choice if k not in _CHOICE_READ]
         self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
         self.choice_index = choice.get("index")
+        self.envelope: Any = None  # the SSE envelope whose chunks passed the checks (above)
 
     @classmethod
     def of(cls, chunk: dict[str, Any]) -> _Template | None:
