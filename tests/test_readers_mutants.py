@@ -1,0 +1,209 @@
+"""conformance.readers, pinned where mutation runs found the tests silent: the refusal
+line a malformed HAR or cassette gets, word for word (its file, the entry or
+interaction, the field, what the field is in the words of JSON), go-vcr's status given
+as a number, a HAR body in wrapped base64, and a body holding bytes that are not UTF-8."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import readers
+from conformance.readers import cassette_transcripts, read_path
+from conformance.transcript import InputError
+
+SSE = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+
+
+def har(tmp_path: Path, entry: Any) -> Path:
+    p = tmp_path / "a.har"
+    p.write_text(json.dumps({"log": {"creator": {"name": "t"}, "entries": [entry]}}))
+    return p
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(InputError) as e:
+        read_path(path)
+    return str(e.value)
+
+
+# ------------------------------------------------------------------ HAR refusals
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        ("x", "entry 0 is a string, not a mapping"),
+        ({"request": [1]}, "entry 0: `request` is a list, not a mapping"),
+        ({"response": 3}, "entry 0: `response` is a number, not a mapping"),
+        ({"response": {"content": True}}, "entry 0: response content is a boolean, not a mapping"),
+        (
+            {"request": {"postData": "text"}},
+            "entry 0: request postData is a string, not a mapping",
+        ),
+        (
+            {"request": {"headers": {"a": "b"}}},
+            "entry 0: request headers is a mapping, not a list",
+        ),
+        (
+            {"request": {"headers": [None]}},
+            "entry 0: request headers: an entry is null, not a mapping",
+        ),
+        (
+            {"response": {"headers": [["a", "b"]]}},
+            "entry 0: response headers: an entry is a list, not a mapping",
+        ),
+        (
+            {"response": {"content": {"text": 5}}},
+            "entry 0: content.text is a number, neither text nor binary",
+        ),
+        (
+            {"response": {"content": {"text": [], "encoding": "base64"}}},
+            "entry 0: content.text is a list, neither text nor binary",
+        ),
+        (
+            {"response": {"status": "200 OK"}},
+            "entry 0: response status is a string, not a number",
+        ),
+        ({"response": {"status": False}}, "entry 0: response status is a boolean, not a number"),
+    ],
+)
+def test_a_malformed_har_entry_is_one_refusal_line(tmp_path: Path, entry: Any, line: str) -> None:
+    p = har(tmp_path, entry)
+    assert refusal(p) == f"{p}: {line}"
+
+
+def test_a_har_that_is_not_json_says_what_the_parser_says(tmp_path: Path) -> None:
+    p = tmp_path / "a.har"
+    p.write_text('{"log": {"entries": [\n\n   }')
+    assert refusal(p) == (
+        f"{p}: not valid JSON (Expecting value: line 3 column 4 (char 26))"
+    )
+
+
+def test_a_har_body_in_wrapped_base64_is_read(tmp_path: Path) -> None:
+    # base64 as tools wrap it (76 characters a line): the line ends are not data
+    import base64
+
+    wrapped = base64.encodebytes(SSE).decode()
+    assert "\n" in wrapped.strip()
+    p = har(
+        tmp_path,
+        {
+            "response": {
+                "status": 200,
+                "content": {"mimeType": "text/event-stream", "encoding": "base64", "text": wrapped},
+            }
+        },
+    )
+    (t,) = read_path(p)
+    assert t.raw == SSE
+    assert [e.kind for e in t.events()] == ["chunk", "done"]
+
+
+# ------------------------------------------------------------------ cassette refusals
+
+
+@pytest.mark.parametrize(
+    ("interaction", "line"),
+    [
+        ({"request": "GET /"}, "interaction 0: `request` is a string, not a mapping"),
+        ({"response": [200]}, "interaction 0: `response` is a list, not a mapping"),
+        (
+            {"response": {"status": {"code": "200"}}},
+            "interaction 0: response status code is a string, not a number",
+        ),
+        (
+            {"response": {"code": [200]}},
+            "interaction 0: response `code` is a list, not a number",
+        ),
+        (
+            {"response": {"status": "200 OK"}},
+            "interaction 0: response `status` is a string, not a number",
+        ),
+        (
+            {"response": {"status": True}},
+            "interaction 0: response `status` is a boolean, not a number",
+        ),
+        (
+            {"request": {"headers": ["a"]}},
+            "interaction 0: request headers is a list, not a mapping",
+        ),
+        (
+            {"response": {"headers": "a: b"}},
+            "interaction 0: response headers is a string, not a mapping",
+        ),
+        (
+            {"response": {"body": {"string": dt.date(2026, 1, 2)}}},
+            "interaction 0: response body is a date, neither text nor binary",
+        ),
+        (
+            {"response": {"body": {"string": {1, 2}}}},
+            "interaction 0: response body is an unsupported value, neither text nor binary",
+        ),
+        (
+            {"response": {"body": {"string": None}, "status": {"code": None}, "code": "x"}},
+            None,
+        ),
+    ],
+)
+def test_a_malformed_interaction_is_one_refusal_line(interaction: Any, line: str | None) -> None:
+    if line is None:  # vcrpy's status wins: go-vcr's `code` is not read then
+        (t,) = cassette_transcripts({"interactions": [interaction]}, "c.yaml")
+        assert (t.status, t.raw) == (None, b"")
+        return
+    with pytest.raises(InputError) as e:
+        cassette_transcripts({"interactions": [interaction]}, "c.yaml")
+    assert str(e.value) == f"c.yaml: {line}"
+
+
+def test_go_vcr_status_given_as_a_number_is_the_status() -> None:
+    (t,) = cassette_transcripts(
+        {"interactions": [{"response": {"status": 429, "body": "x"}}]}, "c.yaml"
+    )
+    assert (t.status, t.raw) == (429, b"x")
+    (t,) = cassette_transcripts(
+        {"interactions": [{"response": {"status": "429 Too Many", "code": 429}}]}, "c.yaml"
+    )
+    assert t.status == 429
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (None, "null"),
+        (False, "a boolean"),
+        (0, "a number"),
+        (0.5, "a number"),
+        ("", "a string"),
+        (b"", "binary data"),
+        ([], "a list"),
+        (dt.datetime(2026, 1, 2, 3, 4), "a date"),
+        (frozenset(), "an unsupported value"),
+    ],
+)
+def test_what_an_interaction_is_is_said_in_the_words_of_json(value: Any, kind: str) -> None:
+    with pytest.raises(InputError) as e:
+        cassette_transcripts({"interactions": [value]}, "c.yaml")
+    assert str(e.value) == f"c.yaml: interaction 0 is {kind}, not a mapping"
+
+
+def test_a_body_text_holding_bytes_that_are_not_utf8_gives_them_back() -> None:
+    # a body decoded with surrogateescape (bytes that are not UTF-8) by whoever loaded it
+    (t,) = cassette_transcripts(
+        {"interactions": [{"response": {"body": {"string": "data: \udcff\n\n"}}}]}, "c"
+    )
+    assert t.raw == b"data: \xff\n\n"
+    (t,) = cassette_transcripts({"interactions": [{"response": {"body": "\udcfe"}}]}, "c")
+    assert t.raw == b"\xfe"
+
+
+def test_an_unknown_attribute_of_the_module_is_named(tmp_path: Path) -> None:
+    with pytest.raises(AttributeError) as e:
+        readers.NoSuchThing  # noqa: B018
+    assert str(e.value) == "module 'conformance.readers' has no attribute 'NoSuchThing'"
+    assert readers.YamlLoader.__module__ == "conformance.safeyaml"
