@@ -256,3 +256,41 @@ def test_a_key_holding_a_line_end_is_redacted_across_slices(small_slice: None, t
     S.register("CANARY\nLINE42")
     body = b"a CANARY\nLINE42 b\n" + LONG + b"\n"
     assert written(tmp_path, body) == b"a <redacted> b\n" + LONG + b"\n"
+
+
+# ------------------------------------------------------------------ a key a character at a time
+
+LONG_KEY = "CANARYlong" + "".join(f"{i % 10}{'abcdefghij'[i % 10]}" for i in range(60))  # 130
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_long_key_streamed_a_character_per_event_never_reaches_the_file(
+    tmp_path: Path, size: int
+) -> None:
+    # more fragments than the split search keeps by default (64): every one is marked
+    S.register(LONG_KEY)
+    text = "x " + LONG_KEY + " y"
+    body = "".join(event(text[i : i + size]) for i in range(0, len(text), size))
+    for out in (written(tmp_path, body.encode()), S.redact_body(body).encode()):
+        joined = "".join(contents(out))
+        assert joined.replace("<redacted>", "") == "x  y"
+        assert not any(LONG_KEY[i : i + 6] in joined for i in range(len(LONG_KEY) - 5))
+
+
+def test_a_long_key_in_a_call_s_arguments_a_character_per_event_never_reaches_the_file(
+    tmp_path: Path,
+) -> None:
+    S.register(LONG_KEY)
+    args = '{"key": "' + LONG_KEY + '"}'
+
+    def call(piece: str) -> str:
+        delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+        return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta}]}) + "\n\n"
+
+    out = written(tmp_path, "".join(call(c) for c in args).encode())
+    joined = "".join(
+        json.loads(line[5:])["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for line in out.decode().splitlines()
+        if line.startswith("data:")
+    )
+    assert joined.replace("<redacted>", "") == '{"key": ""}'
