@@ -80,9 +80,7 @@ def test_a_malformed_har_entry_is_one_refusal_line(tmp_path: Path, entry: Any, l
 def test_a_har_that_is_not_json_says_what_the_parser_says(tmp_path: Path) -> None:
     p = tmp_path / "a.har"
     p.write_text('{"log": {"entries": [\n\n   }')
-    assert refusal(p) == (
-        f"{p}: not valid JSON (Expecting value: line 3 column 4 (char 26))"
-    )
+    assert refusal(p) == (f"{p}: not valid JSON (Expecting value: line 3 column 4 (char 26))")
 
 
 def test_a_har_body_in_wrapped_base64_is_read(tmp_path: Path) -> None:

@@ -148,7 +148,9 @@ def test_a_long_line_with_nothing_to_redact_is_written_as_it_is(
     assert written(tmp_path, body) == body
 
 
-def test_a_long_clean_line_is_kept_after_and_before_a_redacted_one(small_slice: None, tmp_path: Path) -> None:
+def test_a_long_clean_line_is_kept_after_and_before_a_redacted_one(
+    small_slice: None, tmp_path: Path
+) -> None:
     key = b"sk-" + b"f6" * 10
     for body, out in [
         (b"a " + key + b"\n" + LONG + b"\n", b"a <redacted>\n" + LONG + b"\n"),
@@ -252,7 +254,9 @@ def test_a_key_split_across_events_with_raw_non_ascii_long_strings(tmp_path: Pat
     assert contents(out) == [long_ + "<redacted>", "<redacted>" + long_]
 
 
-def test_a_key_holding_a_line_end_is_redacted_across_slices(small_slice: None, tmp_path: Path) -> None:
+def test_a_key_holding_a_line_end_is_redacted_across_slices(
+    small_slice: None, tmp_path: Path
+) -> None:
     S.register("CANARY\nLINE42")
     body = b"a CANARY\nLINE42 b\n" + LONG + b"\n"
     assert written(tmp_path, body) == b"a <redacted> b\n" + LONG + b"\n"
@@ -294,3 +298,92 @@ def test_a_long_key_in_a_call_s_arguments_a_character_per_event_never_reaches_th
         if line.startswith("data:")
     )
     assert joined.replace("<redacted>", "") == '{"key": ""}'
+
+
+# ------------------------------------------------------------------ events rewritten
+
+
+def test_an_event_of_several_data_lines_is_written_back_as_one_redacted_line(
+    tmp_path: Path,
+) -> None:
+    S.register(LONG_KEY)
+    first = json.dumps({"choices": [{"index": 0, "delta": {"content": "é " + LONG_KEY[:9]}}]})
+    cut = first.index('"delta"')
+    body = (
+        f"data: {first[:cut]}\r\ndata: {first[cut:]}\r\n\r\n"
+        + event(LONG_KEY[9:] + " y").replace("\n", "\r\n")
+        + ": a comment\r\n\r\n"
+    )
+    out = written(tmp_path, body.encode())
+    assert out.decode().split("\r\n") == [
+        'data: {"choices": [{"index": 0, "delta": {"content": "é <redacted>"}}]}',
+        "",
+        'data: {"choices": [{"index": 0, "delta": {"content": "<redacted> y"}}]}',
+        "",
+        ": a comment",
+        "",
+        "",
+    ]
+
+
+def test_an_event_holding_bytes_that_are_not_utf8_is_written_back_escaped(
+    tmp_path: Path,
+) -> None:
+    S.register(LONG_KEY)
+    body = (
+        b'data: {"c": "\xc3\xa9 \xff ' + LONG_KEY[:9].encode() + b'"}\n\n'
+        b'data: {"c": "' + LONG_KEY[9:].encode() + b' z"}\n\n'
+    )
+    out = written(tmp_path, body)
+    first, second = out.split(b"\n\n")[:2]
+    # the event changed cannot be written raw (a lone surrogate): escaped JSON, the same text
+    assert first == b'data: {"c": "\\u00e9 \\udcff <redacted>"}'
+    assert second == b'data: {"c": "<redacted> z"}'
+
+
+# ------------------------------------------------------------------ text sinks
+
+
+def test_a_key_written_in_pieces_on_one_line_never_reaches_the_file(tmp_path: Path) -> None:
+    S.register(KEY)
+    p = tmp_path / "c.yaml"
+
+    def emit(sink: S.RedactingLines) -> None:
+        sink.write("a: " + KEY[:5])
+        sink.write(KEY[5:12])
+        sink.write(KEY[12:] + " b\nc: sk-")  # a line end inside a piece
+        sink.write("a1b2c3d4e5f6a7b8c9\nd: ")
+        sink.write("tail " + KEY)  # the end of the text, with no line end
+
+    S.write_atomic_text(p, emit)
+    assert p.read_text() == "a: <redacted> b\nc: <redacted>\nd: tail <redacted>"
+
+
+def test_a_text_sink_writes_a_long_line_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(S, "SLICE", 10)
+    p = tmp_path / "c.yaml"
+    line = "é" * 25 + " sk-" + "ab12" * 5 + "\n"
+    S.write_atomic_text(p, lambda sink: sink.write(line * 2))
+    assert p.read_text(encoding="utf-8") == ("é" * 25 + " <redacted>\n") * 2
+
+
+# ------------------------------------------------------------------ schemes
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("token abcdefghijk1", "token <redacted>"),  # 12 characters with a digit
+        ("token abcdefghij1", "token abcdefghij1"),  # 11: prose-like, kept
+        ("token abcdefghijkl", "token abcdefghijkl"),  # no digit: a word, kept
+        ("Token\t0123456789ab", "Token\t<redacted>"),
+        ("bearer abcdefgh", "bearer <redacted>"),  # a bearer token needs no digit
+        ("basic abcdefgh", "basic <redacted>"),
+        ("basic abcdefg", "basic abcdefg"),  # under 8 characters
+        ("prompt_tokens 123456789012x", "prompt_tokens 123456789012x"),
+    ],
+)
+def test_a_scheme_s_credentials_are_redacted_and_prose_is_kept(text: str, expected: str) -> None:
+    assert S.redact("see " + text + " end") == "see " + expected + " end"
