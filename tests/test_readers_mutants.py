@@ -205,3 +205,54 @@ def test_an_unknown_attribute_of_the_module_is_named(tmp_path: Path) -> None:
         readers.NoSuchThing  # noqa: B018
     assert str(e.value) == "module 'conformance.readers' has no attribute 'NoSuchThing'"
     assert readers.YamlLoader.__module__ == "conformance.safeyaml"
+
+
+# ------------------------------------------------------------------ SSE files in blocks
+
+NAME = "n" * (1 << 20) + "END"  # a line longer than a MiB: its name is cut when decoded whole
+
+
+def call_event(name: str, end: bytes = b"\n\n") -> bytes:
+    tc = {"index": 0, "id": "call_1", "type": "function", "function": {"name": name}}
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]}
+    return b"data: " + json.dumps(chunk).encode() + end
+
+
+def facts(events: Any) -> list[tuple[Any, ...]]:
+    return [(e.n, e.kind, e.line, e.data, e.chunk, e.sse_event) for e in events]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        call_event(NAME) + b"data: [DONE]\n\n",  # the long line first in the file
+        b": hi\n\n" + call_event(NAME),
+        b": hi\r\n\r\n" + call_event(NAME, b"\r\n\r\n"),  # the blank line before: 4 bytes
+        b": hi\r\r" + call_event(NAME, b"\r\r"),
+        b": "
+        + b"x" * (readers.BLOCK - 5)
+        + b"\n\n"
+        + call_event(NAME),  # blank line at a block end
+        b"data: {}\n\n" + call_event(NAME, b"\n"),  # the file ends after the long line
+    ],
+)
+def test_an_sse_file_gives_the_events_of_its_bytes_and_cuts_a_long_name(
+    tmp_path: Path, body: bytes
+) -> None:
+    from conformance import longstrings
+    from conformance.sse import parse_sse_bytes
+
+    p = tmp_path / "a.sse"
+    p.write_bytes(body)
+    (t,) = read_path(p)
+    got = facts(t.events())
+    assert got == facts(parse_sse_bytes(body))
+    names = [
+        tc["function"]["name"]
+        for _, kind, _, _, chunk, _ in got
+        if kind == "chunk" and isinstance(chunk, dict) and chunk.get("choices")
+        for tc in chunk["choices"][0]["delta"].get("tool_calls") or []
+    ]
+    if body.endswith(b"\n\n") or body.endswith(b"\r\r"):  # else the last event never ended
+        assert len(names) == 1 and longstrings.is_cut(names[0]) and names[0].endswith("END")
+    assert b"".join(readers._iter_file_blocks(p)) == body
