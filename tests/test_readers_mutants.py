@@ -256,3 +256,13 @@ def test_an_sse_file_gives_the_events_of_its_bytes_and_cuts_a_long_name(
     if body.endswith(b"\n\n") or body.endswith(b"\r\r"):  # else the last event never ended
         assert len(names) == 1 and longstrings.is_cut(names[0]) and names[0].endswith("END")
     assert b"".join(readers._iter_file_blocks(p)) == body
+
+
+def test_a_refused_cassette_is_one_line_of_at_most_160_characters(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text("interactions:\n- !!python/object:os." + "x" * 300 + " {}\n")
+    reason = (
+        "refused: a Python tag (!!python/object:os." + "x" * 300 + "); "
+        "YAML files here are data and never build objects"
+    )
+    assert refusal(p) == f"{p}:2: {reason[:160]}"
