@@ -266,3 +266,150 @@ def test_a_refused_cassette_is_one_line_of_at_most_160_characters(tmp_path: Path
         "YAML files here are data and never build objects"
     )
     assert refusal(p) == f"{p}:2: {reason[:160]}"
+
+
+# ------------------------------------------------------------------ a stream read once
+
+
+class Broken:
+    """A stream that fails while it is read (a full disk, a dropped pipe)."""
+
+    def __init__(self, error: OSError):
+        self.error = error
+
+    def read(self, n: int) -> bytes:
+        raise self.error
+
+
+@pytest.fixture
+def tmpdir_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    import tempfile
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    return spool
+
+
+def test_a_stream_is_read_as_the_file_it_holds_and_named_as_given(tmpdir_here: Path) -> None:
+    import io
+
+    (t,) = readers.read_stream(io.BytesIO(b'{"a": 1}\nnot json\n'), "<stdin>")
+    assert (t.source, t.fmt) == ("<stdin>", "jsonl")
+    events = t.events()
+    assert next(events).chunk == {"a": 1}
+    with pytest.raises(InputError) as e:  # read after read_stream returned: still there
+        next(events)
+    assert str(e.value) == "<stdin>:2: not a JSON line: not json"
+    (t,) = readers.read_stream(io.BytesIO(SSE), "<pipe>")
+    assert (t.source, [e.kind for e in t.events()]) == ("<pipe>", ["chunk", "done"])
+
+
+def test_a_stream_that_is_no_capture_is_refused_naming_the_stream(tmpdir_here: Path) -> None:
+    import io
+
+    with pytest.raises(InputError) as e:
+        readers.read_stream(io.BytesIO(b"hello"), "<stdin>")
+    assert str(e.value) == (
+        "<stdin>: not JSONL, SSE, a vcrpy cassette or a HAR file (starts with 'hello')"
+    )
+    assert e.value.source == "<stdin>"
+    assert list(tmpdir_here.iterdir()) == []  # the copy is removed
+
+
+def test_a_stream_past_its_bound_is_one_line_and_leaves_no_copy(tmpdir_here: Path) -> None:
+    import io
+
+    with pytest.raises(InputError) as e:
+        readers.read_stream(io.BytesIO(b"x" * 1001), "<stdin>", limit=1000)
+    assert str(e.value) == (
+        "<stdin>: over 1,000 bytes, more than is read from a stream; "
+        "save it to a file and pass its path"
+    )
+    assert list(tmpdir_here.iterdir()) == []
+    (t,) = readers.read_stream(io.BytesIO(SSE), "<stdin>", limit=len(SSE))  # at the bound
+    assert t.raw is None and [e.kind for e in t.events()] == ["chunk", "done"]
+
+
+@pytest.mark.parametrize(
+    ("error", "why"),
+    [(OSError(28, "No space left on device"), "No space left on device"), (OSError(), "OSError")],
+)
+def test_a_stream_that_cannot_be_copied_is_one_line(
+    tmpdir_here: Path, error: OSError, why: str
+) -> None:
+    with pytest.raises(InputError) as e:
+        readers.read_stream(Broken(error), "<stdin>")  # type: ignore[arg-type]
+    assert str(e.value) == (
+        f"<stdin>: cannot be copied to a temporary file ({why}); save it to a file and "
+        "pass its path"
+    )
+    assert list(tmpdir_here.iterdir()) == []
+
+
+# ------------------------------------------------------------------ timings
+
+
+def test_when_each_line_arrived_is_read_from_a_cassette() -> None:
+    def read(value: str) -> Any:
+        headers = {"x-conformance-line-times": [value], "content-type": ["text/event-stream"]}
+        (t,) = cassette_transcripts(
+            {"interactions": [{"response": {"headers": headers, "body": {"string": SSE}}}]}, "c"
+        )
+        return t.meta.get("line_times")
+
+    assert read("2:0.5 4:1.25") == [(2, 0.5), (4, 1.25)]
+    for bad in ("", " ", "2:x", "x:0.5", "2"):
+        assert read(bad) is None, bad
+    assert readers.line_times(None) is None
+
+
+def test_a_connection_retry_recorded_in_a_cassette_is_read_back() -> None:
+    headers = {"x-conformance-connection-retry": "after a reset"}
+    (t,) = cassette_transcripts({"interactions": [{"response": {"headers": headers}}]}, "c")
+    assert t.meta == {"connection_retry": "after a reset"}
+
+
+def test_har_message_times_are_seconds_from_the_request(tmp_path: Path) -> None:
+    started = dt.datetime(2027, 1, 15, 8, tzinfo=dt.UTC).timestamp()
+
+    def times(entry_extra: dict[str, Any]) -> Any:
+        entry = {"response": {"status": 200, "content": {"text": SSE.decode()}}, **entry_extra}
+        (t,) = read_path(har(tmp_path, entry))
+        return t.meta.get("event_times")
+
+    messages = [{"time": started + 0.25}, {"time": started + 2}]
+    assert times({"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": messages}) == [
+        0.25,
+        2.0,
+    ]
+    assert times(
+        {"startedDateTime": "2027-01-15T09:00:00+01:00", "_eventSourceMessages": messages}
+    ) == [0.25, 2.0]
+    for extra in (
+        {"_eventSourceMessages": messages},  # no start
+        {"startedDateTime": "2027-01-15T08:00:00Z"},  # no messages
+        {"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": []},
+        {"startedDateTime": 5, "_eventSourceMessages": messages},
+        {"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": {"a": 1}},
+        {"startedDateTime": "yesterday", "_eventSourceMessages": messages},
+        {"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": [{"t": 1}]},
+        {"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": [{"time": "x"}]},
+        {"startedDateTime": "2027-01-15T08:00:00Z", "_eventSourceMessages": [None]},
+    ):
+        assert times(extra) is None, extra
+
+
+def test_a_har_over_its_bound_is_refused_with_its_size_in_mib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(readers, "HAR_LIMIT", 1 << 20)
+    entry = {"response": {"status": 200, "content": {"text": "x" * (1 << 20)}}}
+    p = har(tmp_path, entry)
+    assert refusal(p) == (
+        f"{p}: a HAR file over 1 MiB (it is one JSON document, read whole); export fewer "
+        "entries, or the streams as SSE or a cassette"
+    )
+    p.write_text(json.dumps({"log": {"entries": [{"response": {"status": 204}}]}}))
+    (t,) = read_path(p)  # under the bound: read
+    assert t.status == 204
