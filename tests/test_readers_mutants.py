@@ -413,3 +413,51 @@ def test_a_har_over_its_bound_is_refused_with_its_size_in_mib(
     p.write_text(json.dumps({"log": {"entries": [{"response": {"status": 204}}]}}))
     (t,) = read_path(p)  # under the bound: read
     assert t.status == 204
+
+
+class Endless:
+    """A pipe that never ends (``yes |``), giving at most ``block`` bytes a read, as a
+    pipe does: reading it whole would never return."""
+
+    def __init__(self, block: int = 1 << 20):
+        self.block, self.given = block, 0
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            raise AssertionError("an endless pipe read whole never returns")
+        n = min(n, self.block)
+        self.given += n
+        if self.given > 1 << 24:
+            raise AssertionError("read on past any bound")
+        return b"x" * n
+
+
+@pytest.mark.parametrize("block", [600, 1 << 20])
+def test_an_endless_stream_is_refused_after_its_bound_and_one_read(
+    tmpdir_here: Path, block: int
+) -> None:
+    stream = Endless(block)
+    with pytest.raises(InputError, match=r"^<stdin>: over 1,000 bytes"):
+        readers.read_stream(stream, "<stdin>", limit=1000)  # type: ignore[arg-type]
+    assert stream.given <= 1000 + min(block, 1 << 20)  # a MiB read at a time, at most
+    assert list(tmpdir_here.iterdir()) == []
+
+
+def test_a_stream_s_copy_is_a_conformance_input_directory_while_it_is_read(
+    tmpdir_here: Path,
+) -> None:
+    import io
+
+    (t,) = readers.read_stream(io.BytesIO(SSE), "<stdin>")
+    (copy,) = tmpdir_here.iterdir()  # what a user sees in the temporary directory
+    assert copy.name.startswith("conformance-input-")
+    assert [e.kind for e in t.events()] == ["chunk", "done"]
+
+
+def test_a_stream_holding_broken_yaml_is_refused_with_its_line(tmpdir_here: Path) -> None:
+    import io
+
+    with pytest.raises(InputError) as e:
+        readers.read_stream(io.BytesIO(b"interactions:\n- a: [1, 2\n"), "<stdin>")
+    assert (e.value.source, e.value.line) == ("<stdin>", 3)
+    assert str(e.value).startswith("<stdin>:3: not valid YAML (")
