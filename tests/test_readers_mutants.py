@@ -461,3 +461,37 @@ def test_a_stream_holding_broken_yaml_is_refused_with_its_line(tmpdir_here: Path
         readers.read_stream(io.BytesIO(b"interactions:\n- a: [1, 2\n"), "<stdin>")
     assert (e.value.source, e.value.line) == ("<stdin>", 3)
     assert str(e.value).startswith("<stdin>:3: not valid YAML (")
+
+
+def test_a_har_of_exactly_its_bound_or_of_several_reads_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = (1 << 20) + 4096  # more than one read of a MiB
+    monkeypatch.setattr(readers, "HAR_LIMIT", limit)
+    head = json.dumps({"log": {"entries": [{"response": {"status": 204}}]}})
+    p = tmp_path / "a.har"
+    p.write_text(head[:-1] + " " * (limit - len(head)) + "}")  # exactly the bound
+    assert p.stat().st_size == limit
+    (t,) = read_path(p)
+    assert t.status == 204
+    p.write_text(head[:-1] + " " * (limit - len(head) + 1) + "}")  # one byte more
+    assert refusal(p).startswith(f"{p}: a HAR file over 1 MiB")
+
+
+def test_a_har_whose_size_the_system_does_not_tell_is_still_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a file under /proc says it is empty: the bound holds while it is read
+    import os
+    import types
+
+    real = os.fstat
+    monkeypatch.setattr(
+        readers.os, "fstat", lambda fd: types.SimpleNamespace(st_mode=real(fd).st_mode, st_size=0)
+    )
+    monkeypatch.setattr(readers, "HAR_LIMIT", 1 << 16)
+    entry = {"response": {"status": 200, "content": {"text": "x" * (1 << 17)}}}
+    p = har(tmp_path, entry)
+    with pytest.raises(InputError) as e:
+        readers.read_har_file(p)
+    assert str(e.value).startswith(f"{p}: a HAR file over 0 MiB")
