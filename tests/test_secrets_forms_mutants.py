@@ -387,3 +387,14 @@ def test_a_text_sink_writes_a_long_line_whole(
 )
 def test_a_scheme_s_credentials_are_redacted_and_prose_is_kept(text: str, expected: str) -> None:
     assert S.redact("see " + text + " end") == "see " + expected + " end"
+
+
+def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> None:
+    # the cut part ends with the lead byte of a character that never ends: invalid UTF-8,
+    # so the line is left whole (a cut would make it valid)
+    line = b'["' + b"s" * 200 + b"\xc3" + b"t" * 10 + b'"]'
+    assert b"".join(S.shorten_strings(line, 0, len(line), 10)) == line
+    fine = b'["' + b"s" * 200 + b"\xc3\xa9" + b"t" * 10 + b'"]'
+    assert (
+        b"".join(S.shorten_strings(fine, 0, len(fine), 10)) == b'["' + b"s" * 10 + b"t" * 10 + b'"]'
+    )
