@@ -548,13 +548,16 @@ class _SplitSearch:
     one without an index, or across interleaved calls, is found as it is by index.
 
     The state per field is, for each secret and each length of it matched so far, the
-    fragments that made that match (the last ``KEEP`` of them): bounded by the secrets'
-    lengths, not by the stream. ``marks`` are the characters to redact, by fragment."""
+    fragments that made that match (the last ``KEEP`` of them, or as many as the secret
+    has characters: a secret streamed a character per event is marked whole): bounded by
+    the secrets' lengths, not by the stream. ``marks`` are the characters to redact, by
+    fragment."""
 
     KEEP = 64
 
     def __init__(self, secrets_: tuple[str, ...]):
         self.secrets = secrets_
+        self.keep = [max(self.KEEP, len(s)) for s in secrets_]  # a match's fragments, at most
         # per field: the next character each match so far waits for -> its matches
         self.pending: dict[tuple[Any, ...], dict[str, dict[tuple[int, int], list[Any]]]] = {}
         self.marks: dict[Any, list[tuple[int, int]]] = {}
@@ -573,7 +576,9 @@ class _SplitSearch:
                     self.marks.setdefault(r, []).append((a, b))
                 self.marks.setdefault(ref, []).append((0, len(rest)))
             elif rest.startswith(value):
-                grown.append((si, m + len(value), chain[1 - self.KEEP :] + [(ref, 0, len(value))]))
+                grown.append(
+                    (si, m + len(value), chain[1 - self.keep[si] :] + [(ref, 0, len(value))])
+                )
         for si, s in enumerate(self.secrets):  # a secret's start at this value's end
             p = value.find(s[0], max(0, len(value) - len(s) + 1))
             while p >= 0:
@@ -582,7 +587,7 @@ class _SplitSearch:
                 p = value.find(s[0], p + 1)
         for si, m, chain in grown:
             at = waiting.setdefault(self.secrets[si][m], {})
-            at[(si, m)] = (at.get((si, m), []) + chain)[-self.KEEP :]
+            at[(si, m)] = (at.get((si, m), []) + chain)[-self.keep[si] :]
 
 
 def _split_found(lines: Iterable[str]) -> bool:
