@@ -1,0 +1,119 @@
+"""conformance.client judged by mutmut: what a client gets back from the accumulator (the
+calls, their ids and arguments, the notes it reports) for the streams that reach the code
+mutmut mutates, every expected value written here by hand.
+
+The first test is a loop guard: JSON repair and the splitting of arguments walk a text
+with a cursor, and a mutant that stops the cursor loops for ever. mutmut's own limit for
+such a mutant is the duration of every test that reaches the function, times 30 (about
+eight minutes for the repair): the guard runs first (``runs_first``) and turns the loop
+into a failure after a CPU budget that is a hundred times what the work costs. CPU time,
+not wall time, so a loaded machine does not fail it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from conformance.client import ToolCallAccumulator, Turn, repair_json
+
+# ------------------------------------------------------------------ the loop guard
+
+CPU_BUDGET = 2.0  # seconds of this process's CPU; the guarded work takes about 20 ms
+
+
+class EndlessLoop(Exception):
+    """Not a ValueError: the code under test catches those."""
+
+
+@contextmanager
+def cpu_budget(seconds: float) -> Iterator[None]:
+    def stop(signum: int, frame: Any) -> None:
+        raise EndlessLoop(f"still running after {seconds} CPU-seconds")
+
+    previous = signal.signal(signal.SIGVTALRM, stop)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+# Every token JSON has: strings with each escape, numbers with sign, fraction and exponent,
+# the three literals, nested and empty containers, whitespace around each separator.
+DOCUMENT = (
+    '{"city": "Par\\u00e9is \\"x\\" \\\\ \\/ \\n", "n": -12.5e+3, "z" : 0,'
+    ' "ok": true, "no": false, "nil": null,\n "list": [1, {"a": []}, "s", [2.0E1]], "e": {}}'
+)
+FULL = json.loads(DOCUMENT)
+
+
+def agrees(kept: Any, full: Any) -> bool:
+    """``kept`` is what a cut of ``full`` may say: its first members, all equal but the
+    last, which is itself a cut (a string's start, a number's valid part)."""
+    if isinstance(full, dict):
+        keys = list(full)
+        if not isinstance(kept, dict) or list(kept) != keys[: len(kept)]:
+            return False
+        *whole, last = list(kept) or [None]
+        return all(kept[k] == full[k] for k in whole) and (
+            last is None or agrees(kept[last], full[last])
+        )
+    if isinstance(full, list):
+        if not isinstance(kept, list) or len(kept) > len(full):
+            return False
+        return all(a == b for a, b in zip(kept[:-1], full, strict=False)) and (
+            not kept or agrees(kept[-1], full[len(kept) - 1])
+        )
+    if isinstance(full, str):
+        return isinstance(kept, str) and full.startswith(kept)
+    if isinstance(full, bool) or full is None:
+        return kept is full
+    return type(kept) in (int, float) and not isinstance(kept, bool)
+
+
+def arguments_of(*fragments: str) -> Turn:
+    acc = ToolCallAccumulator()
+    acc.feed(
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                               "function": {"name": "f"}}]}}]}
+    )  # fmt: skip
+    for f in fragments:
+        acc.feed({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": f}}]}}]})  # fmt: skip
+    return acc.result()
+
+
+@pytest.mark.runs_first
+def test_every_cut_of_a_document_is_repaired_to_what_it_kept_within_a_cpu_budget() -> None:
+    with cpu_budget(CPU_BUDGET):
+        repaired = {cut: repair_json(DOCUMENT[:cut]) for cut in range(1, len(DOCUMENT))}
+        whole = repair_json(DOCUMENT)
+        # one call's arguments streamed a character at a time (joined as they grow), and
+        # two documents in one call's arguments (split, not repaired)
+        streamed = arguments_of(*DOCUMENT[:-1])
+        two = arguments_of('{"a": "}{"} ', '\t{"b": [1, "\\""]}')
+    assert whole is None  # not cut: nothing to repair
+    bad = {c: r for c, r in repaired.items() if r is None or not agrees(json.loads(r), FULL)}
+    assert bad == {}
+    assert (repaired[9], repaired[10]) == ("{}", '{"city": ""}')
+    assert repaired[len(DOCUMENT) - 1] == DOCUMENT[:-1].rstrip() + "}"
+    (call,) = streamed.calls
+    assert (call.arguments, call.repaired, call.valid) == (DOCUMENT[:-1] + "}", True, True)
+    assert streamed.quirks == ["Q-ARGS-TRUNCATED"]
+    (call,) = two.calls
+    assert (call.arguments, call.valid) == ('{"a": "}{"} \t{"b": [1, "\\""]}', False)
+    assert [(w.quirk, w.recovered) for w in two.workarounds] == [
+        ("Q-INDEX-REUSED-ACROSS-CALLS", False)
+    ]
+
+
+def test_the_guard_stops_a_loop_that_does_not_end() -> None:
+    with pytest.raises(EndlessLoop), cpu_budget(0.05):
+        while True:
+            pass
