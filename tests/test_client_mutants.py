@@ -117,3 +117,75 @@ def test_the_guard_stops_a_loop_that_does_not_end() -> None:
     with pytest.raises(EndlessLoop), cpu_budget(0.05):
         while True:
             pass
+
+
+# ------------------------------------------------------------------ notes a client reads
+
+
+def chunk(*tool_calls: Any, **delta: Any) -> dict[str, Any]:
+    if tool_calls:
+        delta["tool_calls"] = list(tool_calls)
+    return {"choices": [{"index": 0, "delta": delta}]}
+
+
+def frag(arguments: str, index: int = 0) -> dict[str, Any]:
+    return {"index": index, "function": {"arguments": arguments}}
+
+
+def turn(*chunks: Any, tools: Any = None) -> Turn:
+    acc = ToolCallAccumulator(tools=tools)
+    for c in chunks:
+        acc.feed(c)
+    return acc.result()
+
+
+def notes(t: Turn) -> list[tuple[str, int, str, bool]]:
+    return [(w.quirk, w.event, w.message, w.recovered) for w in t.workarounds]
+
+
+def calls(t: Turn) -> list[tuple[str, str, str, bool]]:
+    return [(c.id, c.name, c.arguments, c.valid) for c in t.calls]
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+OPEN = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather"}}
+
+
+def test_arguments_re_sent_whole_after_two_fragments_keep_the_re_sent_and_say_so() -> None:
+    t = turn(chunk(OPEN), chunk(frag('{"city"')), chunk(frag(': "Par')), chunk(frag('{"city": "Paris"}')))  # fmt: skip
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
+    assert notes(t) == [
+        (
+            "Q-ARGS-DUPLICATED-ON-FLUSH",
+            3,
+            "the whole arguments re-sent after an incomplete prefix; kept the re-sent",
+            True,
+        )
+    ]
+
+
+def test_a_call_without_a_name_gets_the_one_declared_tool_and_the_note_names_it() -> None:
+    t = turn(
+        chunk({"index": 0, "id": "call_1", "function": {"arguments": '{"city": "Paris"}'}}),
+        tools=[WEATHER],
+    )
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
+    assert notes(t) == [
+        ("Q-NAME-NEVER-SENT", 0, "no name sent; the one declared tool, 'get_weather'", True)
+    ]
+
+
+def test_tool_calls_sent_as_an_object_are_read_as_the_call_it_carries() -> None:
+    one = dict(OPEN, function={"name": "get_weather", "arguments": '{"city": "Paris"}'})
+    t = turn({"choices": [{"index": 0, "delta": {"tool_calls": one}, "finish_reason": "tool_calls"}]})  # fmt: skip
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
+    assert (t.finish_reason, t.executable) == ("tool_calls", True)
+    assert notes(t) == [
+        ("Q-TOOLCALLS-NOT-ARRAY", 0, "tool_calls sent as an object; read as [object]", True)
+    ]
