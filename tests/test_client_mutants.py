@@ -189,3 +189,14 @@ def test_tool_calls_sent_as_an_object_are_read_as_the_call_it_carries() -> None:
     assert notes(t) == [
         ("Q-TOOLCALLS-NOT-ARRAY", 0, "tool_calls sent as an object; read as [object]", True)
     ]
+
+
+def test_an_object_call_without_index_is_noted_at_its_own_event() -> None:
+    one = {"id": "call_1", "function": {"name": "get_weather", "arguments": '{"city": "Par'}}
+    t = turn(chunk(content="Let me look."), {"choices": [{"delta": {"tool_calls": one}}]})
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Par"}', True)]
+    assert [(q, ev, ok) for q, ev, _, ok in notes(t)] == [
+        ("Q-ARGS-TRUNCATED", 1, True),
+        ("Q-INDEX-ABSENT", 1, True),
+        ("Q-TOOLCALLS-NOT-ARRAY", 1, True),
+    ]
