@@ -52,6 +52,27 @@ DOCUMENT = (
     ' "ok": true, "no": false, "nil": null,\n "list": [1, {"a": []}, "s", [2.0E1]], "e": {}}'
 )
 FULL = json.loads(DOCUMENT)
+# Texts that are no prefix of a JSON value (a bad escape or control character in a string
+# or a key, a stray closer, a missing colon or comma, a bad token, two values): refused,
+# each after the repair walked up to its fault.
+NOT_A_PREFIX = (
+    '{"a": "\\x", "b": 1',
+    '["\\x", ',
+    '{"a\\X',
+    '{"b": 1, "a\\X',
+    '[1,"\\uzz"',
+    '{"a": "\\uzz12',
+    '{"a": "\x01", "b": 1',
+    '{"a": 1}}',
+    '{"a" 1',
+    '{"a": "b" "c"',
+    '{"a": 1, }',
+    '{"a": truex}',
+    '{"a": 01',
+    "[1 -",
+    '{"a": 1},',
+    '"a" "b',
+)
 
 
 def agrees(kept: Any, full: Any) -> bool:
@@ -94,11 +115,13 @@ def test_every_cut_of_a_document_is_repaired_to_what_it_kept_within_a_cpu_budget
     with cpu_budget(CPU_BUDGET):
         repaired = {cut: repair_json(DOCUMENT[:cut]) for cut in range(1, len(DOCUMENT))}
         whole = repair_json(DOCUMENT)
+        refused = [repair_json(text) for text in NOT_A_PREFIX]
         # one call's arguments streamed a character at a time (joined as they grow), and
         # two documents in one call's arguments (split, not repaired)
         streamed = arguments_of(*DOCUMENT[:-1])
         two = arguments_of('{"a": "}{"} ', '\t{"b": [1, "\\""]}')
     assert whole is None  # not cut: nothing to repair
+    assert refused == [None] * len(NOT_A_PREFIX)
     bad = {c: r for c, r in repaired.items() if r is None or not agrees(json.loads(r), FULL)}
     assert bad == {}
     assert (repaired[9], repaired[10]) == ("{}", '{"city": ""}')
