@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from conformance.client import ToolCallAccumulator, Turn, repair_json
+from conformance.client import TextCutError, ToolCallAccumulator, Turn, repair_json
+from conformance.longstrings import marker
 
 # ------------------------------------------------------------------ the loop guard
 
@@ -223,3 +224,32 @@ def test_an_object_call_without_index_is_noted_at_its_own_event() -> None:
         ("Q-INDEX-ABSENT", 1, True),
         ("Q-TOOLCALLS-NOT-ARRAY", 1, True),
     ]
+
+
+# ------------------------------------------------------------------ sending a turn back
+
+CUT = "abc" + marker(70000, "0" * 64) + "xyz"  # an identifier the analysis kept cut
+
+
+@pytest.mark.parametrize(
+    "call_id, name, refusal",
+    [
+        (CUT, "get_weather", "call 1's id was longer than the analysis keeps"),
+        ("call_2", CUT, "call 1's name was longer than the analysis keeps"),
+        (CUT, CUT, "call 1's id was longer than the analysis keeps"),
+    ],
+)
+def test_a_turn_with_a_cut_id_or_name_is_refused_naming_which(
+    call_id: str, name: str, refusal: str
+) -> None:
+    first = {"index": 0, "id": "call_1", "function": {"name": "get_time", "arguments": "{}"}}
+    second = {"index": 1, "id": call_id, "function": {"name": name, "arguments": "{}"}}
+    t = turn(chunk(first, second))
+    with pytest.raises(TextCutError) as refused:
+        t.message()
+    assert str(refused.value) == refusal + ": sent back, it would not be what was received"
+
+
+def test_a_turn_with_whole_ids_and_names_is_sent_back() -> None:
+    t = turn(chunk(dict(OPEN, function={"name": "get_weather", "arguments": "{}"})))
+    assert t.message()["tool_calls"][0]["id"] == "call_1"
