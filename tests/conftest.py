@@ -92,6 +92,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "e2e: an end-to-end self-test (the suite or a door in a subprocess, every profile "
         "recorded, a wheel, a cluster, a browser): `python3 noxw -s tests-e2e`, not `tests`",
     )
+    config.addinivalue_line(
+        "markers",
+        "runs_first: collected before the other tests (a loop guard: mutmut runs a mutant's "
+        "tests fastest first with -x, so a guard that fails on an endless loop must come first)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -102,3 +107,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         func = getattr(item, "originalname", item.name)
         if module in E2E_MODULES or (module, func) in E2E_TESTS:
             item.add_marker(pytest.mark.e2e)
+    # A stable sort: the order of everything else is unchanged.
+    items.sort(key=lambda item: item.get_closest_marker("runs_first") is None)
