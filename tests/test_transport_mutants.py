@@ -1265,9 +1265,11 @@ def test_a_request_s_own_limits_come_before_the_client_s(net: Net) -> None:
 def test_a_caller_s_trace_sees_every_event_and_is_given_back(net: Net) -> None:
     net.conns.append(ok() + ok())
     events: list[str] = []
+    infos: dict[str, Any] = {}
 
     def trace(event: str, info: dict[str, Any]) -> None:
         events.append(event)
+        infos[event] = info
 
     with make_client() as client:
         with client.stream("POST", URL, json=REQUEST, extensions={"trace": trace}) as r:
@@ -1277,6 +1279,9 @@ def test_a_caller_s_trace_sees_every_event_and_is_given_back(net: Net) -> None:
             assert "trace" not in r2.request.extensions
     assert "connection.connect_tcp.started" in events
     assert "http11.receive_response_headers.started" in events
+    # with what httpcore tells about each event: where it connects, what it sends
+    assert infos["connection.connect_tcp.started"]["host"] == "api.test"
+    assert infos["http11.send_request_headers.started"]["request"].method == b"POST"
 
 
 def test_a_declared_and_an_announced_layer_are_both_named(net: Net) -> None:
@@ -1420,3 +1425,53 @@ def test_a_new_connection_after_the_deadline_is_not_attempted(net: Net) -> None:
     assert t.transport_error == "no response headers within 5 s (limits.total_timeout)"
     assert t.meta["transport_stage"] == "connect"
     assert len(net.connects) == 1
+
+
+# ------------------------------------------------------------------ what the client's caller is told
+
+
+@pytest.mark.parametrize(
+    "conn, stage, limit",
+    [
+        (Later(5, httpcore.ConnectTimeout("slow")), "connect", True),  # the total deadline
+        ([Later(5, httpcore.ReadTimeout("slow"))], "headers", True),
+        (httpcore.ConnectError("connection refused"), "connect", False),  # not a limit
+        ([httpcore.ReadError("reset by peer")], "headers", False),
+    ],
+)
+def test_a_fault_before_the_head_tells_the_client_s_caller_where_and_whether_a_limit(
+    net: Net, conn: Any, stage: str, limit: bool
+) -> None:
+    """Whoever sends with the suite's client, not only ``exchange``, is told at which
+    stage the request failed and whether one of the suite's own limits ended it."""
+    net.conns.append(conn)
+    with make_client(Limits(total_timeout=5)) as client:
+        with pytest.raises(TransportFault) as e:
+            client.post(URL, json=REQUEST)
+    assert (e.value.stage, e.value.limit) == (stage, limit)
+
+
+LONG_CAUSE = "m" * 300
+
+
+@pytest.mark.parametrize(
+    "conn, reason",
+    [
+        (  # a request not sent in time, before the deadline
+            [Later(1, httpcore.WriteTimeout(LONG_CAUSE))],
+            "the connection failed while sending the request (",
+        ),
+        ([httpcore.ReadError(LONG_CAUSE)], "the connection failed while sending the request ("),
+        (
+            [httpcore.RemoteProtocolError(LONG_CAUSE)],
+            "the server closed the connection before a complete response head (",
+        ),
+    ],
+)
+def test_a_long_cause_before_the_head_is_cut_to_its_bound(
+    net: Net, conn: list[Any], reason: str
+) -> None:
+    net.fail_writes = isinstance(conn[0], Later)
+    t = run(net, conn, limits=Limits(total_timeout=6))
+    assert t.transport_error == reason + "m" * 99 + "…)"
+    assert t.meta["transport_stage"] == "headers"
