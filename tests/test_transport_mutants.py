@@ -1675,7 +1675,36 @@ def test_a_body_read_waits_at_most_idle_timeout_even_under_a_second(net: Net) ->
 
 def test_the_retry_waits_are_the_same_on_every_run(net: Net, slept: list[float]) -> None:
     """Without an rng of the caller's, the jitter is seeded: a replay reports the waits
-    the recording made."""
-    for _ in range(2):
+    the recording made, to the millisecond."""
+    ts = [
         run(net, status(503), status(200), retry=RetryPolicy(max=1, base_delay=1.0))
-    assert len(slept) == 2 and slept[0] == slept[1] != 1.0
+        for _ in range(2)
+    ]
+    assert len(slept) == 2 and slept[0] == slept[1] != round(slept[0], 3)
+    assert [t.meta["retries"][0]["waited"] for t in ts] == [round(slept[0], 3)] * 2
+
+
+def test_a_key_with_a_space_inside_is_redacted_whole(net: Net) -> None:
+    key = "abcd efgh-0123456789xyz"
+    t = run(
+        net,
+        ok(b'data: {"echo": "%s"}\n\n' % key.encode()),
+        auth_headers={"authorization": f"Bearer {key}"},
+    )
+    assert b"abcd" not in t.raw and b"efgh" not in t.raw
+
+
+def test_a_replayed_body_in_two_codings_names_both() -> None:
+    body = gzip.compress(gzip.compress(SSE))
+    with replay(("content-encoding", "gzip, gzip"), body=body) as client:
+        t = exchange(client, URL, REQUEST)
+    assert t.raw == SSE and t.meta["content_encoding"] == "gzip, gzip"
+
+
+def test_a_replayed_body_that_cannot_be_decoded_keeps_no_content_encoding() -> None:
+    """Its bytes were read as decoded (none were): a header saying gzip would have the
+    next reader decode them again."""
+    with replay(("content-encoding", "gzip"), body=b"not gzip") as client:
+        t = exchange(client, URL, REQUEST)
+    assert t.transport_error is not None and t.headers is not None
+    assert "content-encoding" not in {k.lower() for k in t.headers}
