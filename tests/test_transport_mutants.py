@@ -1708,3 +1708,21 @@ def test_a_replayed_body_that_cannot_be_decoded_keeps_no_content_encoding() -> N
         t = exchange(client, URL, REQUEST)
     assert t.transport_error is not None and t.headers is not None
     assert "content-encoding" not in {k.lower() for k in t.headers}
+
+
+def test_a_retry_s_new_connection_is_held_to_the_request_s_own_limits(net: Net) -> None:
+    """The kept-alive connection was found dropped: the one-off connection that carries
+    the request again connects and waits for its head within the same limits."""
+    limits = Limits(connect_timeout=3, first_byte_timeout=7)
+    net.conns += [ok() + [b""], httpcore.ConnectTimeout("slow")]
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        t = exchange(client, URL, REQUEST, limits=limits)
+    assert t.transport_error == "connection not established within 3 s (limits.connect_timeout)"
+    assert t.meta["transport_stage"] == "connect"
+    net.conns += [ok() + [b""], [Later(7, httpcore.ReadTimeout("slow"))]]
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        t = exchange(client, URL, REQUEST, limits=limits)
+    assert t.transport_error == "no response headers within 7 s (limits.first_byte_timeout)"
+    assert t.meta["transport_stage"] == "headers"
