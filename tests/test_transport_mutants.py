@@ -100,10 +100,10 @@ class Wire(httpcore.NetworkStream):
         self.net.sent.append(bytes(buffer))
 
     def close(self) -> None:
-        pass
+        self.net.closed.append(self)
 
     def get_extra_info(self, info: str) -> Any:
-        return None
+        return self.net.sock if info == "socket" else None
 
     def start_tls(self, *a: Any, **kw: Any) -> httpcore.NetworkStream:
         return self
@@ -122,6 +122,8 @@ class Net(httpcore.NetworkBackend):
         self.connect_timeouts: list[float | None] = []
         self.connects: list[tuple[Any, ...]] = []
         self.fail_writes = False
+        self.sock: Any = None  # what a connection gives as its socket
+        self.closed: list[Wire] = []
 
     def connect_tcp(
         self,
@@ -286,6 +288,7 @@ def test_a_key_in_the_url_is_redacted_in_the_request_kept(net: Net) -> None:
 def test_the_source_is_the_transcript_s(net: Net) -> None:
     t = run(net, ok(), source="replay")
     assert t.source == "replay"
+    assert run(net, ok()).source == "live"
 
 
 def test_cookies_are_never_sent_back(net: Net) -> None:
@@ -1265,9 +1268,11 @@ def test_a_request_s_own_limits_come_before_the_client_s(net: Net) -> None:
 def test_a_caller_s_trace_sees_every_event_and_is_given_back(net: Net) -> None:
     net.conns.append(ok() + ok())
     events: list[str] = []
+    infos: dict[str, Any] = {}
 
     def trace(event: str, info: dict[str, Any]) -> None:
         events.append(event)
+        infos[event] = info
 
     with make_client() as client:
         with client.stream("POST", URL, json=REQUEST, extensions={"trace": trace}) as r:
@@ -1277,6 +1282,9 @@ def test_a_caller_s_trace_sees_every_event_and_is_given_back(net: Net) -> None:
             assert "trace" not in r2.request.extensions
     assert "connection.connect_tcp.started" in events
     assert "http11.receive_response_headers.started" in events
+    # with what httpcore tells about each event: where it connects, what it sends
+    assert infos["connection.connect_tcp.started"]["host"] == "api.test"
+    assert infos["http11.send_request_headers.started"]["request"].method == b"POST"
 
 
 def test_a_declared_and_an_announced_layer_are_both_named(net: Net) -> None:
@@ -1420,3 +1428,301 @@ def test_a_new_connection_after_the_deadline_is_not_attempted(net: Net) -> None:
     assert t.transport_error == "no response headers within 5 s (limits.total_timeout)"
     assert t.meta["transport_stage"] == "connect"
     assert len(net.connects) == 1
+
+
+# ------------------------------------------------------------------ what the client's caller is told
+
+
+@pytest.mark.parametrize(
+    "conn, stage, limit",
+    [
+        (Later(5, httpcore.ConnectTimeout("slow")), "connect", True),  # the total deadline
+        ([Later(5, httpcore.ReadTimeout("slow"))], "headers", True),
+        (httpcore.ConnectError("connection refused"), "connect", False),  # not a limit
+        ([httpcore.ReadError("reset by peer")], "headers", False),
+    ],
+)
+def test_a_fault_before_the_head_tells_the_client_s_caller_where_and_whether_a_limit(
+    net: Net, conn: Any, stage: str, limit: bool
+) -> None:
+    """Whoever sends with the suite's client, not only ``exchange``, is told at which
+    stage the request failed and whether one of the suite's own limits ended it."""
+    net.conns.append(conn)
+    with make_client(Limits(total_timeout=5)) as client:
+        with pytest.raises(TransportFault) as e:
+            client.post(URL, json=REQUEST)
+    assert (e.value.stage, e.value.limit) == (stage, limit)
+
+
+LONG_CAUSE = "m" * 300
+
+
+@pytest.mark.parametrize(
+    "conn, reason",
+    [
+        (  # a request not sent in time, before the deadline
+            [Later(1, httpcore.WriteTimeout(LONG_CAUSE))],
+            "the connection failed while sending the request (",
+        ),
+        ([httpcore.ReadError(LONG_CAUSE)], "the connection failed while sending the request ("),
+        (
+            [httpcore.RemoteProtocolError(LONG_CAUSE)],
+            "the server closed the connection before a complete response head (",
+        ),
+    ],
+)
+def test_a_long_cause_before_the_head_is_cut_to_its_bound(
+    net: Net, conn: list[Any], reason: str
+) -> None:
+    net.fail_writes = isinstance(conn[0], Later)
+    t = run(net, conn, limits=Limits(total_timeout=6))
+    assert t.transport_error == reason + "m" * 99 + "…)"
+    assert t.meta["transport_stage"] == "headers"
+
+
+# ------------------------------------------------------------------ the watchdog, the headers handed on
+
+
+class _Timer:
+    """threading.Timer, recorded: ``fire`` says whether it goes off as soon as started
+    (the total deadline passes while the body is read)."""
+
+    made: list[_Timer] = []
+    fire = False
+
+    def __init__(self, interval: float, function: Any):
+        self.interval, self.function = interval, function
+        self.daemon, self.started, self.cancelled = False, False, False
+        _Timer.made.append(self)
+
+    def start(self) -> None:
+        self.started = True
+        if _Timer.fire:
+            self.function()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@pytest.fixture
+def timers(monkeypatch: pytest.MonkeyPatch) -> list[_Timer]:
+    monkeypatch.setattr(_Timer, "made", [])
+    monkeypatch.setattr(_Timer, "fire", False)
+    monkeypatch.setattr(T, "threading", NS(Timer=_Timer))
+    return _Timer.made
+
+
+@pytest.mark.parametrize("head_after, left", [(1.0, 4.0), (4.5, 0.5)])
+def test_a_live_body_s_socket_is_shut_when_the_total_deadline_passes(
+    net: Net, timers: list[_Timer], head_after: float, left: float
+) -> None:
+    """The watchdog is set for what is left of the total once the head is in, never
+    holds the process open, and at the deadline shuts the response's own socket."""
+    _Timer.fire = True
+    net.sock = _Sock()
+    t = run(
+        net,
+        [Later(head_after, HEAD + b"content-length: 9\r\n\r\n"), b"data: a\n\n"],
+        limits=Limits(total_timeout=5),
+    )
+    assert [(w.interval, w.daemon, w.started, w.cancelled) for w in timers] == [
+        (left, True, True, True)
+    ]
+    assert net.sock.how == [socket.SHUT_RDWR]
+    assert t.transport_error == "stream still running after 5 s (limits.total_timeout)"
+    assert t.raw == b"data: a\n\n"
+
+
+def test_a_body_without_a_socket_has_no_watchdog(net: Net, timers: list[_Timer]) -> None:
+    """A replayed or in-memory body: its reads check the clock themselves."""
+    t = run(net, ok(), limits=Limits(total_timeout=5))
+    assert timers == [] and t.transport_error is None
+
+
+def test_the_deadline_passing_before_any_byte_keeps_nothing_and_says_so(
+    clock: Clock, timers: list[_Timer]
+) -> None:
+    class Blocking(httpx.SyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            timers[0].function()  # the first read is still waiting at the deadline
+            raise httpx.ReadError("shut")
+            yield b""
+
+    s = T._LimitedStream(Blocking(), Limits(total_timeout=5), clock.now, sock=_Sock())
+    s.headers_raw = []
+    s.response = httpx.Response(200)
+    assert b"".join(s) == b""
+    assert s.response.headers[T.FAULT_HEADER] == (
+        "stream still running after 5 s (limits.total_timeout)"
+    )
+    assert s.response.headers[T.CUT_HEADER] == "kept the first 0 of 0 bytes received"
+
+
+def test_a_body_whose_last_byte_arrives_at_the_total_deadline_is_kept_whole(net: Net) -> None:
+    t = run(
+        net,
+        [HEAD + b"content-length: 9\r\n\r\n", Later(5, b"data: a\n\n")],
+        limits=Limits(total_timeout=5),
+    )
+    assert (t.transport_error, t.raw) == (None, b"data: a\n\n")
+
+
+def test_a_read_timeout_ten_milliseconds_before_the_deadline_is_the_total_timeout(
+    net: Net,
+) -> None:
+    """The read was given what was left; a clock a few ms off is not a stall."""
+    t = run(
+        net,
+        chunked(b"data: a\n\n", Later(4.0, httpcore.ReadTimeout("timed out")), end=False),
+        limits=Limits(idle_timeout=30, total_timeout=4.01),
+    )
+    assert t.transport_error == "stream still running after 4.01 s (limits.total_timeout)"
+
+
+def test_an_empty_last_read_past_the_deadline_is_the_total_timeout(clock: Clock) -> None:
+    def pieces() -> Iterator[bytes]:
+        yield b"data: a\n\n"
+        clock.now += 10
+        yield b""
+
+    s = T._LimitedStream(Gen(pieces()), Limits(total_timeout=5), clock.now)
+    s.headers_raw = []
+    s.response = httpx.Response(200)
+    assert b"".join(s) == b"data: a\n\n"
+    assert s.response.headers[T.FAULT_HEADER] == (
+        "stream still running after 5 s (limits.total_timeout)"
+    )
+
+
+def test_a_long_cause_inside_the_body_is_cut_to_its_bound(net: Net) -> None:
+    t = run(net, chunked(b"data: a\n\n", httpcore.ReadError(LONG_CAUSE), end=False))
+    assert t.transport_error == (
+        "the connection failed in the middle of the response body (" + "m" * 99 + "…)"
+    )
+    assert t.raw == b"data: a\n\n"
+
+
+def test_a_body_without_a_line_end_hands_on_no_line_times_header(net: Net) -> None:
+    """Nothing for the cassette to record: not even an empty value."""
+    net.conns.append(ok(b'{"choices": []}'))
+    with make_client() as client, client.stream("POST", URL, json=REQUEST) as r:
+        assert r.read() == b'{"choices": []}'
+        assert T.TIMES_HEADER not in r.headers
+
+
+def test_an_unlabelled_layer_in_a_stream_not_yet_handed_on_is_undone() -> None:
+    s = T._LimitedStream(Gen(iter([gzip.compress(SSE)])), Limits(), time.monotonic())
+    assert b"".join(s) == SSE
+
+
+def test_a_server_cannot_forge_the_suite_s_headers_on_a_coded_answer(net: Net) -> None:
+    forged = [f"{h}: forged" for h in T.INTERNAL_HEADERS]
+    t = run(net, ok(gzip.compress(SSE), "content-encoding: gzip", *forged))
+    assert (t.transport_error, t.raw) == (None, SSE)
+    assert t.meta["content_encoding"] == "gzip"
+    assert "transport_quirk" not in t.meta and "connection_retry" not in t.meta
+    assert t.headers is not None
+    assert not any(k.startswith("x-conformance") for k in t.headers)
+
+
+def test_every_coding_a_header_lists_is_named(net: Net) -> None:
+    t = run(net, ok(gzip.compress(gzip.compress(SSE)), "content-encoding: gzip, gzip"))
+    assert t.raw == SSE and t.meta["content_encoding"] == "gzip, gzip"
+
+
+def test_the_one_off_connection_of_a_retry_is_closed_with_its_answer(net: Net) -> None:
+    net.conns += [ok() + [b""], ok()]  # the first connection is closed after one answer
+    with make_client() as client:
+        exchange(client, URL, REQUEST)
+        t = exchange(client, URL, REQUEST)
+        assert "connection_retry" in t.meta
+        # the dropped one and the one-off one, before the client itself is closed
+        assert len(net.closed) == 2
+
+
+def test_the_answer_keeps_its_reason_phrase(net: Net) -> None:
+    """What a cassette records as the status message."""
+    net.conns.append([b"HTTP/1.1 429 Slow Down\r\ncontent-length: 0\r\n\r\n"])
+    with make_client() as client:
+        r = client.post(URL, json=REQUEST)
+    assert (r.status_code, r.reason_phrase) == (429, "Slow Down")
+
+
+def test_a_request_s_own_limits_are_the_timeouts_httpcore_is_given(net: Net) -> None:
+    """Not the client's: one client serves providers with different limits."""
+    net.conns.append([HEAD + b"content-length: 9\r\n\r\n", b"data: x\n\n"])
+    limits = Limits(connect_timeout=3, first_byte_timeout=7, idle_timeout=4, total_timeout=100)
+    with make_client(Limits()) as client:
+        with client.stream("POST", URL, json=REQUEST, extensions={T.LIMITS_EXTENSION: limits}) as r:
+            r.read()
+            assert r.request.extensions["timeout"] == {
+                "connect": 3,
+                "write": 3,
+                "pool": 3,
+                "read": 4,
+            }
+    assert net.connect_timeouts == [3] and net.write_timeouts[0] == 3
+    assert net.read_timeouts[:2] == [7, 4]
+
+
+def test_a_body_read_waits_at_most_idle_timeout_even_under_a_second(net: Net) -> None:
+    net.conns.append([HEAD + b"content-length: 9\r\n\r\n", b"data: x\n\n"])
+    limits = Limits(idle_timeout=0.2, total_timeout=0.5)
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+    assert net.read_timeouts[:2] == [0.5, 0.2]
+
+
+def test_the_retry_waits_are_the_same_on_every_run(net: Net, slept: list[float]) -> None:
+    """Without an rng of the caller's, the jitter is seeded: a replay reports the waits
+    the recording made, to the millisecond."""
+    ts = [
+        run(net, status(503), status(200), retry=RetryPolicy(max=1, base_delay=1.0))
+        for _ in range(2)
+    ]
+    assert len(slept) == 2 and slept[0] == slept[1] != round(slept[0], 3)
+    assert [t.meta["retries"][0]["waited"] for t in ts] == [round(slept[0], 3)] * 2
+
+
+def test_a_key_with_a_space_inside_is_redacted_whole(net: Net) -> None:
+    key = "abcd efgh-0123456789xyz"
+    t = run(
+        net,
+        ok(b'data: {"echo": "%s"}\n\n' % key.encode()),
+        auth_headers={"authorization": f"Bearer {key}"},
+    )
+    assert b"abcd" not in t.raw and b"efgh" not in t.raw
+
+
+def test_a_replayed_body_in_two_codings_names_both() -> None:
+    body = gzip.compress(gzip.compress(SSE))
+    with replay(("content-encoding", "gzip, gzip"), body=body) as client:
+        t = exchange(client, URL, REQUEST)
+    assert t.raw == SSE and t.meta["content_encoding"] == "gzip, gzip"
+
+
+def test_a_replayed_body_that_cannot_be_decoded_keeps_no_content_encoding() -> None:
+    """Its bytes were read as decoded (none were): a header saying gzip would have the
+    next reader decode them again."""
+    with replay(("content-encoding", "gzip"), body=b"not gzip") as client:
+        t = exchange(client, URL, REQUEST)
+    assert t.transport_error is not None and t.headers is not None
+    assert "content-encoding" not in {k.lower() for k in t.headers}
+
+
+def test_a_retry_s_new_connection_is_held_to_the_request_s_own_limits(net: Net) -> None:
+    """The kept-alive connection was found dropped: the one-off connection that carries
+    the request again connects and waits for its head within the same limits."""
+    limits = Limits(connect_timeout=3, first_byte_timeout=7)
+    net.conns += [ok() + [b""], httpcore.ConnectTimeout("slow")]
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        t = exchange(client, URL, REQUEST, limits=limits)
+    assert t.transport_error == "connection not established within 3 s (limits.connect_timeout)"
+    assert t.meta["transport_stage"] == "connect"
+    net.conns += [ok() + [b""], [Later(7, httpcore.ReadTimeout("slow"))]]
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        t = exchange(client, URL, REQUEST, limits=limits)
+    assert t.transport_error == "no response headers within 7 s (limits.first_byte_timeout)"
+    assert t.meta["transport_stage"] == "headers"
