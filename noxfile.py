@@ -17,6 +17,7 @@ import fnmatch
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -132,20 +133,26 @@ def _compile_once(session: nox.Session) -> None:
 
 def _rewrite_once(session: nox.Session) -> None:
     """The test modules as pytest imports them (asserts rewritten, cached under the bytecode
-    prefix), built by one process before the first run of xdist workers: on a fresh clone
-    each worker rewrote every test module side by side (9 CPU-seconds each, three quarters
-    of its collection). A collection alone: nothing runs."""
+    prefix), built before the first run of xdist workers: on a fresh clone each worker
+    rewrote every test module side by side (9 CPU-seconds each, three quarters of its
+    collection). A collection a core, each of a share of the modules; nothing runs."""
     stamp = Path(BYTECODE["PYTHONPYCACHEPREFIX"]) / ".rewritten"
     if stamp.exists():
         return
-    session.run(
-        _bin(session, "python"),
-        *("-m", "pytest", *ROOT_ARGS, "--collect-only", "-q"),
-        env=BYTECODE,
-        external=True,
-        silent=True,
-        success_codes=[0, 1, 2, 3, 4, 5],  # a collection error is the real run's to report
-    )
+    files = sorted(str(p.relative_to(HERE)) for p in (HERE / "tests").glob("test_*.py"))
+    cores = max(1, min(8, os.cpu_count() or 1))
+    shares = [[*files[0::cores], "conformance/suite"], *(files[i::cores] for i in range(1, cores))]
+    cmd = [_bin(session, "python"), "-m", "pytest", *ROOT_ARGS, "--collect-only", "-q"]
+    env = {**os.environ, **session.env, **BYTECODE}
+    session.log(f"rewriting the asserts of {len(files)} test modules once")
+    collections = [
+        subprocess.Popen(
+            [*cmd, *share], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for share in shares
+    ]
+    for c in collections:
+        c.wait()  # a collection error is the real run's to report
     stamp.touch()
 
 
