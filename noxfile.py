@@ -145,7 +145,7 @@ def _rewrite_once(session: nox.Session) -> None:
     cores = max(1, min(8, os.cpu_count() or 1))
     shares = [[*files[0::cores], "conformance/suite"], *(files[i::cores] for i in range(1, cores))]
     cmd = [_bin(session, "python"), "-m", "pytest", *ROOT_ARGS, "--collect-only", "-q"]
-    env = {**os.environ, **session.env, **BYTECODE}
+    env = {k: v for k, v in {**os.environ, **session.env, **BYTECODE}.items() if v is not None}
     session.log(f"rewriting the asserts of {len(files)} test modules once")
     collections = [
         subprocess.Popen(
