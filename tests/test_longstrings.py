@@ -103,7 +103,9 @@ def test_a_round_trip_of_a_call_with_a_long_id_is_not_sent() -> None:
     )
 
 
-@pytest.mark.parametrize("args", ['{"city": "' + "P" * BIG + '"}', '{"city": "' + "P" * BIG])
+@pytest.mark.parametrize(
+    "args", ['{"city": "' + "P" * BIG + '"}', '{"city": "' + "P" * BIG], ids=["valid", "unclosed"]
+)
 def test_long_arguments_are_never_cut_and_keep_their_verdict(
     args: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,6 +141,8 @@ def _kinds(body: bytes) -> list[str]:
     return [e.kind for e in parse_sse_bytes(body)]
 
 
+# Parameters of megabytes get short test ids: pytest would spell out every byte in the
+# node id (37 MB of ids collected by each xdist worker and sent to the controller).
 CUT_OR_NOT = [  # (a long event, whether its id is cut): written by hand
     (_ev(_call("f", "c" * BIG)), True),
     (b": comment\n" + _ev(_call("f", "c" * BIG)), False),  # not a whole one-line event
@@ -150,7 +154,11 @@ CUT_OR_NOT = [  # (a long event, whether its id is cut): written by hand
 ]
 
 
-@pytest.mark.parametrize(("body", "cut"), CUT_OR_NOT)
+@pytest.mark.parametrize(
+    ("body", "cut"),
+    CUT_OR_NOT,
+    ids=["whole", "comment", "no-blank-line", "two-lines", "tab", "not-utf8", "not-an-id"],
+)
 def test_only_a_long_identifier_of_a_whole_valid_event_is_cut(body: bytes, cut: bool) -> None:
     assert (list(longstrings.pieces(body)) != [body]) == cut
 
@@ -163,7 +171,7 @@ INVALID = [  # long lines that are not JSON, with a long id: written by hand
 ]
 
 
-@pytest.mark.parametrize("body", INVALID)
+@pytest.mark.parametrize("body", INVALID, ids=["structure", "escape", "escape-first", "unbalanced"])
 def test_a_cut_never_makes_an_invalid_line_valid(body: bytes) -> None:
     assert _kinds(body) == [NONJSON]
 
@@ -236,6 +244,7 @@ def test_a_long_id_in_an_sse_file_is_cut_as_in_a_body_in_memory(tmp_path: Any) -
         b"data: " + b"x" * (BIG + 5),  # one unfinished line, no line end at all
         b": keep-alive\r" + _ev(_call("f", "c" * BIG)),  # CR line ends, not a whole event
     ],
+    ids=["ordinary", "crlf", "content", "unfinished", "cr"],
 )
 def test_an_sse_file_gives_the_events_of_its_bytes(tmp_path: Any, body: bytes) -> None:
     from conformance.readers import _iter_file_blocks

@@ -17,6 +17,7 @@ Every server here is real and on 127.0.0.1.
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import http.server
 import json
@@ -108,30 +109,56 @@ def _zeros_gzip(mb: int) -> bytes:
     return b"".join(comp.compress(block) for _ in range(mb)) + comp.flush()
 
 
-BOMB = _zeros_gzip(100)  # 100 MiB of zeros in about 100 KB
-BOMBS = {
-    "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(BOMB, mtime=0)),
-    "two headers": (
-        [("content-encoding", "gzip"), ("content-encoding", "gzip")],
-        gzip.compress(BOMB, mtime=0),
-    ),
-    "gzip, identity": ([("content-encoding", "gzip, identity")], BOMB),
-    "unlabelled gzip": ([], BOMB),
-    "gzip inside gzip, one header": ([("content-encoding", "gzip")], gzip.compress(BOMB, mtime=0)),
-    "br": ([("content-encoding", "br")], brotli.compress(b"\0" * (100 * MiB), quality=1)),
-    "zstd": ([("content-encoding", "zstd")], zstd.compress(b"\0" * (100 * MiB))),
-    "unlabelled zstd": ([], zstd.compress(b"\0" * (100 * MiB))),
-}
+@functools.cache
+def _bomb() -> bytes:
+    return _zeros_gzip(100)  # 100 MiB of zeros in about 100 KB
+
+
+@functools.cache
+def _bombs() -> dict[str, tuple[list[tuple[str, str]], bytes]]:
+    """Built on first use, by the worker that runs these tests (compressing 400 MiB of
+    zeros takes a CPU-second), not at collection in every xdist worker."""
+    bomb, zstd_bomb = _bomb(), zstd.compress(b"\0" * (100 * MiB))
+    bombs = {
+        "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(bomb, mtime=0)),
+        "two headers": (
+            [("content-encoding", "gzip"), ("content-encoding", "gzip")],
+            gzip.compress(bomb, mtime=0),
+        ),
+        "gzip, identity": ([("content-encoding", "gzip, identity")], bomb),
+        "unlabelled gzip": ([], bomb),
+        "gzip inside gzip, one header": (
+            [("content-encoding", "gzip")],
+            gzip.compress(bomb, mtime=0),
+        ),
+        "br": ([("content-encoding", "br")], brotli.compress(b"\0" * (100 * MiB), quality=1)),
+        "zstd": ([("content-encoding", "zstd")], zstd_bomb),
+        "unlabelled zstd": ([], zstd_bomb),
+    }
+    assert tuple(bombs) == BOMBS
+    return bombs
+
+
+BOMBS = (
+    "gzip, gzip",
+    "two headers",
+    "gzip, identity",
+    "unlabelled gzip",
+    "gzip inside gzip, one header",
+    "br",
+    "zstd",
+    "unlabelled zstd",
+)
 
 
 # ------------------------------------------------------------------ cause 3: decoding
 
 
-@pytest.mark.parametrize("how", list(BOMBS))
+@pytest.mark.parametrize("how", BOMBS)
 def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
     raw_server: Callable[..., str], how: str
 ) -> None:
-    headers, body = BOMBS[how]
+    headers, body = _bombs()[how]
     url = raw_server(headers, body)
     limits = Limits(max_bytes=MiB, first_byte_timeout=10, idle_timeout=10, total_timeout=30)
     with make_client(limits) as client:
@@ -147,7 +174,7 @@ def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
 @pytest.mark.parametrize("how", ["gzip, gzip", "two headers", "unlabelled gzip", "br", "zstd"])
 def test_a_bomb_replayed_is_bounded_too(how: str) -> None:
     """A replay gives httpx the cassette's headers and body: undone here, bounded."""
-    headers, body = BOMBS[how]
+    headers, body = _bombs()[how]
 
     def answer(request: httpx.Request) -> httpx.Response:  # as vcrpy builds it: unread
         return httpx.Response(
@@ -186,7 +213,9 @@ def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> 
                                 "content": {
                                     "mimeType": "text/event-stream",
                                     "encoding": "base64",
-                                    "text": base64.b64encode(gzip.compress(BOMB, mtime=0)).decode(),
+                                    "text": base64.b64encode(
+                                        gzip.compress(_bomb(), mtime=0)
+                                    ).decode(),
                                 },
                             },
                         }
