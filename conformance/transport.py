@@ -775,7 +775,7 @@ def exchange(
     secrets.register(*(auth_headers or {}).values())
     secrets.register(
         *(
-            v.split(" ", 1)[1]
+            v.split(" ", 1)[1].strip(" \t")  # "Bearer  key": the key, not " key"
             for v in (auth_headers or {}).values()
             if v.lower().startswith(("bearer ", "basic ", "token "))
         )

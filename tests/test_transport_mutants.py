@@ -1694,6 +1694,16 @@ def test_a_key_with_a_space_inside_is_redacted_whole(net: Net) -> None:
     assert b"abcd" not in t.raw and b"efgh" not in t.raw
 
 
+def test_a_key_after_two_spaces_is_redacted_when_echoed_alone(net: Net) -> None:
+    key = "k2sp-0123456789abcdefXYZ"
+    t = run(
+        net,
+        ok(b'data: {"echo": "%s"}\n\n' % key.encode()),
+        auth_headers={"authorization": f"Bearer  {key}"},
+    )
+    assert key.encode() not in t.raw and b"<redacted>" in t.raw
+
+
 def test_a_replayed_body_in_two_codings_names_both() -> None:
     body = gzip.compress(gzip.compress(SSE))
     with replay(("content-encoding", "gzip, gzip"), body=body) as client:
