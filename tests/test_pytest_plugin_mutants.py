@@ -8,7 +8,9 @@ files written, and that an unrelated project's run is left alone. The run's deci
 
 from __future__ import annotations
 
+import http.server
 import json
+import re
 import socket
 import sys
 import threading
@@ -863,3 +865,89 @@ def test_files_outside_the_current_directory_are_named_in_full(
         f"{elsewhere / 'results'})",
         f"junit: {elsewhere / 'junit.xml'}",
     ]
+
+
+# ------------------------------------------------------------------ the /v1 probe on the wire
+
+
+class _Anything(http.server.BaseHTTPRequestHandler):
+    """Answers every POST: with the status a leading ``/sNNN`` segment names (200 without
+    one); ``/auth`` paths answer 401 unless the key is sent. Each request is kept."""
+
+    seen: list[tuple[str, dict[str, str], bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        _Anything.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        m = re.match(r"/s(\d{3})/", self.path)
+        status = int(m.group(1)) if m else 200
+        if self.path.startswith("/auth/") and self.headers.get("authorization") != "Bearer k-1":
+            status = 401
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def anything() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anything)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(5)
+
+
+def _hint(base: str, status: int = 200) -> str:
+    return f"did you mean --base-url {base}/v1? {base}/v1/chat/completions answers (HTTP {status})"
+
+
+def test_the_v1_probe_is_one_smallest_request_with_the_providers_credentials(
+    anything: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_KEY", "k-1")
+    base = f"{anything}/auth"
+    p = Provider("p", base, "m-1", api_key_env="PROBE_KEY", headers={"X-Org": "o"})
+    _Anything.seen.clear()
+    assert P.v1_hints([p], {"p": "HTTP 404 Not Found"}) == [_hint(base)]
+    ((path, headers, body),) = _Anything.seen
+    assert path == "/auth/v1/chat/completions"
+    assert json.loads(body) == {
+        "model": "m-1",
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "ping"}],
+    }
+    assert headers["authorization"] == "Bearer k-1" and headers["x-org"] == "o"
+
+
+def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
+    anything: str, closed_port: int
+) -> None:
+    gone = f"http://127.0.0.1:{closed_port}"
+    _Anything.seen.clear()
+    # the base URL ends with /v1 already: never probed, whatever its chat path says
+    assert P.v1_hints([Provider("p", f"{anything}/v1", "m")], {"p": "HTTP 404 x"}) == []
+    assert _Anything.seen == []
+    # a last segment that only starts like v1 is no /v1
+    assert P.v1_hints([Provider("p", f"{anything}/v1X", "m")], {"p": "HTTP 404 x"}) == [
+        _hint(f"{anything}/v1X")
+    ]
+    # the /v1 path is not a chat path either (405): no hint; any other answer is one
+    assert P.v1_hints([Provider("p", f"{anything}/s405", "m")], {"p": "HTTP 404 x"}) == []
+    assert P.v1_hints([Provider("p", f"{anything}/s406", "m")], {"p": "HTTP 405 x"}) == [
+        _hint(f"{anything}/s406", 406)
+    ]
+    # each column on its own: one not found, one refused, one unreachable, then a hint
+    cols = [
+        Provider("a", f"{anything}/a", "m"),
+        Provider("b", gone, "m"),
+        Provider("c", f"{anything}/c", "m"),
+    ]
+    why = {"a": "connection refused", "b": "HTTP 404 x", "c": "HTTP 404 x"}
+    assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
