@@ -951,3 +951,34 @@ def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
     ]
     why = {"a": "connection refused", "b": "HTTP 404 x", "c": "HTTP 404 x"}
     assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
+
+
+# ------------------------------------------------------------------ on a colour terminal
+
+RED_BOLD, RED = "\x1b[31m\x1b[1m", "\x1b[31m"
+
+
+def _coloured(d: Door, text: str) -> str:
+    """The escapes just before ``text`` on its line."""
+    line = next(ln for ln in d.lines if text in ln)
+    return line[: line.index(text)]
+
+
+def test_why_a_run_did_not_pass_is_red_and_bold_on_a_colour_terminal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int, server: str
+) -> None:
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path}", "--scenario=single", "--color=yes")
+    assert d.code == 5
+    assert _coloured(d, "conformance: nothing was tested") == RED_BOLD
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    d = door(capsys, f"--base-url={url}", "--model=m", "--scenario=single", "--color=yes")
+    assert d.code == 6
+    assert _coloured(d, "toolcall-conformance: m: the endpoint could not be reached") == RED_BOLD
+    root = server.removesuffix("/v1")
+    d = door(capsys, f"--base-url={root}", "--model=reference", "--scenario=single", "--color=yes")
+    assert d.code == 6
+    assert _coloured(d, "toolcall-conformance: did you mean") == RED_BOLD
+    (tmp_path / "r" / "quirks-matrix.json").mkdir(parents=True)
+    d = door(capsys, *LLAMA, "--scenario=single", "--report-dir=r", "--color=yes")
+    assert d.code == 3
+    assert _coloured(d, "conformance: matrix not written").endswith(RED)
