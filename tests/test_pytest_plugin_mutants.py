@@ -529,6 +529,12 @@ def test_a_failure_line_says_what_failed_the_cell() -> None:
     assert s.failure_lines() == [
         "  ✗ test_single[c]: R-A (MUST); R-HTTP-OK (MUST); R-COMPLETE (MUST)"
     ]
+    # an error's reason is one line of at most 120 characters
+    long = {**c, "reason": "r" * 121, "unexpected": [], "findings": [], "missing_expected": []}
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed"}), [long])
+    assert s.failure_lines() == ["  ✗ test_single[c]: error: " + "r" * 119 + "…"]
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed"}), [{**long, "reason": "r" * 120}])
+    assert s.failure_lines() == ["  ✗ test_single[c]: error: " + "r" * 120]
     # what the judge decided wins over the cell file's list
     seen = outcomes(**{"test_single[c]": "failed"})
     seen.unexpected["test_single[c]"] = ["Q-EXTRA-FIELDS (INFO)"]
