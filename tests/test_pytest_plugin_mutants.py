@@ -996,3 +996,18 @@ def test_why_a_run_did_not_pass_is_red_and_bold_on_a_colour_terminal(
     d = door(capsys, *LLAMA, "--scenario=single", "--report-dir=r", "--color=yes")
     assert d.code == 3
     assert _coloured(d, "conformance: matrix not written").endswith(RED)
+
+
+def test_a_long_reason_is_cut_to_one_line_per_cell_and_per_group(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    entry = yaml.safe_load(PROVIDERS.read_text())["providers"]["llamacpp"]
+    message = " ".join(f"w{i:03d}" for i in range(80))  # the server's own words, 399 characters
+    entry["capabilities"] = {"named_tool_choice": message}
+    f = tmp_path / "mine.yaml"
+    f.write_text(yaml.safe_dump({"version": 1, "providers": {"llamacpp": entry}}))
+    d = door(capsys, f"--providers={f}", f"--cassette-dir={CASSETTES}", "--scenario=named", "--cells")
+    assert d.code == 5, d.out
+    why = f"llamacpp declares no named tool choice: {message}"
+    assert d.block()[0] == f"– test_named[llamacpp]: unsupported ({why[:139]}…)"
+    assert f"  not tested (1): {why[:299]}…  [test_named[llamacpp]]" in d.block()
