@@ -234,6 +234,8 @@ def test_without_cells_there_is_no_line_per_cell_and_no_matrix_with_no_matrix(
     reports = tmp_path / P.REPORT_DIR
     assert (reports / "results" / "llamacpp__single.json").is_file()
     assert not (reports / "quirks-matrix.json").exists()
+    # the other scenarios' cells are deselected, and pytest counts them so
+    assert re.search(r" 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
 
 
 def test_fail_on_info_fails_on_undeclared_info_quirks_and_names_them(
@@ -1011,3 +1013,10 @@ def test_a_long_reason_is_cut_to_one_line_per_cell_and_per_group(
     why = f"llamacpp declares no named tool choice: {message}"
     assert d.block()[0] == f"– test_named[llamacpp]: unsupported ({why[:139]}…)"
     assert f"  not tested (1): {why[:299]}…  [test_named[llamacpp]]" in d.block()
+
+
+def test_a_result_file_is_its_cell_as_sorted_indented_json() -> None:
+    P.write_cell(Path("out"), {"row": "single", "column": "c", "reason": "é"})
+    assert (Path("out") / "results" / "c__single.json").read_text("utf-8") == (
+        '{\n "column": "c",\n "reason": "é",\n "row": "single"\n}\n'
+    )
