@@ -1008,7 +1008,9 @@ def test_a_long_reason_is_cut_to_one_line_per_cell_and_per_group(
     entry["capabilities"] = {"named_tool_choice": message}
     f = tmp_path / "mine.yaml"
     f.write_text(yaml.safe_dump({"version": 1, "providers": {"llamacpp": entry}}))
-    d = door(capsys, f"--providers={f}", f"--cassette-dir={CASSETTES}", "--scenario=named", "--cells")
+    d = door(
+        capsys, f"--providers={f}", f"--cassette-dir={CASSETTES}", "--scenario=named", "--cells"
+    )
     assert d.code == 5, d.out
     why = f"llamacpp declares no named tool choice: {message}"
     assert d.block()[0] == f"– test_named[llamacpp]: unsupported ({why[:139]}…)"
@@ -1020,3 +1022,29 @@ def test_a_result_file_is_its_cell_as_sorted_indented_json() -> None:
     assert (Path("out") / "results" / "c__single.json").read_text("utf-8") == (
         '{\n "column": "c",\n "reason": "é",\n "row": "single"\n}\n'
     )
+
+
+class _Worker:
+    """Makes the run a pytest-xdist worker's (the controller owns the results)."""
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+
+
+def test_a_worker_writes_its_cells_and_leaves_the_rest_to_the_controller(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    (results / "llamacpp__usage.json").write_text("{}")  # the controller's to replace, not ours
+    code = pytest.main(
+        ["-p", "no:cacheprovider", *SUITE, *LLAMA, "--scenario=single"], plugins=[_Worker()]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert sorted(p.name for p in results.iterdir()) == [
+        "llamacpp__single.json",
+        "llamacpp__usage.json",
+    ]
+    assert not any(ln.startswith("ran ") for ln in out.splitlines())  # no summary
+    assert not (tmp_path / P.REPORT_DIR / "quirks-matrix.json").exists()  # no matrix
