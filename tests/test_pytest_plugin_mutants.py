@@ -1048,3 +1048,15 @@ def test_a_worker_writes_its_cells_and_leaves_the_rest_to_the_controller(
     ]
     assert not any(ln.startswith("ran ") for ln in out.splitlines())  # no summary
     assert not (tmp_path / P.REPORT_DIR / "quirks-matrix.json").exists()  # no matrix
+
+
+def test_a_scenario_with_a_hyphen_is_shown_with_its_cells_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=tool-choice-none", "--scenario=id-omission", "--cells")
+    assert d.code == 0, d.out
+    assert d.block()[:3] == [
+        "~ test_id_omission[llamacpp]: quirk",
+        "✓ test_tool_choice_none[llamacpp]: conforms",
+        "ran 2 cell(s): 2 conforming, 0 deviating, 0 not tested",
+    ]
