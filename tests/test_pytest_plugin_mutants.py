@@ -275,6 +275,12 @@ def test_quirks_below_fail_on_pass_and_are_listed_with_their_level(
         "  below --fail-on must: Q-ARGS-ON-OPENING-DELTA (SHOULD)  [test_interleaved[llamacpp], "
         "test_parallel[llamacpp], test_required[llamacpp], … (+1)]" in block
     )
+    # three cells are all named
+    d = door(capsys, *args[:-1], "--fail-on=must")
+    assert (
+        "  below --fail-on must: Q-ARGS-ON-OPENING-DELTA (SHOULD)  [test_interleaved[llamacpp], "
+        "test_parallel[llamacpp], test_single[llamacpp]]" in d.block()
+    )
 
 
 def test_nothing_recorded_is_nothing_tested_exit_5(
@@ -292,6 +298,10 @@ def test_nothing_recorded_is_nothing_tested_exit_5(
     )
     assert block[nr + 1].startswith("  not tested (1): llamacpp declares no named tool choice")
     assert "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in block
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path}", *cells[:3])
+    assert "  not tested (3): not recorded" in d.out
+    line = next(ln for ln in d.block() if ln.startswith("  not tested (3)"))
+    assert line.endswith("  [test_parallel[llamacpp], test_single[llamacpp], test_usage[llamacpp]]")
 
 
 def test_this_runs_results_replace_its_own_and_keep_other_columns(
