@@ -1070,3 +1070,23 @@ def test_a_scenario_with_a_hyphen_is_shown_with_its_cells_verdict(
         "✓ test_tool_choice_none[llamacpp]: conforms",
         "ran 2 cell(s): 2 conforming, 0 deviating, 0 not tested",
     ]
+
+
+def test_the_reference_profiles_server_is_the_environments_or_the_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=profile:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--reference-profiles",
+    )
+    matrix = Path.cwd() / P.REPORT_DIR / "quirks-matrix.json"
+    monkeypatch.delenv("CONFORMANCE_SERVER_URL", raising=False)
+    d = door(capsys, *args)
+    assert d.code == 0, d.out  # replayed: the recorded path is the default's /v1
+    assert '"http://127.0.0.1:8765/v1"' in matrix.read_text()
+    monkeypatch.setenv("CONFORMANCE_SERVER_URL", "http://127.0.0.1:9/elsewhere/v1")
+    d = door(capsys, *args)
+    assert d.code == 1, d.out  # another path: nothing recorded for it
+    assert '"http://127.0.0.1:9/elsewhere/v1"' in matrix.read_text()
