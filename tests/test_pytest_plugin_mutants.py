@@ -1090,3 +1090,28 @@ def test_the_reference_profiles_server_is_the_environments_or_the_default(
     d = door(capsys, *args)
     assert d.code == 1, d.out  # another path: nothing recorded for it
     assert '"http://127.0.0.1:9/elsewhere/v1"' in matrix.read_text()
+
+
+def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "venv"
+    suite_dir = venv / "lib" / "site-packages" / "conformance" / "suite"
+    suite_dir.mkdir(parents=True)
+    (venv / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    monkeypatch.setattr(P, "_suite_dir", lambda: suite_dir)
+    # the project's own tests beside a virtualenv: the suite installed below is not run
+    d = pytest_run(capsys, "venv")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
+    # the installed suite itself, or a file of it, is
+    assert usage(pytest_run(capsys, str(suite_dir))).startswith("nothing to test")
+    (suite_dir / "test_x.py").write_text("")
+    assert usage(pytest_run(capsys, f"{suite_dir / 'test_x.py'}::test_y")).startswith(
+        "nothing to test"
+    )
+    # without the suite package, a path names no suite
+    monkeypatch.setattr(P, "_suite_dir", lambda: None)
+    d = pytest_run(capsys, "venv/test_mine.py")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
