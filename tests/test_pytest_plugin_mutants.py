@@ -1115,3 +1115,25 @@ def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
     d = pytest_run(capsys, "venv/test_mine.py")
     assert d.code == 0, d.out + d.err
     assert not (tmp_path / P.REPORT_DIR).exists()
+
+
+def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=gateway:litellm:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--cells",
+    )
+    assert "gateway:litellm:id-absent" in usage(door(capsys, *args))  # only with the flag
+    d = door(capsys, *args, "--reference-profiles", "--profile-server=http://127.0.0.1:9/v1")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "~ test_usage[gateway:litellm:id-absent]: quirk",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    (through,) = doc["gateways"]["litellm"]["profiles"]
+    assert through["profile"] == "id-absent" and through["through"]["verdict"] == "quirk"
+    assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
