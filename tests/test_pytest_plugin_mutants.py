@@ -218,6 +218,7 @@ def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
     assert 'classname="conformance.suite.test_scenarios" name="test_single[llamacpp]"' in junit
     doc = json.loads((reports / "quirks-matrix.json").read_text())
     assert [c["id"] for c in doc["columns"]] == ["llamacpp"]
+    assert [r["id"] for r in doc["rows"]] == ["single", "named"]  # the scenarios asked
     assert doc["mode"] == "replay" or doc.get("meta", {}).get("mode") == "replay"
 
 
@@ -1136,4 +1137,6 @@ def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
     doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
     (through,) = doc["gateways"]["litellm"]["profiles"]
     assert through["profile"] == "id-absent" and through["through"]["verdict"] == "quirk"
+    where = doc["gateways"]["litellm"]["provenance"]["cassette_dir"]
+    assert where == str(CASSETTES / "_gateway" / "litellm")  # read from --cassette-dir
     assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
