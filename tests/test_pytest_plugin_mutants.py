@@ -170,6 +170,9 @@ def test_unknown_names_and_bad_values_are_refused(
     line = usage(door(capsys, *LLAMA, "--expect-quirk=Q-NOT-A-QUIRK=why"))
     assert line.startswith("--expect-quirk: unknown quirk id")
     assert "--extra-body" in usage(door(capsys, *LLAMA, "--extra-body={bad"))
+    assert usage(door(capsys, *LLAMA, "--few-shot=none.json")).startswith(
+        "--few-shot none.json: cannot be read"
+    )
     (tmp_path / "taken").write_text("")
     assert usage(door(capsys, *LLAMA, "--report-dir=taken")) == (
         "--report-dir taken: is a file, not a directory; pass a directory"
@@ -374,16 +377,19 @@ def test_a_base_url_without_v1_gets_the_hint(
 def test_the_reference_model_conforms_live_with_the_options_sent(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
 ) -> None:
+    shot = [{"role": "user", "content": "an example"}, {"role": "assistant", "content": "ok"}]
+    (tmp_path / "few.json").write_text(json.dumps(shot))
     d = door(
         capsys, f"--base-url={server}", "--model=reference", "--scenario=single",
         "--max-tokens=55", "--system-prompt=be brief", '--extra-body={"seed": 3}',
-        "--named-tool-choice", "--prefill=<tool_call>", "--repeat=2",
+        "--named-tool-choice", "--prefill=<tool_call>", "--repeat=2", "--few-shot=few.json",
     )  # fmt: skip
     assert d.code == 0, d.out + d.err
     assert d.block()[0] == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
     assert d.block()[-1] == "cassettes: conformance-cassettes"
     body = request_body(tmp_path / P.CASSETTE_DIR / "reference" / "single.yaml")
     assert body["max_tokens"] == 55 and body["seed"] == 3
+    assert body["messages"][1:3] == shot
     assert body["messages"][0] == {"role": "system", "content": "be brief"}
     assert body["messages"][-1] == {"role": "assistant", "content": "<tool_call>"}
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
