@@ -1146,3 +1146,13 @@ def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
     where = doc["gateways"]["litellm"]["provenance"]["cassette_dir"]
     assert where == str(CASSETTES / "_gateway" / "litellm")  # read from --cassette-dir
     assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
+
+
+def test_the_users_own_tests_beside_the_suite_still_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    d = door(capsys, *LLAMA, "--scenario=single", "test_mine.py")
+    assert d.code == 0, d.out
+    assert re.search(r" 1 passed, 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
+    assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
