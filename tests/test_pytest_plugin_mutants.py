@@ -738,8 +738,16 @@ def test_a_refused_cassette_fails_its_cell_in_one_line(
     tapes = tmp_path / "tapes" / "llamacpp"
     tapes.mkdir(parents=True)
     (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
-    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single")
+    d = door(
+        capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single", "--cells"
+    )
     assert d.code == 1, d.out
+    # no cell file was written: the line and the count come from pytest's outcome
+    assert d.block()[:3] == [
+        "· test_single[llamacpp]: failed",
+        "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested",
+        "  ✗ test_single[llamacpp]: failed",
+    ]
     head = next(i for i, ln in enumerate(d.lines) if ln.startswith("____") and "test_single" in ln)
     assert d.lines[head + 1].startswith(f"cassette {tapes / 'single.yaml'}")
     assert not d.lines[head + 2].strip() or d.lines[head + 2].startswith("-")  # nothing more
