@@ -408,6 +408,9 @@ def test_a_deviating_model_names_its_quirk_and_exits_1(
     assert any(ln.startswith("  ✗ test_single[dashscope-compatible]: Q-") for ln in d.block()), (
         d.block()
     )
+    results = tmp_path / P.REPORT_DIR / "results"
+    cell = json.loads((results / "dashscope-compatible__single.json").read_text())
+    assert cell["trials"]["n"] == 1  # one live trial unless --repeat asks for more
 
 
 # ------------------------------------------------------------------ decisions on their own
