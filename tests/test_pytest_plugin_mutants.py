@@ -1116,7 +1116,7 @@ def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
     venv = tmp_path / "venv"
     suite_dir = venv / "lib" / "site-packages" / "conformance" / "suite"
     suite_dir.mkdir(parents=True)
-    (venv / "test_mine.py").write_text("def test_ok():\n    assert True\n")
+    (venv / "test_mine_venv.py").write_text("def test_ok():\n    assert True\n")
     monkeypatch.setattr(P, "_suite_dir", lambda: suite_dir)
     # the project's own tests beside a virtualenv: the suite installed below is not run
     d = pytest_run(capsys, "venv")
@@ -1130,7 +1130,7 @@ def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
     )
     # without the suite package, a path names no suite
     monkeypatch.setattr(P, "_suite_dir", lambda: None)
-    d = pytest_run(capsys, "venv/test_mine.py")
+    d = pytest_run(capsys, "venv/test_mine_venv.py")
     assert d.code == 0, d.out + d.err
     assert not (tmp_path / P.REPORT_DIR).exists()
 
@@ -1162,8 +1162,8 @@ def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
 def test_the_users_own_tests_beside_the_suite_still_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    (tmp_path / "test_mine.py").write_text("def test_ok():\n    assert True\n")
-    d = door(capsys, *LLAMA, "--scenario=single", "test_mine.py")
+    (tmp_path / "test_mine_beside.py").write_text("def test_ok():\n    assert True\n")
+    d = door(capsys, *LLAMA, "--scenario=single", "test_mine_beside.py")
     assert d.code == 0, d.out
     assert re.search(r" 1 passed, 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
     assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
