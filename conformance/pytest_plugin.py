@@ -320,10 +320,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     cfg = config._conformance = SuiteConfig(config)  # type: ignore[attr-defined]
     config._conformance_outcomes = CellOutcomes()  # type: ignore[attr-defined]
-    config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")  # type: ignore[attr-defined]
     config._conformance_active = targets_suite(config)  # type: ignore[attr-defined]
     if not active(config):
-        return
+        return  # not even a hook on each test report of an unrelated project's run
+    config.pluginmanager.register(config._conformance_outcomes, "conformance-outcomes")  # type: ignore[attr-defined]
     from conformance.textsafe import install_log_escaping
 
     install_log_escaping()  # log lines quote the wire (httpx: the reason phrase)

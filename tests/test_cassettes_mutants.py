@@ -63,7 +63,7 @@ def test_a_request_loses_its_credentials_and_keeps_the_rest(canary: str) -> None
 
 def test_a_request_body_given_as_text_is_scrubbed_too(canary: str) -> None:
     req = Request("POST", "http://h/v1/x", f"note {canary}", {})
-    req.body = f"note {canary}"  # vcrpy keeps what it is given
+    req.body = f"note {canary}"  # vcrpy's setter encodes it: scrubbed as bytes
     out = cassettes.scrub_request(req)
     assert canary.encode() not in out.body and out.body.startswith(b"note ")
     empty = Request("GET", "http://h/v1/models", None, {})
@@ -270,8 +270,10 @@ def test_a_directory_is_no_cassette(tmp_path: Path) -> None:
 
 
 def test_the_yaml_serializer_dumps_as_vcrpy_and_loads_safe() -> None:
-    data = {"interactions": [{"a": "é", "b": b"\xff"}], "version": 1}
+    # a long line of escapes: libyaml keeps it on one line, PyYAML's own dumper folds it
+    data = {"interactions": [{"a": "é", "b": b"\xff", "c": "é" * 100}], "version": 1}
     text = SafeYaml.serialize(data)
+    assert "\\xE9" * 100 in text
     assert text == yaml.dump(data, Dumper=getattr(yaml, "CDumper", yaml.Dumper))
     assert SafeYaml.deserialize(text) == data
     assert cassettes.DUMPER is getattr(yaml, "CDumper", yaml.Dumper)
@@ -366,3 +368,22 @@ def test_a_body_set_aside_and_never_written_fails_the_write_saying_so() -> None:
     with pytest.raises(RuntimeError) as e:
         lines.flush()
     assert str(e.value) == "a response body set aside was not written into the cassette"
+
+
+def test_a_body_that_reads_like_a_placeholder_is_kept_and_a_big_body_after_it_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cassettes, "BIG", 8)
+    look_alike = "conformance-set-aside-0-0123456789abcdef"  # a recorded body, not ours
+    req = Request("POST", "http://127.0.0.1:1/v1/chat/completions", b"{}", {})
+    resps = [
+        {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": b}}
+        for b in (look_alike, b"x" * 20)
+    ]
+    path = tmp_path / "c.yaml"
+    AtomicPersister.save_cassette(path, {"requests": [req, req], "responses": resps}, SafeYaml)
+    doc = yaml.safe_load(path.read_text())
+    assert [i["response"]["body"]["string"] for i in doc["interactions"]] == [
+        look_alike,
+        "x" * 20,
+    ]

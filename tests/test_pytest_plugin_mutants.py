@@ -8,7 +8,9 @@ files written, and that an unrelated project's run is left alone. The run's deci
 
 from __future__ import annotations
 
+import http.server
 import json
+import re
 import socket
 import sys
 import threading
@@ -168,6 +170,9 @@ def test_unknown_names_and_bad_values_are_refused(
     line = usage(door(capsys, *LLAMA, "--expect-quirk=Q-NOT-A-QUIRK=why"))
     assert line.startswith("--expect-quirk: unknown quirk id")
     assert "--extra-body" in usage(door(capsys, *LLAMA, "--extra-body={bad"))
+    assert usage(door(capsys, *LLAMA, "--few-shot=none.json")).startswith(
+        "--few-shot none.json: cannot be read"
+    )
     (tmp_path / "taken").write_text("")
     assert usage(door(capsys, *LLAMA, "--report-dir=taken")) == (
         "--report-dir taken: is a file, not a directory; pass a directory"
@@ -216,6 +221,7 @@ def test_a_replayed_run_counts_its_cells_and_says_where_the_files_are(
     assert 'classname="conformance.suite.test_scenarios" name="test_single[llamacpp]"' in junit
     doc = json.loads((reports / "quirks-matrix.json").read_text())
     assert [c["id"] for c in doc["columns"]] == ["llamacpp"]
+    assert [r["id"] for r in doc["rows"]] == ["single", "named"]  # the scenarios asked
     assert doc["mode"] == "replay" or doc.get("meta", {}).get("mode") == "replay"
 
 
@@ -232,6 +238,8 @@ def test_without_cells_there_is_no_line_per_cell_and_no_matrix_with_no_matrix(
     reports = tmp_path / P.REPORT_DIR
     assert (reports / "results" / "llamacpp__single.json").is_file()
     assert not (reports / "quirks-matrix.json").exists()
+    # the other scenarios' cells are deselected, and pytest counts them so
+    assert re.search(r" 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
 
 
 def test_fail_on_info_fails_on_undeclared_info_quirks_and_names_them(
@@ -271,6 +279,12 @@ def test_quirks_below_fail_on_pass_and_are_listed_with_their_level(
         "  below --fail-on must: Q-ARGS-ON-OPENING-DELTA (SHOULD)  [test_interleaved[llamacpp], "
         "test_parallel[llamacpp], test_required[llamacpp], … (+1)]" in block
     )
+    # three cells are all named
+    d = door(capsys, *args[:-1], "--fail-on=must")
+    assert (
+        "  below --fail-on must: Q-ARGS-ON-OPENING-DELTA (SHOULD)  [test_interleaved[llamacpp], "
+        "test_parallel[llamacpp], test_single[llamacpp]]" in d.block()
+    )
 
 
 def test_nothing_recorded_is_nothing_tested_exit_5(
@@ -288,6 +302,10 @@ def test_nothing_recorded_is_nothing_tested_exit_5(
     )
     assert block[nr + 1].startswith("  not tested (1): llamacpp declares no named tool choice")
     assert "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in block
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path}", *cells[:3])
+    assert "  not tested (3): not recorded" in d.out
+    line = next(ln for ln in d.block() if ln.startswith("  not tested (3)"))
+    assert line.endswith("  [test_parallel[llamacpp], test_single[llamacpp], test_usage[llamacpp]]")
 
 
 def test_this_runs_results_replace_its_own_and_keep_other_columns(
@@ -359,16 +377,19 @@ def test_a_base_url_without_v1_gets_the_hint(
 def test_the_reference_model_conforms_live_with_the_options_sent(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
 ) -> None:
+    shot = [{"role": "user", "content": "an example"}, {"role": "assistant", "content": "ok"}]
+    (tmp_path / "few.json").write_text(json.dumps(shot))
     d = door(
         capsys, f"--base-url={server}", "--model=reference", "--scenario=single",
         "--max-tokens=55", "--system-prompt=be brief", '--extra-body={"seed": 3}',
-        "--named-tool-choice", "--prefill=<tool_call>", "--repeat=2",
+        "--named-tool-choice", "--prefill=<tool_call>", "--repeat=2", "--few-shot=few.json",
     )  # fmt: skip
     assert d.code == 0, d.out + d.err
     assert d.block()[0] == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
     assert d.block()[-1] == "cassettes: conformance-cassettes"
     body = request_body(tmp_path / P.CASSETTE_DIR / "reference" / "single.yaml")
     assert body["max_tokens"] == 55 and body["seed"] == 3
+    assert body["messages"][1:3] == shot
     assert body["messages"][0] == {"role": "system", "content": "be brief"}
     assert body["messages"][-1] == {"role": "assistant", "content": "<tool_call>"}
     assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
@@ -387,6 +408,9 @@ def test_a_deviating_model_names_its_quirk_and_exits_1(
     assert any(ln.startswith("  ✗ test_single[dashscope-compatible]: Q-") for ln in d.block()), (
         d.block()
     )
+    results = tmp_path / P.REPORT_DIR / "results"
+    cell = json.loads((results / "dashscope-compatible__single.json").read_text())
+    assert cell["trials"]["n"] == 1  # one live trial unless --repeat asks for more
 
 
 # ------------------------------------------------------------------ decisions on their own
@@ -412,6 +436,9 @@ def cell(**kw: Any) -> dict[str, Any]:
 )
 def test_a_cell_that_never_reached_a_stream_is_unreachable(reason: str) -> None:
     assert P.unreachable_reason(cell(reason=reason + " (not sent: 3 more)")) == reason
+    # cut at the first note: what follows it is not the transport's reason
+    twice = reason + " (not sent: the same (not sent: again))"
+    assert P.unreachable_reason(cell(reason=twice)) == reason
 
 
 def test_what_is_not_unreachable() -> None:
@@ -524,6 +551,12 @@ def test_a_failure_line_says_what_failed_the_cell() -> None:
     assert s.failure_lines() == [
         "  ✗ test_single[c]: R-A (MUST); R-HTTP-OK (MUST); R-COMPLETE (MUST)"
     ]
+    # an error's reason is one line of at most 120 characters
+    long = {**c, "reason": "r" * 121, "unexpected": [], "findings": [], "missing_expected": []}
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed"}), [long])
+    assert s.failure_lines() == ["  ✗ test_single[c]: error: " + "r" * 119 + "…"]
+    s = P.RunSummary(outcomes(**{"test_single[c]": "failed"}), [{**long, "reason": "r" * 120}])
+    assert s.failure_lines() == ["  ✗ test_single[c]: error: " + "r" * 120]
     # what the judge decided wins over the cell file's list
     seen = outcomes(**{"test_single[c]": "failed"})
     seen.unexpected["test_single[c]"] = ["Q-EXTRA-FIELDS (INFO)"]
@@ -708,8 +741,16 @@ def test_a_refused_cassette_fails_its_cell_in_one_line(
     tapes = tmp_path / "tapes" / "llamacpp"
     tapes.mkdir(parents=True)
     (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
-    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single")
+    d = door(
+        capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'tapes'}", "--scenario=single", "--cells"
+    )
     assert d.code == 1, d.out
+    # no cell file was written: the line and the count come from pytest's outcome
+    assert d.block()[:3] == [
+        "· test_single[llamacpp]: failed",
+        "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested",
+        "  ✗ test_single[llamacpp]: failed",
+    ]
     head = next(i for i, ln in enumerate(d.lines) if ln.startswith("____") and "test_single" in ln)
     assert d.lines[head + 1].startswith(f"cassette {tapes / 'single.yaml'}")
     assert not d.lines[head + 2].strip() or d.lines[head + 2].startswith("-")  # nothing more
@@ -842,14 +883,19 @@ def test_without_the_renderer_the_matrix_is_its_json(
     assert text == '{\n "title": "é",\n "cells": []\n}\n'
 
 
-def test_a_timestamp_is_utc_to_the_second() -> None:
+def test_a_timestamp_is_utc_to_the_second(monkeypatch: pytest.MonkeyPatch) -> None:
     import re
     from datetime import UTC, datetime
 
-    stamp = P.now_iso()
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
-    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    assert abs((datetime.now(UTC) - then).total_seconds()) < 5
+    for zone in ("UTC", "Asia/Kolkata", "America/St_Johns"):  # never the local time
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        stamp = P.now_iso()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
+        then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs((datetime.now(UTC) - then).total_seconds()) < 5, zone
+    monkeypatch.undo()
+    time.tzset()
 
 
 def test_files_outside_the_current_directory_are_named_in_full(
@@ -863,3 +909,261 @@ def test_files_outside_the_current_directory_are_named_in_full(
         f"{elsewhere / 'results'})",
         f"junit: {elsewhere / 'junit.xml'}",
     ]
+
+
+# ------------------------------------------------------------------ the /v1 probe on the wire
+
+
+class _Anything(http.server.BaseHTTPRequestHandler):
+    """Answers every POST: with the status a leading ``/sNNN`` segment names (200 without
+    one); ``/auth`` paths answer 401 unless the key is sent. Each request is kept."""
+
+    seen: list[tuple[str, dict[str, str], bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        _Anything.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        m = re.match(r"/s(\d{3})/", self.path)
+        status = int(m.group(1)) if m else 200
+        if self.path.startswith("/auth/") and self.headers.get("authorization") != "Bearer k-1":
+            status = 401
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def anything() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anything)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(5)
+
+
+def _hint(base: str, status: int = 200) -> str:
+    return f"did you mean --base-url {base}/v1? {base}/v1/chat/completions answers (HTTP {status})"
+
+
+def test_the_v1_probe_is_one_smallest_request_with_the_providers_credentials(
+    anything: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_KEY", "k-1")
+    base = f"{anything}/auth"
+    p = Provider("p", base, "m-1", api_key_env="PROBE_KEY", headers={"X-Org": "o"})
+    _Anything.seen.clear()
+    assert P.v1_hints([p], {"p": "HTTP 404 Not Found"}) == [_hint(base)]
+    ((path, headers, body),) = _Anything.seen
+    assert path == "/auth/v1/chat/completions"
+    assert json.loads(body) == {
+        "model": "m-1",
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "ping"}],
+    }
+    assert headers["authorization"] == "Bearer k-1" and headers["x-org"] == "o"
+
+
+def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
+    anything: str, closed_port: int
+) -> None:
+    gone = f"http://127.0.0.1:{closed_port}"
+    _Anything.seen.clear()
+    # the base URL ends with /v1 already: never probed, whatever its chat path says
+    assert P.v1_hints([Provider("p", f"{anything}/v1", "m")], {"p": "HTTP 404 x"}) == []
+    assert _Anything.seen == []
+    # a last segment that only starts like v1 is no /v1
+    assert P.v1_hints([Provider("p", f"{anything}/v1X", "m")], {"p": "HTTP 404 x"}) == [
+        _hint(f"{anything}/v1X")
+    ]
+    # the /v1 path is not a chat path either (405): no hint; any other answer is one
+    assert P.v1_hints([Provider("p", f"{anything}/s405", "m")], {"p": "HTTP 404 x"}) == []
+    assert P.v1_hints([Provider("p", f"{anything}/s406", "m")], {"p": "HTTP 405 x"}) == [
+        _hint(f"{anything}/s406", 406)
+    ]
+    # each column on its own: one not found, one refused, one unreachable, then a hint
+    cols = [
+        Provider("a", f"{anything}/a", "m"),
+        Provider("b", gone, "m"),
+        Provider("c", f"{anything}/c", "m"),
+    ]
+    why = {"a": "connection refused", "b": "HTTP 404 x", "c": "HTTP 404 x"}
+    assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
+
+
+# ------------------------------------------------------------------ on a colour terminal
+
+RED_BOLD, RED = "\x1b[31m\x1b[1m", "\x1b[31m"
+
+
+def _coloured(d: Door, text: str) -> str:
+    """The escapes just before ``text`` on its line."""
+    line = next(ln for ln in d.lines if text in ln)
+    return line[: line.index(text)]
+
+
+def test_why_a_run_did_not_pass_is_red_and_bold_on_a_colour_terminal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, closed_port: int, server: str
+) -> None:
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path}", "--scenario=single", "--color=yes")
+    assert d.code == 5
+    assert _coloured(d, "conformance: nothing was tested") == RED_BOLD
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    d = door(capsys, f"--base-url={url}", "--model=m", "--scenario=single", "--color=yes")
+    assert d.code == 6
+    assert _coloured(d, "toolcall-conformance: m: the endpoint could not be reached") == RED_BOLD
+    root = server.removesuffix("/v1")
+    d = door(capsys, f"--base-url={root}", "--model=reference", "--scenario=single", "--color=yes")
+    assert d.code == 6
+    assert _coloured(d, "toolcall-conformance: did you mean") == RED_BOLD
+    (tmp_path / "r" / "quirks-matrix.json").mkdir(parents=True)
+    d = door(capsys, *LLAMA, "--scenario=single", "--report-dir=r", "--color=yes")
+    assert d.code == 3
+    assert _coloured(d, "conformance: matrix not written").endswith(RED)
+
+
+def test_a_long_reason_is_cut_to_one_line_per_cell_and_per_group(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    entry = yaml.safe_load(PROVIDERS.read_text())["providers"]["llamacpp"]
+    message = " ".join(f"w{i:03d}" for i in range(80))  # the server's own words, 399 characters
+    entry["capabilities"] = {"named_tool_choice": message}
+    f = tmp_path / "mine.yaml"
+    f.write_text(yaml.safe_dump({"version": 1, "providers": {"llamacpp": entry}}))
+    d = door(
+        capsys, f"--providers={f}", f"--cassette-dir={CASSETTES}", "--scenario=named", "--cells"
+    )
+    assert d.code == 5, d.out
+    why = f"llamacpp declares no named tool choice: {message}"
+    assert d.block()[0] == f"– test_named[llamacpp]: unsupported ({why[:139]}…)"
+    assert f"  not tested (1): {why[:299]}…  [test_named[llamacpp]]" in d.block()
+
+
+def test_a_result_file_is_its_cell_as_sorted_indented_json() -> None:
+    P.write_cell(Path("out"), {"row": "single", "column": "c", "reason": "é"})
+    assert (Path("out") / "results" / "c__single.json").read_text("utf-8") == (
+        '{\n "column": "c",\n "reason": "é",\n "row": "single"\n}\n'
+    )
+
+
+class _Worker:
+    """Makes the run a pytest-xdist worker's (the controller owns the results)."""
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+
+
+def test_a_worker_writes_its_cells_and_leaves_the_rest_to_the_controller(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    (results / "llamacpp__usage.json").write_text("{}")  # the controller's to replace, not ours
+    code = pytest.main(
+        ["-p", "no:cacheprovider", *SUITE, *LLAMA, "--scenario=single"], plugins=[_Worker()]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert sorted(p.name for p in results.iterdir()) == [
+        "llamacpp__single.json",
+        "llamacpp__usage.json",
+    ]
+    assert not any(ln.startswith("ran ") for ln in out.splitlines())  # no summary
+    assert not (tmp_path / P.REPORT_DIR / "quirks-matrix.json").exists()  # no matrix
+
+
+def test_a_scenario_with_a_hyphen_is_shown_with_its_cells_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=tool-choice-none", "--scenario=id-omission", "--cells")
+    assert d.code == 0, d.out
+    assert d.block()[:3] == [
+        "~ test_id_omission[llamacpp]: quirk",
+        "✓ test_tool_choice_none[llamacpp]: conforms",
+        "ran 2 cell(s): 2 conforming, 0 deviating, 0 not tested",
+    ]
+
+
+def test_the_reference_profiles_server_is_the_environments_or_the_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=profile:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--reference-profiles",
+    )
+    matrix = Path.cwd() / P.REPORT_DIR / "quirks-matrix.json"
+    monkeypatch.delenv("CONFORMANCE_SERVER_URL", raising=False)
+    d = door(capsys, *args)
+    assert d.code == 0, d.out  # replayed: the recorded path is the default's /v1
+    assert '"http://127.0.0.1:8765/v1"' in matrix.read_text()
+    monkeypatch.setenv("CONFORMANCE_SERVER_URL", "http://127.0.0.1:9/elsewhere/v1")
+    d = door(capsys, *args)
+    assert d.code == 1, d.out  # another path: nothing recorded for it
+    assert '"http://127.0.0.1:9/elsewhere/v1"' in matrix.read_text()
+
+
+def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "venv"
+    suite_dir = venv / "lib" / "site-packages" / "conformance" / "suite"
+    suite_dir.mkdir(parents=True)
+    (venv / "test_mine_venv.py").write_text("def test_ok():\n    assert True\n")
+    monkeypatch.setattr(P, "_suite_dir", lambda: suite_dir)
+    # the project's own tests beside a virtualenv: the suite installed below is not run
+    d = pytest_run(capsys, "venv")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
+    # the installed suite itself, or a file of it, is
+    assert usage(pytest_run(capsys, str(suite_dir))).startswith("nothing to test")
+    (suite_dir / "test_x.py").write_text("")
+    assert usage(pytest_run(capsys, f"{suite_dir / 'test_x.py'}::test_y")).startswith(
+        "nothing to test"
+    )
+    # without the suite package, a path names no suite
+    monkeypatch.setattr(P, "_suite_dir", lambda: None)
+    d = pytest_run(capsys, "venv/test_mine_venv.py")
+    assert d.code == 0, d.out + d.err
+    assert not (tmp_path / P.REPORT_DIR).exists()
+
+
+def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=gateway:litellm:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--cells",
+    )
+    assert "gateway:litellm:id-absent" in usage(door(capsys, *args))  # only with the flag
+    d = door(capsys, *args, "--reference-profiles", "--profile-server=http://127.0.0.1:9/v1")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "~ test_usage[gateway:litellm:id-absent]: quirk",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+    doc = json.loads((Path.cwd() / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    (through,) = doc["gateways"]["litellm"]["profiles"]
+    assert through["profile"] == "id-absent" and through["through"]["verdict"] == "quirk"
+    where = doc["gateways"]["litellm"]["provenance"]["cassette_dir"]
+    assert where == str(CASSETTES / "_gateway" / "litellm")  # read from --cassette-dir
+    assert doc["sections"]["providers"] == [] and doc["sections"]["reference_profiles"] == []
+
+
+def test_the_users_own_tests_beside_the_suite_still_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine_beside.py").write_text("def test_ok():\n    assert True\n")
+    d = door(capsys, *LLAMA, "--scenario=single", "test_mine_beside.py")
+    assert d.code == 0, d.out
+    assert re.search(r" 1 passed, 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
+    assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
