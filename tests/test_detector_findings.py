@@ -1919,6 +1919,43 @@ INVENTED_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
             ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None),
         ],
     ),
+    "a second declared call under the same id": (  # the index's state is the new call's
+        [
+            ROLE,
+            calls(tc(0, ID, "function", "ping", "{}")),
+            ch({"content": None}),
+            calls(tc(0, ID, name="get_weather", args="")),
+            calls(tc(0, args="{}")),
+            ch({}, "length"),
+        ],
+        [WEATHER, BARE],
+        [
+            (
+                *WHOLE,
+                1,
+                P,
+                "id, name and complete arguments in one delta",
+                _exc(
+                    '"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                    '"function":{"name":"ping","arguments":"{}"}'
+                ),
+            ),
+            (
+                "R-INDEX-DISTINCT",
+                "MUST",
+                "Q-INDEX-AND-ID-REUSED",
+                3,
+                P + "/index",
+                "a second call ('get_weather' after 'ping') reuses index 0 and id "
+                "'call_W1a2b3c4d5e6f7g8h9i0j1k2'",
+                _exc(
+                    '"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"name":"get_weather","arguments":""}'
+                ),
+            ),
+            invented(1, "'get_weather' requires city, unit", 3),
+            ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None),
+        ],
+    ),
     "an index-less call": (  # no index state: the finish chunk's event, no pointer
         [ROLE, calls(tc(ABSENT, ID, "function", "get_weather", "{}")), ch({}, "length")],
         [WEATHER],
@@ -2760,17 +2797,38 @@ def test_the_same_id_with_an_undeclared_name_is_not_a_second_call() -> None:
         ("Q-ID-REPEATED", 2, P + "/id", "the call's id repeated on a continuation delta"),
         ("Q-NAME-FRAGMENTED", 2, P + "/function/name", "the name continued with '_now'"),
     ]
-    # the second declared name under the same id is the second call
-    r = analyze_chunks(
-        [ROLE, opener, calls(tc(0, ID, name="get_time", args="{}")), END], request=TWO_DECLARED
-    )
-    assert [(f.quirk, f.event, f.pointer, f.message) for f in r.findings] == [
-        ("Q-ARGS-ABSENT-NO-PARAMS", 1, None, "no arguments streamed; sent as {}"),
+    # the second declared name under the same id is the second call; its id and name are
+    # the index's from then on (sent again, they repeat)
+    second = calls(tc(0, ID, name="get_time", args="{}"))
+    again = calls(tc(0, ID, name="get_time", args=""))
+    assert got(ROLE, opener, second, again, END, request=TWO_DECLARED) == [
+        NO_PARAMS,
         (
+            "R-INDEX-DISTINCT",
+            "MUST",
             "Q-INDEX-AND-ID-REUSED",
             2,
             P + "/index",
             f"a second call ('get_time' after 'get_weather') reuses index 0 and id {ID!r}",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":"{{}}"}}'),
+        ),
+        (
+            "R-CONT-ID-ABSENT",
+            "MUST",
+            "Q-ID-REPEATED",
+            3,
+            P + "/id",
+            "the call's id repeated on a continuation delta",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":""}}'),
+        ),
+        (
+            "R-CONT-NAME-ABSENT",
+            "MUST",
+            "Q-NAME-REPEATED",
+            3,
+            P + "/function/name",
+            "the function name repeated on a continuation delta",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":""}}'),
         ),
     ]
 
