@@ -1038,6 +1038,34 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
             )
         ],
     ),
+    "first index 2, then index 1": (  # index 1 is no index 0: still a non-zero start
+        [
+            ROLE,
+            calls(tc(2, ID, "function", "f", '{"a":1}')),
+            calls(tc(1, ID2, "function", "g", '{"a":1}')),
+            END,
+        ],
+        [
+            (
+                *WHOLE,
+                1,
+                P,
+                "id, name and complete arguments in one delta",
+                '{"index":2,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                '"function":{"name":"f","arguments":"{\\"a\\":1}"}}',
+                2,
+            ),
+            (
+                "Q-INDEX-NONZERO-START",
+                "SHOULD",
+                "Q-INDEX-NONZERO-START",
+                1,
+                P + "/index",
+                "the first tool call has index 2 and no call has index 0",
+                None,
+            ),
+        ],
+    ),
     "first index 1, then index 0": (
         [
             ROLE,
