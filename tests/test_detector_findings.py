@@ -1038,6 +1038,34 @@ OPENER_CASES: dict[str, tuple[list[dict[str, Any]], list[tuple]]] = {
             )
         ],
     ),
+    "first index 2, then index 1": (  # index 1 is no index 0: still a non-zero start
+        [
+            ROLE,
+            calls(tc(2, ID, "function", "f", '{"a":1}')),
+            calls(tc(1, ID2, "function", "g", '{"a":1}')),
+            END,
+        ],
+        [
+            (
+                *WHOLE,
+                1,
+                P,
+                "id, name and complete arguments in one delta",
+                '{"index":2,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                '"function":{"name":"f","arguments":"{\\"a\\":1}"}}',
+                2,
+            ),
+            (
+                "Q-INDEX-NONZERO-START",
+                "SHOULD",
+                "Q-INDEX-NONZERO-START",
+                1,
+                P + "/index",
+                "the first tool call has index 2 and no call has index 0",
+                None,
+            ),
+        ],
+    ),
     "first index 1, then index 0": (
         [
             ROLE,
@@ -1919,6 +1947,43 @@ INVENTED_CASES: dict[str, tuple[list[dict[str, Any]], Any, list[tuple]]] = {
             ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None),
         ],
     ),
+    "a second declared call under the same id": (  # the index's state is the new call's
+        [
+            ROLE,
+            calls(tc(0, ID, "function", "ping", "{}")),
+            ch({"content": None}),
+            calls(tc(0, ID, name="get_weather", args="")),
+            calls(tc(0, args="{}")),
+            ch({}, "length"),
+        ],
+        [WEATHER, BARE],
+        [
+            (
+                *WHOLE,
+                1,
+                P,
+                "id, name and complete arguments in one delta",
+                _exc(
+                    '"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","type":"function",'
+                    '"function":{"name":"ping","arguments":"{}"}'
+                ),
+            ),
+            (
+                "R-INDEX-DISTINCT",
+                "MUST",
+                "Q-INDEX-AND-ID-REUSED",
+                3,
+                P + "/index",
+                "a second call ('get_weather' after 'ping') reuses index 0 and id "
+                "'call_W1a2b3c4d5e6f7g8h9i0j1k2'",
+                _exc(
+                    '"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":{"name":"get_weather","arguments":""}'
+                ),
+            ),
+            invented(1, "'get_weather' requires city, unit", 3),
+            ("R-LENGTH-CUT", "INFO", None, 5, None, CUT_MESSAGE, None),
+        ],
+    ),
     "an index-less call": (  # no index state: the finish chunk's event, no pointer
         [ROLE, calls(tc(ABSENT, ID, "function", "get_weather", "{}")), ch({}, "length")],
         [WEATHER],
@@ -2709,3 +2774,130 @@ def test_index_less_shape_is_reported_at_the_first_delta_event_not_its_chunk_cou
         ("Q-INDEX-ABSENT", 2, 2),
         ("Q-INDEX-ABSENT-PARALLEL-SPLIT", 2, 1),
     ]
+
+
+# ============================================================ edges: a second call, a role, a comparison
+
+TWO_DECLARED = {
+    "model": "m",
+    "stream": True,
+    "tools": [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("get_weather", "get_time")
+    ],
+}
+REPEATED_ID = ("R-CONT-ID-ABSENT", "MUST", "Q-ID-REPEATED", 2, P + "/id")
+
+
+def test_the_same_id_and_the_same_declared_name_is_a_repeat_not_a_second_call() -> None:
+    # Only another declared name under the same id is a second call on the index
+    # (Q-INDEX-AND-ID-REUSED): the call's own name sent again is Q-NAME-REPEATED.
+    opener = calls(tc(0, ID, "function", "get_weather", ""))
+    again = calls(tc(0, ID, name="get_weather", args='{"city":"Paris"}'))
+    assert got(ROLE, opener, again, END, request=TWO_DECLARED) == [
+        (
+            *REPEATED_ID,
+            "the call's id repeated on a continuation delta",
+            '{"index":0,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":'
+            '{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}',
+        ),
+        (
+            "R-CONT-NAME-ABSENT",
+            "MUST",
+            "Q-NAME-REPEATED",
+            2,
+            P + "/function/name",
+            "the function name repeated on a continuation delta",
+            '{"index":0,"id":"call_W1a2b3c4d5e6f7g8h9i0j1k2","function":'
+            '{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}',
+        ),
+    ]
+
+
+def test_the_same_id_with_an_undeclared_name_is_not_a_second_call() -> None:
+    # The call's own name is declared, the new one is not: the name continued under the
+    # same id (Q-INDEX-AND-ID-REUSED needs both names declared).
+    opener = calls(tc(0, ID, "function", "get_weather", ""))
+    r = analyze_chunks(
+        [ROLE, opener, calls(tc(0, ID, name="_now", args="{}")), END], request=TWO_DECLARED
+    )
+    assert [(f.quirk, f.event, f.pointer, f.message) for f in r.findings] == [
+        ("Q-ID-REPEATED", 2, P + "/id", "the call's id repeated on a continuation delta"),
+        ("Q-NAME-FRAGMENTED", 2, P + "/function/name", "the name continued with '_now'"),
+    ]
+    # the second declared name under the same id is the second call; its id and name are
+    # the index's from then on (sent again, they repeat)
+    second = calls(tc(0, ID, name="get_time", args="{}"))
+    again = calls(tc(0, ID, name="get_time", args=""))
+    assert got(ROLE, opener, second, again, END, request=TWO_DECLARED) == [
+        NO_PARAMS,
+        (
+            "R-INDEX-DISTINCT",
+            "MUST",
+            "Q-INDEX-AND-ID-REUSED",
+            2,
+            P + "/index",
+            f"a second call ('get_time' after 'get_weather') reuses index 0 and id {ID!r}",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":"{{}}"}}'),
+        ),
+        (
+            "R-CONT-ID-ABSENT",
+            "MUST",
+            "Q-ID-REPEATED",
+            3,
+            P + "/id",
+            "the call's id repeated on a continuation delta",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":""}}'),
+        ),
+        (
+            "R-CONT-NAME-ABSENT",
+            "MUST",
+            "Q-NAME-REPEATED",
+            3,
+            P + "/function/name",
+            "the function name repeated on a continuation delta",
+            _exc(f'"id":"{ID}","function":{{"name":"get_time","arguments":""}}'),
+        ),
+    ]
+
+
+def test_an_empty_role_is_a_missing_field_like_null() -> None:
+    for role, said in ((None, "delta.role (null)"), ("", 'delta.role ("")')):
+        r = analyze_chunks([ch({"role": role, "content": "Hi"}), ch({}, "stop")])
+        assert [(f.quirk, f.event, f.pointer, f.message) for f in r.findings] == [
+            ("Q-ENVELOPE-FIELDS-MISSING", 0, "/choices/0", f"choice without {said}")
+        ]
+    assert got(ch({"role": "assistant", "content": "Hi"}), ch({}, "stop")) == []
+
+
+def test_a_required_call_missing_in_both_modes_is_tool_choice_ignored() -> None:
+    from conformance.transcript import CHUNK, Event, Transcript
+
+    required = dict(TWO_DECLARED, tool_choice="required")
+    said = "tool_choice required but no tool call streamed"
+    cases = [  # what the stream-false comparison showed → the one finding, its quirk
+        (
+            {"made": True, "tool_calls": 0},
+            None,
+            f"{said}, nor with stream false: tool_choice ignored",
+        ),
+        (
+            {"made": True, "tool_calls": 2},
+            "Q-TOOLCALLS-MISSING-IN-STREAM",
+            f"{said}; the same request with stream false returned 2 tool call(s)",
+        ),
+        (
+            {"made": False, "reason": "no key"},
+            None,
+            f"{said}; the stream-false comparison was not made (no key)",
+        ),
+    ]
+    evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate([ROLE, ch({}, "stop")])]
+    for cmp, quirk, message in cases:
+        t = Transcript("<chunks>", "jsonl", False, lambda: iter(evs), request={"body": required})
+        t.meta["stream_comparison"] = cmp
+        r = analyze(t)
+        assert [(f.rule, f.quirk, f.message) for f in r.findings] == [
+            ("R-TOOL-CHOICE", quirk, message)
+        ]
+        assert r.verdict == "fails"
