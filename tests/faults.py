@@ -836,7 +836,7 @@ def stream_server(write: Callable[[Any], None]) -> Iterator[str]:
     """A 127.0.0.1 server answering every POST with an event stream that ``write(wfile)``
     writes (a long or odd body that no fault route serves); yields its base URL, and
     stops when the block ends."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -850,11 +850,21 @@ def stream_server(write: Callable[[Any], None]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving(Handler) as origin:
+        yield origin + "/v1"
+
+
+@contextlib.contextmanager
+def serving(handler: type[Any]) -> Iterator[str]:
+    """A threaded 127.0.0.1 server of an ``http.server`` handler class; yields its origin
+    (``http://127.0.0.1:PORT``) and stops, with a bounded wait, when the block ends."""
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

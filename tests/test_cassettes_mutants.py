@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import httpx
 import pytest
 import vcr
 import yaml
+from faults import serving
 from vcr.request import Request
 from vcr.serializers import jsonserializer, yamlserializer
 
@@ -132,15 +132,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def origin() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join(5)
+    with serving(_Handler) as url:
+        yield url
 
 
 def _recorder(path: Path, mode: str) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from faults import serving
 
 from conformance import pytest_plugin as P
 from conformance.providers import Provider
@@ -937,15 +938,8 @@ class _Anything(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def anything() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anything)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        t.join(5)
+    with serving(_Anything) as url:
+        yield url
 
 
 def _hint(base: str, status: int = 200) -> str:
