@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,37 @@ def _provider_label(s: dict[str, Any]) -> str:
     return f"{s['column']}: {s.get('scenario') or s['id']}"
 
 
+# The sections of replayed streams, by kind: title, what the reader is looking at, the
+# head of the per-column table, each stream's label in the grid.
+_REPLAYED: tuple[tuple[str, str, str, str, Callable[[dict[str, Any]], str]], ...] = (
+    (
+        "provider",
+        "Providers × clients (recorded cassettes, replayed over HTTP)",
+        "Recorded traffic of a real server, replayed byte for byte. Per provider: the "
+        "recorded scenarios each client assembled right.",
+        "provider",
+        _provider_label,
+    ),
+    (
+        "scripted",
+        "vLLM's tool parsers × clients (scripted model output, replayed over HTTP)",
+        "Recorded from a real vLLM server whose model output was scripted by this project, "
+        "one column per tool parser: what each parser makes of a known output, not what any "
+        "provider's model sends. Replayed byte for byte.",
+        "parser column",
+        _provider_label,
+    ),
+    (
+        "capture",
+        "Field captures × clients (field evidence)",
+        "Public recordings of real providers (sources in the HTML view); derived verdicts "
+        "only, the recordings themselves are not in this repository.",
+        "provider",
+        lambda s: f"{s['column']} ({s['id'][8:]})",
+    ),
+)
+
+
 def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") -> str:
     streams = matrix["streams"]
     out = [
@@ -290,46 +322,11 @@ def render_markdown(matrix: dict[str, Any], link: str = "client-matrix.html") ->
             *_grid(matrix, profiles, _profile_label, link),
             "",
         ]
-    providers = [s for s in streams if s["kind"] == "provider"]
-    if providers:
-        out += [
-            "## Providers × clients (recorded cassettes, replayed over HTTP)",
-            "",
-            "Recorded traffic of a real server, replayed byte for byte. Per provider: "
-            "the recorded scenarios each client assembled right.",
-            "",
-            *_by_column(matrix, providers),
-            "",
-            *_grid(matrix, providers, _provider_label, link),
-            "",
-        ]
-    scripted = [s for s in streams if s["kind"] == "scripted"]
-    if scripted:
-        out += [
-            "## vLLM's tool parsers × clients (scripted model output, replayed over HTTP)",
-            "",
-            "Recorded from a real vLLM server whose model output was scripted by this "
-            "project, one column per tool parser: what each parser makes of a known "
-            "output, not what any provider's model sends. Replayed byte for byte.",
-            "",
-            *_by_column(matrix, scripted, "parser column"),
-            "",
-            *_grid(matrix, scripted, _provider_label, link),
-            "",
-        ]
-    captures = [s for s in streams if s["kind"] == "capture"]
-    if captures:
-        out += [
-            "## Field captures × clients (field evidence)",
-            "",
-            "Public recordings of real providers (sources in the HTML view); derived "
-            "verdicts only, the recordings themselves are not in this repository.",
-            "",
-            *_by_column(matrix, captures),
-            "",
-            *_grid(matrix, captures, lambda s: f"{s['column']} ({s['id'][8:]})", link),
-            "",
-        ]
+    for kind, title, intro, head, label in _REPLAYED:
+        mine = [s for s in streams if s["kind"] == kind]
+        if mine:
+            out += [f"## {title}", "", intro, "", *_by_column(matrix, mine, head), ""]
+            out += [*_grid(matrix, mine, label, link), ""]
     bad = [c for c in matrix["cells"] if c["outcome"] not in ("ok", "n/a", "error")]
     if bad:
         out += ["## Findings", ""]
