@@ -11,6 +11,8 @@ together they are every test, and ``.ci/run`` runs both. A test can also carry
 from __future__ import annotations
 
 import gc
+import locale
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     suite collected, over a third of the CPU time went to walking it again and again."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture()
+def ascii_locale() -> Iterator[None]:
+    """A machine whose locale is plain C (ASCII), as many CI images are."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)

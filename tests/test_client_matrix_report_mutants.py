@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import locale
 from pathlib import Path
 from typing import Any
 
@@ -579,17 +578,6 @@ def test_the_small_markdown_converter() -> None:
         "<h2>H</h2>",
     ]
     assert R._md_to_html("x\n\n  \ny") == "<p>x</p>\n<p>y</p>"
-
-
-@pytest.fixture()
-def ascii_locale() -> Any:
-    """A machine whose locale is plain C (ASCII), as many CI images are."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 def test_the_reports_are_utf_8_whatever_the_locale(tmp_path: Path, ascii_locale: Any) -> None:

@@ -6,7 +6,6 @@ body) and which files are skipped, with what said on stderr."""
 from __future__ import annotations
 
 import json
-import locale
 from pathlib import Path
 from typing import Any
 
@@ -293,17 +292,6 @@ def test_capture_labels_and_sources_come_from_sources_md_or_the_file_name(tmp_pa
         ("capture:d-unlisted", "d", "d-unlisted.jsonl"),
         ("capture:e-four", "Four", "http://example.org/four"),  # four columns are enough
     ]
-
-
-@pytest.fixture()
-def ascii_locale() -> Any:
-    """A machine whose locale is plain C (ASCII), as many CI images are."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 def test_captures_and_their_sources_are_read_as_utf_8_whatever_the_locale(
