@@ -579,17 +579,15 @@ def mutation(session: nox.Session) -> None:
         stats.unlink(missing_ok=True)
     captures = HERE.parent / "shared" / "captures"  # tests run from mutants/, one level down
     env = {"CONFORMANCE_CAPTURES": str(captures)} if captures.is_dir() else {}
+    # A run for a mutant that does not exist (re)generates the mutants of changed code,
+    # measures test reach, then stops. The stamp is written right after it, so that a
+    # judging run stopped halfway does not cost a full trace next time.
+    session.run(
+        "mutmut", "run", "conformance.no-such-mutant", env=env, success_codes=[0, 1], silent=True
+    )
+    if stats.exists():
+        stamp.write_text(_stamp(*sources))
     if "--survivors" in session.posargs:
-        # mutmut (re)generates the mutants of changed code only inside `run`: a run for a
-        # mutant that does not exist does that (and measures test reach), then stops.
-        session.run(
-            "mutmut",
-            "run",
-            "conformance.no-such-mutant",
-            env=env,
-            success_codes=[0, 1],
-            silent=True,
-        )
         targets = [
             k
             for a in (args or names)
@@ -602,8 +600,6 @@ def mutation(session: nox.Session) -> None:
         targets = [mutant_glob(a) for a in args]
     if targets or "--survivors" not in session.posargs:
         session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets, env=env)
-    if stats.exists():
-        stamp.write_text(_stamp(*sources))
     session.run("python", "tools/mutation_report.py", *names)
 
 

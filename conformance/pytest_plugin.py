@@ -148,29 +148,32 @@ class SuiteConfig:
 
     @property
     def providers(self) -> dict[str, Provider]:
+        # The work is in a plain method: mutmut does not mutate a property's body.
         if self._providers is None:
-            opt = self.config.getoption
-            try:
-                expect = [parse_expect_quirk(v) for v in opt("--expect-quirk")]
-                if opt("base_url", None):
-                    if _given(self.config, "--providers"):
-                        raise ConfigError(
-                            "--base-url and --providers are exclusive: pass one of them"
-                        )
-                    p = provider_from_options(opt("base_url"), opt("--model"), opt("--api-key-env"))
-                    self._providers = {p.name: p}
-                else:
-                    if opt("--model") or opt("--api-key-env"):
-                        raise ConfigError("--model and --api-key-env need --base-url URL")
-                    self._providers = load_providers(opt("--providers"))
-                apply_expected_quirks(self._providers.values(), expect)
-                el = elicitation_from(self.config)
-                for p in self._providers.values():
-                    p.elicitation.update(el)
-            except (ConfigError, ValueError) as e:
-                raise pytest.UsageError(str(e)) from None
-            secrets.register_env(p.api_key_env for p in self._providers.values())
+            self._providers = self._load_providers()
         return self._providers
+
+    def _load_providers(self) -> dict[str, Provider]:
+        opt = self.config.getoption
+        try:
+            expect = [parse_expect_quirk(v) for v in opt("--expect-quirk")]
+            if opt("base_url", None):
+                if _given(self.config, "--providers"):
+                    raise ConfigError("--base-url and --providers are exclusive: pass one of them")
+                p = provider_from_options(opt("base_url"), opt("--model"), opt("--api-key-env"))
+                providers = {p.name: p}
+            else:
+                if opt("--model") or opt("--api-key-env"):
+                    raise ConfigError("--model and --api-key-env need --base-url URL")
+                providers = load_providers(opt("--providers"))
+            apply_expected_quirks(providers.values(), expect)
+            el = elicitation_from(self.config)
+            for p in providers.values():
+                p.elicitation.update(el)
+        except (ConfigError, ValueError) as e:
+            raise pytest.UsageError(str(e)) from None
+        secrets.register_env(p.api_key_env for p in providers.values())
+        return providers
 
     def all_providers(self) -> dict[str, Provider]:
         out: dict[str, Provider] = dict(self.providers)
@@ -311,7 +314,6 @@ def targets_suite(config: pytest.Config) -> bool:
     return False
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's junitxml reads --junitxml
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance_scenario(id): a provider × scenario cell")
     # Registered here so that a run without pytest-xdist does not warn about it.
@@ -354,6 +356,11 @@ def pytest_configure(config: pytest.Config) -> None:
     problem = output_dir_problem("--report-dir", cfg.report_dir)
     if problem and not hasattr(config, "workerinput"):
         raise pytest.UsageError(problem)
+
+
+# The hooks' options are set by a call after the function, not a decorator: mutmut does
+# not mutate a decorated function. tryfirst: before pytest's junitxml reads --junitxml.
+pytest.hookimpl(tryfirst=True)(pytest_configure)
 
 
 def suite(config: pytest.Config) -> SuiteConfig:
@@ -400,7 +407,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 CELL_MODULE = "conformance/suite/test_scenarios.py"
 
 
-@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     """A cell's report carries the same id wherever the package lives (a checkout, a
     virtualenv's site-packages, outside the root directory): the terminal shows
@@ -414,6 +420,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
         if call.excinfo is not None and call.excinfo.errisinstance(CassetteRefused):
             report.longrepr = terminal(call.excinfo.value)  # one line, no traceback
     return report
+
+
+pytest.hookimpl(wrapper=True)(pytest_runtest_makereport)
 
 
 @contextmanager
@@ -553,7 +562,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = EXIT_UNREACHABLE
             if not cfg.replay:
                 summary.hints = v1_hints(cfg.selected(), summary.unreachable)
-        elif summary.nothing_tested and session.exitstatus == pytest.ExitCode.OK:
+        elif summary.nothing_tested() and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = EXIT_NOTHING_TESTED
         if session.config.getoption("--no-matrix"):
             return
@@ -663,17 +672,15 @@ class RunSummary:
             failed_cells
             and len(self.failed) + n_not == len(self.ran)
             and all(whys)
-            and not self.tested_ok
+            and not self.tested_ok()
         ):
             for c, reason in zip(failed_cells, whys, strict=True):
                 self.unreachable.setdefault(c["column"], str(reason))  # type: ignore[index]
         self.hints: list[str] = []
 
-    @property
     def tested_ok(self) -> bool:
         return self.conforming > 0
 
-    @property
     def nothing_tested(self) -> bool:
         return not self.tested and not self.failed
 
@@ -781,7 +788,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             )
         for hint in summary.hints:
             tw.line(terminal(f"toolcall-conformance: {hint}"), red=True, bold=True)
-    elif summary.nothing_tested:
+    elif summary.nothing_tested():
         tw.line(
             f"conformance: nothing was tested: exit status {EXIT_NOTHING_TESTED}, "
             "not 0 (see the reasons above)",
@@ -859,7 +866,6 @@ __all__ = [
 ]
 
 
-@pytest.hookimpl(optionalhook=True)  # pytest-recording may be absent: then never called
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """Cassettes are written atomically, after a last redaction pass, and read safe and
     bounded (never with PyYAML's full loader: a cassette must not run code)."""
@@ -867,3 +873,7 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
 
     vcr.register_serializer("yaml", SafeYaml)
     vcr.register_persister(AtomicPersister)
+
+
+# optionalhook: pytest-recording may be absent, and then this is never called
+pytest.hookimpl(optionalhook=True)(pytest_recording_configure)

@@ -11,7 +11,9 @@ together they are every test, and ``.ci/run`` runs both. A test can also carry
 from __future__ import annotations
 
 import gc
+import json
 import locale
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +115,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
     # A stable sort: the order of everything else is unchanged.
     items.sort(key=lambda item: item.get_closest_marker("runs_first") is None)
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if "__mutmut_" in mutant:
+        _for_mutant(config, items, mutant)
+
+
+# Under mutmut, the door tests (a whole suite run in-process each) reach nearly every
+# function and cost most of a surviving mutant's time: they judge only the modules they are
+# written for. Conservative: a mutant elsewhere that only they would kill counts as survived.
+MUTATION_OWNERS = {
+    "test_pytest_plugin_mutants.py": ("conformance.pytest_plugin.", "conformance.runner."),
+    "test_run_mutants.py": (
+        "conformance.run.",
+        "conformance.pytest_plugin.",
+        "conformance.runner.",
+    ),
+}
+
+
+def _for_mutant(config: pytest.Config, items: list[pytest.Item], mutant: str) -> None:
+    """A mutant's tests as mutmut runs them (with -x): the door tests only for their own
+    modules, and the fastest first (by mutmut's measured durations), so that a killed
+    mutant costs its quickest failing test rather than whatever came first."""
+    keep = [i for i in items if mutant.startswith(MUTATION_OWNERS.get(i.path.name, ("",)))]
+    if len(keep) < len(items):
+        kept = set(keep)
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = keep
+    stats = HERE.parent / "mutmut-stats.json"  # tests run from mutants/, beside the stats
+    took = json.loads(stats.read_text())["duration_by_test"] if stats.exists() else {}
+    items.sort(key=lambda i: (i.get_closest_marker("runs_first") is None, took.get(i.nodeid, 0.0)))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -516,11 +516,11 @@ def test_the_summary_groups_every_cell_once() -> None:
         "skipped": ["test_named[c]"],
     }
     assert s.failed == ["test_parallel[c]"]
-    assert s.conforming == 1 and s.tested_ok
+    assert s.conforming == 1 and s.tested_ok()
     assert [c["row"] for c in s.tested] == ["single"]
-    assert not s.nothing_tested
-    assert P.RunSummary(outcomes(**{"test_strict[c]": "passed"}), [inconclusive]).nothing_tested
-    assert not P.RunSummary(outcomes(**{"test_x[c]": "failed"}), []).nothing_tested
+    assert not s.nothing_tested()
+    assert P.RunSummary(outcomes(**{"test_strict[c]": "passed"}), [inconclusive]).nothing_tested()
+    assert not P.RunSummary(outcomes(**{"test_x[c]": "failed"}), []).nothing_tested()
 
 
 def test_a_failure_line_says_what_failed_the_cell() -> None:

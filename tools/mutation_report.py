@@ -99,11 +99,17 @@ def _metas(name: str) -> list[Path]:
 
 def survivors(name: str) -> list[str]:
     """The mutants of a module not known to be killed: survivors and the ones not judged
-    yet (new, or their function changed) - what `--survivors` re-judges."""
+    yet (new, or their function changed) - what `--survivors` re-judges. A survivor listed
+    as equivalent is left out: it survives every test by its nature (if its function
+    changed, mutmut has reset it to not judged, and it is re-judged)."""
+    # The entries' names are the file's unindented keys (read without PyYAML, which the
+    # process running noxfile.py does not have).
+    text = EQUIVALENT.read_text() if EQUIVALENT.exists() else ""
+    listed = {ln.rstrip()[:-1] for ln in text.splitlines() if ln.startswith("conformance.")}
     out = []
     for meta in _metas(name):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
-        out += [k for k, c in codes.items() if c is None or c not in KILLED]
+        out += [k for k, c in codes.items() if c is None or (c not in KILLED and k not in listed)]
     return out
 
 
@@ -249,7 +255,18 @@ def render(data: dict[str, Any]) -> str:
         "mutmut 3.8 does not mutate a function under a decorator other than `staticmethod` "
         "and `classmethod`, so the detectors and the client's repairs are declared by a "
         "call after the function (`detector(fn, hook, ...)`, `works_around(fn, ...)`), not "
-        "by a decorator. A module measured before that change (2026-12-02) left them out.",
+        "by a decorator, and so are the pytest plugin's hook options "
+        "(`pytest.hookimpl(...)(fn)`); a property that decides something (the plugin's "
+        "providers) does its work in a plain method. A module measured before that change "
+        "(2026-12-02) left them out. Properties that only return a field or an option are "
+        "still not mutated.",
+        "",
+        "A mutant runs its tests fastest first and stops at the first failure. The door "
+        "tests (`tests/test_pytest_plugin_mutants.py`, `tests/test_run_mutants.py`: a whole "
+        "suite run in-process each) judge only the pytest plugin, `run` and the runner "
+        "(`MUTATION_OWNERS` in tests/conftest.py): they reach nearly every function and "
+        "would cost most of each survivor's time. A mutant elsewhere that only they would "
+        "kill counts as a survivor, so this can only lower a score.",
         "",
         "| module | mutants | killed | survived (no test reaches it) | equivalent "
         "| killed / judged non-equivalent | goal | measured at |",
