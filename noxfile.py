@@ -587,6 +587,10 @@ def mutation(session: nox.Session) -> None:
     )
     if stats.exists():
         stamp.write_text(_stamp(*sources))
+        # Each mutant's tests run fastest first (tests/conftest.py): their durations, apart
+        # from the stats (hundreds of MB, too big to read once per mutant).
+        took = json.loads(stats.read_text())["duration_by_test"]
+        (HERE / "mutants" / "mutmut-durations.json").write_text(json.dumps(took))
     if "--survivors" in session.posargs:
         targets = [
             k

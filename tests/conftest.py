@@ -142,8 +142,10 @@ def _for_mutant(config: pytest.Config, items: list[pytest.Item], mutant: str) ->
         kept = set(keep)
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = keep
-    stats = HERE.parent / "mutmut-stats.json"  # tests run from mutants/, beside the stats
-    took = json.loads(stats.read_text())["duration_by_test"] if stats.exists() else {}
+    # The durations of mutmut's stats run, which the mutation session writes beside them
+    # (tests run from mutants/); the stats themselves are too big to read per mutant.
+    durations = HERE.parent / "mutmut-durations.json"
+    took = json.loads(durations.read_text()) if durations.exists() else {}
     items.sort(key=lambda i: (i.get_closest_marker("runs_first") is None, took.get(i.nodeid, 0.0)))
 
 
