@@ -19,11 +19,13 @@ raises out of ``exchange`` for an endpoint that misbehaves.
 from __future__ import annotations
 
 import email.utils
+import functools
 import http.cookiejar
 import io
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -513,6 +515,14 @@ def _keep_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
     return transport
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certificates verified against certifi's roots, or
+    SSL_CERT_FILE / SSL_CERT_DIR), built once per process: building it reads the whole CA
+    bundle (about 70 ms), and every cell opens a client of its own."""
+    return httpx.create_ssl_context()
+
+
 class LimitedTransport(httpx.HTTPTransport):
     """httpx's transport with the suite's limits: the response headers must arrive within
     ``first_byte_timeout``, each body read within ``idle_timeout``, the whole exchange
@@ -522,6 +532,7 @@ class LimitedTransport(httpx.HTTPTransport):
     providers with different limits), else from the transport's own."""
 
     def __init__(self, limits: Limits | None = None, **kw: Any):
+        kw.setdefault("verify", _tls_context())
         super().__init__(**kw)
         _keep_deadlines(self)
         self.limits = limits or Limits()

@@ -1736,3 +1736,12 @@ def test_a_retry_s_new_connection_is_held_to_the_request_s_own_limits(net: Net) 
         t = exchange(client, URL, REQUEST, limits=limits)
     assert t.transport_error == "no response headers within 7 s (limits.first_byte_timeout)"
     assert t.meta["transport_stage"] == "headers"
+
+
+def test_every_client_verifies_certificates_with_one_shared_tls_context() -> None:
+    import ssl
+
+    with make_client() as a, make_client(Limits(connect_timeout=3)) as b:
+        contexts = [c._transport._pool._ssl_context for c in (a, b)]  # type: ignore[attr-defined]
+    assert contexts[0] is contexts[1]  # the CA bundle is read once per process
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
