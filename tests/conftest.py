@@ -135,8 +135,9 @@ MUTATION_OWNERS = {
 
 def _for_mutant(config: pytest.Config, items: list[pytest.Item], mutant: str) -> None:
     """A mutant's tests as mutmut runs them (with -x): the door tests only for their own
-    modules, and the fastest first (by mutmut's measured durations), so that a killed
-    mutant costs its quickest failing test rather than whatever came first."""
+    modules, the module's own test files first (they are written to kill its mutants), and
+    within that the fastest first (by mutmut's measured durations), so that a killed mutant
+    costs its quickest failing test rather than whatever came first."""
     keep = [i for i in items if mutant.startswith(MUTATION_OWNERS.get(i.path.name, ("",)))]
     if len(keep) < len(items):
         kept = set(keep)
@@ -146,7 +147,14 @@ def _for_mutant(config: pytest.Config, items: list[pytest.Item], mutant: str) ->
     # (tests run from mutants/); the stats themselves are too big to read per mutant.
     durations = HERE.parent / "mutmut-durations.json"
     took = json.loads(durations.read_text()) if durations.exists() else {}
-    items.sort(key=lambda i: (i.get_closest_marker("runs_first") is None, took.get(i.nodeid, 0.0)))
+    own = mutant.split(".")[1]  # `client` of conformance.client.x_...: test_client*.py first
+    items.sort(
+        key=lambda i: (
+            i.get_closest_marker("runs_first") is None,
+            not i.path.name.startswith(f"test_{own}"),
+            took.get(i.nodeid, 0.0),
+        )
+    )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
