@@ -181,15 +181,18 @@ class SSEParser:
                 self._line_no += 2
                 data = line[6:]
                 lines[i - 2] = line = ""  # a line as long as a body: not held beside its data
-                if data == "[DONE]":
+                env = self._payloads.envelope  # most chunks: parsed from their delta on
+                if env is not None and (value := env.chunk(data)) is not None:
+                    ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
+                elif data == "[DONE]":
                     ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
                 else:
                     try:
-                        value, env = self._payloads.loads(data)
+                        value = self._payloads.parse(data)
                     except (ValueError, RecursionError):
                         ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
                     else:
-                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
+                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message")
                 self._n += 1
                 yield ev
                 continue

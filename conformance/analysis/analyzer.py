@@ -67,8 +67,9 @@ from conformance.transcript import (
 # the TEXT_DETECTORS (the choice detector that collects content); one tool-call delta,
 # the tool-delta detectors; a bare argument fragment on an open index, only the fragment
 # detectors, fragment(a, index_state, arguments, n): a detector that must see every
-# fragment is declared on that hook as well. tests/test_steady_path.py checks each
-# skipped detector on every committed cassette and shared capture.
+# fragment is declared on that hook as well; an empty delta with a finish_reason (the
+# stream's finish), the FINISH_DETECTORS. tests/test_steady_path.py checks each skipped
+# detector on every committed cassette and shared capture.
 _MODULES = (content, envelope, finish, framing, request, roundtrip, timing, tool_deltas)
 COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
 NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
@@ -78,6 +79,8 @@ TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta
 FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
 # The choice detectors that run on a steady chunk of text (the others find nothing there).
 TEXT_DETECTORS: list[Callable[..., None]] = [content.detect_content_and_reasoning]
+# The choice detectors that run on a steady finish (an empty delta and a finish_reason).
+FINISH_DETECTORS: list[Callable[..., None]] = [finish.detect_finish]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
 
 
@@ -245,7 +248,7 @@ class Analyzer:
         template's (a clean, fully judged chunk), with one choice that carries one of
         three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
         standard keys (a call's opener, say), or, the commonest, a bare argument fragment
-        on an open index. On such a chunk the chunk detectors and the choice detectors
+        on an open index; or the stream's finish (``_feed_finish``). On such a chunk the chunk detectors and the choice detectors
         but the content collector find what they found on the template, nothing
         (``tests/test_steady_path.py`` checks it detector by detector on every committed
         cassette and shared capture); so only the strategies, the content collector
@@ -284,9 +287,11 @@ class Analyzer:
                 read = t.choice_read(choice)  # index, finish_reason, delta, then the others
             except KeyError:
                 return False
-            if read[0] != t.choice_index or read[1] is not None:
+            if read[0] != t.choice_index:
                 return False
             delta = read[2]
+            if read[1] is not None:  # a finish: its envelope serves no later chunk
+                return self._feed_finish(chunk, choice, read[1], delta, n)
             t.envelope = envelope  # its chunks pass the checks above (None: no envelope)
         if type(delta) is not dict or len(delta) != 1:
             return False
@@ -338,6 +343,26 @@ class Analyzer:
         else:
             return False
         self.chunk_ordinal += 1  # last: the tool-delta detectors read the chunk's ordinal
+        return True
+
+    def _feed_finish(
+        self, chunk: dict[str, Any], choice: dict[str, Any], fr: Any, delta: Any, n: int
+    ) -> bool:
+        """The steady path of a stream's finish: a chunk in the template's envelope whose
+        choice has an empty delta and a finish_reason (a non-empty string). Of the choice
+        detectors only the FINISH_DETECTORS find anything there; the naive and guarded
+        readings take nothing from an empty delta. As after any finish, the chunks after
+        it are judged in full (detect_finish sets ``finish_seen_at``)."""
+        if type(delta) is not dict or delta or type(fr) is not str or not fr:
+            return False
+        self.robust_feed(chunk, event=n)
+        for detector in FINISH_DETECTORS:
+            detector(self, choice, "/choices/0", n)
+        tm = self.timing
+        if tm is not None and tm.finish is None:
+            tm.finish = tm.now
+        self.chunk_ordinal += 1
+        self._template = None
         return True
 
     def _feed_chunk(self, chunk: Any, n: int) -> None:
@@ -403,19 +428,8 @@ class Analyzer:
         for detector in END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
-        detected = set(self.findings)
-        for w in turn.workarounds:  # the robust client's own findings, with their events
-            if registry.spec(w.quirk).note_reported_by_detector:
-                continue  # reported by their own detectors, with pointers
-            if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
-                continue  # the transport cut the stream: a consequence, not the server's quirk
-            quirk, message = self.named(w.quirk, turn), w.message
-            if quirk != w.quirk:
-                message += "; " + str(self.parser_evidence)
-            rule = registry.spec(quirk).workaround_rule or quirk
-            if (rule, quirk) in detected:
-                continue  # a detector reported it already, with its pointer
-            self.find(rule, message, quirk=quirk, event=w.event)
+        if turn.workarounds:
+            self._workaround_findings(turn)
         check_length_and_usage(self, turn)
         calls = {
             _NAIVE: self.naive.calls(),
@@ -423,21 +437,21 @@ class Analyzer:
             _ROBUST: self.robust.calls(),
         }
         findings = [self.findings[k] for k in self.order]
-        findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
+        if len(findings) > 1:
+            findings.sort(key=_finding_order)
         impact = self._impact(turn, calls, findings)
         error = self._error_reason(turn)
         judged = verdict.judge(
-            ((f.level, f.quirk) for f in findings), recoverable=turn.recoverable, error=error
+            [(f.level, f.quirk) for f in findings], recoverable=turn.recoverable, error=error
         )
-        meta = {
-            k: v
-            for k, v in (
-                ("model", self.model),
-                ("system_fingerprint", sorted(self.fingerprints) or None),
-                ("server", header(self.t.headers, "server")),
-            )
-            if v
-        }
+        meta: dict[str, Any] = {}
+        if self.model:
+            meta["model"] = self.model
+        if self.fingerprints:
+            meta["system_fingerprint"] = sorted(self.fingerprints)
+        server = header(self.t.headers, "server")
+        if server:
+            meta["server"] = server
         return CaptureResult(
             self.t.source,
             judged,
@@ -454,11 +468,27 @@ class Analyzer:
             self.timing is not None,
         )
 
+    def _workaround_findings(self, turn: Turn) -> None:
+        """The robust client's own findings (its notes), with their events, as findings."""
+        detected = set(self.findings)
+        for w in turn.workarounds:
+            if registry.spec(w.quirk).note_reported_by_detector:
+                continue  # reported by their own detectors, with pointers
+            if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
+                continue  # the transport cut the stream: a consequence, not the server's quirk
+            quirk, message = self.named(w.quirk, turn), w.message
+            if quirk != w.quirk:
+                message += "; " + str(self.parser_evidence)
+            rule = registry.spec(quirk).workaround_rule or quirk
+            if (rule, quirk) in detected:
+                continue  # a detector reported it already, with its pointer
+            self.find(rule, message, quirk=quirk, event=w.event)
+
     def _impact(
         self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
     ) -> dict[str, Impact]:
         robust = calls[_ROBUST]
-        raw = [_raw_key(c) for c in robust]
+        raw: list[tuple[Any, Any, Any]] | None = None  # only when the calls differ
         want: list[tuple[str, str, str]] | None = None  # normalised only when raw differs
         out: dict[str, Impact] = {}
         for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
@@ -466,7 +496,13 @@ class Analyzer:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
                 continue
             # The same id, name and argument text give the same normalised key: the
-            # arguments are parsed and re-serialised only for a strategy whose text differs.
+            # arguments are parsed and re-serialised only for a strategy whose text differs
+            # (equal calls, the usual case, are one comparison).
+            if calls[name] == robust:
+                out[name] = Impact(ImpactStatus.OK)
+                continue
+            if raw is None:
+                raw = [_raw_key(c) for c in robust]
             if [_raw_key(c) for c in calls[name]] == raw:
                 out[name] = Impact(ImpactStatus.OK)
                 continue
@@ -637,6 +673,11 @@ class _Template:
         if type(cs) is not list or len(cs) != 1 or type(cs[0]) is not dict:
             return None
         return cls(chunk, cs[0])
+
+
+def _finding_order(f: Finding) -> tuple[int, str]:
+    """Findings in event order (those of no event last), then by rule."""
+    return (f.event if f.event is not None else 1 << 60, f.rule)
 
 
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
