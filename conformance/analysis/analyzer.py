@@ -64,7 +64,7 @@ from conformance.transcript import (
 # The steady path (Analyzer._feed_steady): a chunk whose envelope and choice keys equal a
 # clean template chunk's skips the chunk detectors and the choice detectors (on it they
 # find what they found on the template: nothing). Its one delta decides what runs: text,
-# the TEXT_DETECTORS (the choice detector that collects content); one tool-call delta,
+# the TEXT_DETECTORS (the content collector of the choice detectors); one tool-call delta,
 # the tool-delta detectors; a bare argument fragment on an open index, only the fragment
 # detectors, fragment(a, index_state, arguments, n): a detector that must see every
 # fragment is declared on that hook as well; an empty delta with a finish_reason (the
@@ -77,8 +77,9 @@ CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
 CHOICE_DETECTORS: list[Callable[..., None]] = registry.detectors("choice")
 TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta")
 FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
-# The choice detectors that run on a steady chunk of text (the others find nothing there).
-TEXT_DETECTORS: list[Callable[..., None]] = [content.detect_content_and_reasoning]
+# What runs on a steady chunk of text, text(a, content, n): the content collector (the
+# choice detectors find nothing else on a delta of text alone).
+TEXT_DETECTORS: list[Callable[..., None]] = [content.collect_content]
 # The choice detectors that run on a steady finish (an empty delta and a finish_reason).
 FINISH_DETECTORS: list[Callable[..., None]] = [finish.detect_finish]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
@@ -303,7 +304,7 @@ class Analyzer:
             # Text: the naive and guarded readings take nothing from it (no tool_calls).
             self.robust_feed(chunk, event=n)
             for detector in TEXT_DETECTORS:
-                detector(self, choice, "/choices/0", n)
+                detector(self, text, n)
             self.chunk_ordinal += 1
             return True
         if type(tcs) is not list or len(tcs) != 1:
