@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 from conformance.jsontext import StreamLoads, loads
@@ -253,17 +254,24 @@ LONG_LINE = 1 << 20  # a block longer than this may hold long identifiers to cut
 
 def iter_sse(blocks: Iterable[bytes]) -> Iterator[Event]:
     """Events as the blocks arrive; a large block is sliced so that only a slice's events
-    are alive at once (memory bounded by the slice, and the GC has little to traverse)."""
-    parser = SSEParser()
+    are alive at once (memory bounded by the slice, and the GC has little to traverse).
+    Each block's events are taken straight from its generator (``chain``: no generator
+    of ours in between to resume for every event)."""
+    return chain.from_iterable(_event_runs(blocks, SSEParser()))
+
+
+def _event_runs(blocks: Iterable[bytes], parser: SSEParser) -> Iterator[Iterable[Event]]:
+    """The events of each block (or slice of one) as an iterator, then those of the end;
+    each asked for once the events before it are taken."""
     for block in blocks:
         if len(block) <= BLOCK:
-            yield from parser.events(block)
+            yield parser.events(block)
             continue
         for piece in _long_ids_cut(block, parser) if len(block) > LONG_LINE else (block,):
             view = memoryview(piece)
             for i in range(0, len(piece), BLOCK):
-                yield from parser.events(bytes(view[i : i + BLOCK]))
-    yield from parser.close()
+                yield parser.events(bytes(view[i : i + BLOCK]))
+    yield parser.close()
 
 
 def _long_ids_cut(block: bytes, parser: SSEParser) -> Iterable[bytes | memoryview]:

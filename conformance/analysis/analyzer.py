@@ -710,8 +710,9 @@ def _diff_calls(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
 def analyze(transcript: Transcript) -> CaptureResult:
     """The one pipeline: every door (pytest, CLI, report) goes through here."""
     a = Analyzer(transcript)
+    feed = a.feed
     for ev in transcript.events():
-        a.feed(ev)
+        feed(ev)
     return a.finish()
 
 
