@@ -114,7 +114,9 @@ class Analyzer:
         self.tools = (self.req or {}).get("tools")
         # The request's declared tool names (empty without a request): what tells a second
         # call under the same index and id from a name sent in pieces.
-        self.declared_names: frozenset[str] = frozenset(_declared_tools(self.tools))
+        self.declared_names: frozenset[str] = (
+            frozenset(_declared_tools(self.tools)) if self.tools else frozenset()
+        )
         n = (self.req or {}).get("n")
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}

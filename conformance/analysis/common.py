@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
@@ -32,22 +33,27 @@ def _compact_head(value: dict[Any, Any] | list[Any], room: int) -> str:
     every stream) is not encoded whole: its members are, one after the other, until the
     text is longer than the excerpt (a member's text is the same alone as in its
     container, and a member is given only the room left)."""
-    is_dict = type(value) is dict
-    out, size = ["{" if is_dict else "["], 1
-    for k, v in value.items() if is_dict else enumerate(value):  # type: ignore[union-attr]
-        if size > room:
-            return "".join(out)
-        if is_dict and type(k) is not str:
-            return _COMPACT(value)  # a key JSON writes otherwise (not from a parse)
-        piece = ("," if size > 1 else "") + (_KEY(k) + ":" if is_dict else "")
-        t = type(v)
-        if t is dict or t is list:
-            inner = _compact_head(v, room - size - len(piece))
-        else:
-            inner = _KEY(v) if t is str else int.__repr__(v) if t is int else _COMPACT(v)
-        out += (piece, inner)
-        size += len(piece) + len(inner)
-    out.append("}" if is_dict else "]")
+    if type(value) is dict:
+        members: Iterable[tuple[str, Any]] = value.items()
+        out, size, close = ["{"], 1, "}"
+    else:
+        members = (("", v) for v in value)
+        out, size, close = ["["], 1, "]"
+    try:
+        for k, v in members:
+            if size > room:
+                return "".join(out)
+            piece = ("," if size > 1 else "") + (_KEY(k) + ":" if close == "}" else "")
+            t = type(v)
+            if t is dict or t is list:
+                inner = _compact_head(v, room - size - len(piece))
+            else:
+                inner = _KEY(v) if t is str else int.__repr__(v) if t is int else _COMPACT(v)
+            out += (piece, inner)
+            size += len(piece) + len(inner)
+    except TypeError:  # a key that is no string (not from a parse): JSON writes it otherwise
+        return _COMPACT(value)
+    out.append(close)
     return "".join(out)
 
 
