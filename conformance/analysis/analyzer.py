@@ -442,10 +442,11 @@ class Analyzer:
         findings = [self.findings[k] for k in self.order]
         if len(findings) > 1:
             findings.sort(key=_finding_order)
-        impact = self._impact(turn, calls, findings)
+        recoverable = turn.recoverable  # a property that reads every call: read once
+        impact = self._impact(turn, calls, findings, recoverable)
         error = self._error_reason(turn)
         judged = verdict.judge(
-            [(f.level, f.quirk) for f in findings], recoverable=turn.recoverable, error=error
+            [(f.level, f.quirk) for f in findings], recoverable=recoverable, error=error
         )
         meta: dict[str, Any] = {}
         if self.model:
@@ -488,7 +489,11 @@ class Analyzer:
             self.find(rule, message, quirk=quirk, event=w.event)
 
     def _impact(
-        self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
+        self,
+        turn: Turn,
+        calls: dict[Strategy, list[dict[str, Any]]],
+        findings: list[Finding],
+        recoverable: bool,
     ) -> dict[str, Impact]:
         robust = calls[_ROBUST]
         raw: list[tuple[Any, Any, Any]] | None = None  # only when the calls differ
@@ -519,7 +524,7 @@ class Analyzer:
         # the robust client nothing to assemble: it is not "ok" with zero calls.
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
-        if turn.recoverable and not missing:
+        if recoverable and not missing:
             out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
