@@ -19,6 +19,7 @@ from typing import Any
 from conformance.jsontext import StreamLoads, loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")  # looked up once, not for every stream
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
 SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
 CUT_FAULT = "stream ended inside an event"  # how a fault for a body cut mid-event begins
@@ -70,7 +71,7 @@ class SSEParser:
     """Feed bytes in any split; get Events out. Re-chunking never changes the result."""
 
     def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._utf8 = _UTF8("strict")
         self._bad_utf8 = False
         self._lines = LineSplitter()
         self._decoder: Any = None  # httpx-sse's SSEDecoder, made on first use
@@ -102,7 +103,7 @@ class SSEParser:
             # Keep going with replacement characters; report once.
             self._bad_utf8 = True
             state = self._utf8.getstate()
-            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+            self._utf8 = _UTF8("replace")
             self._utf8.setstate(state)
             return self._utf8.decode(data, final)
 
@@ -132,7 +133,7 @@ class SSEParser:
         if self._held is not None:
             lines.insert(0, self._held)
             self._held = None
-        out = self._lines_to_events(lines)
+        out = self._lines_to_events(lines) if lines else []  # a body's last line has ended
         if self._bad_utf8:
             # Reported at the end so that the position never depends on how bytes were split.
             out.append(self._fault("invalid UTF-8 in the stream (decoded with U+FFFD)"))

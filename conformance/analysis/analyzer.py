@@ -417,8 +417,7 @@ class Analyzer:
     ) -> None:
         for detector in TOOL_DELTA_DETECTORS:
             detector(self, tc, key, ptr, n, siblings)
-        idx = tc.get("index")
-        if self.timing is not None and type(idx) is int:
+        if self.timing is not None and type(idx := tc.get("index")) is int:
             st = self.indexes.get((key, idx))
             if st is not None:
                 fn = tc.get("function")
