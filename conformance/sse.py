@@ -167,36 +167,36 @@ class SSEParser:
 
     def _iter_events(self, lines: list[str]) -> Iterator[Event]:
         i, end = 0, len(lines)
+        payloads = self._payloads
         while i < end:
             line = lines[i]
             i += 1
             # Fast path: a plain single-line `data: {…}` (or `data: [DONE]`) event and its
             # blank line, with no field pending: what the event decoder would do for it.
             if (
-                (line[:7] == "data: {" or line == "data: [DONE]")
+                (line.startswith("data: {") or line == "data: [DONE]")
                 and i < end
                 and lines[i] == ""
                 and self._event_line is None
                 and len(line) <= MAX_EVENT_BYTES
             ):
                 i += 1
-                self._line_no += 2
+                n, at = self._n, self._line_no + 1  # the event's number and its data line
+                self._n, self._line_no = n + 1, at + 1
                 data = line[6:]
                 lines[i - 2] = line = ""  # a line as long as a body: not held beside its data
-                env = self._payloads.envelope  # most chunks: parsed from their delta on
+                env = payloads.envelope  # most chunks: parsed from their delta on
                 if env is not None and (value := env.chunk(data)) is not None:
-                    ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
+                    yield Event(n, CHUNK, at, data, value, "message", env)
                 elif data == "[DONE]":
-                    ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
+                    yield Event(n, DONE, at, data, None, "message")
                 else:
                     try:
-                        value = self._payloads.parse(data)
+                        value = payloads.parse(data)
                     except (ValueError, RecursionError):
-                        ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
+                        yield Event(n, NONJSON, at, data, None, "message")
                     else:
-                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message")
-                self._n += 1
-                yield ev
+                        yield Event(n, CHUNK, at, data, value, "message")
                 continue
             self._line_no += 1
             if self._line_no == 1 and line.startswith("\ufeff"):
