@@ -251,13 +251,13 @@ class Analyzer:
         template's (a clean, fully judged chunk), with one choice that carries one of
         three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
         standard keys (a call's opener, say), or, the commonest, a bare argument fragment
-        on an open index; or the stream's finish (``_feed_finish``). On such a chunk the chunk detectors and the choice detectors
-        but the content collector find what they found on the template, nothing
-        (``tests/test_steady_path.py`` checks it detector by detector on every committed
-        cassette and shared capture); so only the strategies, the content collector
-        (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
-        fragment) run, and the bookkeeping a full judgement leaves (the chunk count;
-        the chunk count; detect_finish's record of the choice's last tool-call delta and
+        on an open index; or the stream's finish (``_feed_finish``). On such a chunk the
+        chunk detectors and the choice detectors but the content collector find what they
+        found on the template, nothing (``tests/test_steady_path.py`` checks it detector
+        by detector on every committed cassette and shared capture); so only the
+        strategies, the content collector (text), the tool-delta detectors (a call's
+        delta) or the fragment detectors (a fragment) run, and the bookkeeping a full
+        judgement leaves (the chunk count; detect_finish's record of the choice's last tool-call delta and
         appearance is read only with n > 1, where no chunk takes this path). Returns False,
         having done nothing, for any other chunk.
 
