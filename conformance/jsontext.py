@@ -32,31 +32,39 @@ class StreamLoads:
     """``loads`` for the payloads of one stream (the SSE parser's, a client's), parsing
     only the delta of a chunk whose text around it is an envelope the stream repeats.
 
-    Two full parses in a row with the same text around the delta make that text the
-    envelope (``Envelope``): a stream's chunks repeat it (the id, the model, the choice's
-    index and finish_reason), so most of them are parsed from their delta on, where the
-    floor parses each whole. A stream whose envelope changes on every chunk stops being
+    The text around the delta of a stream's first chunk, or of two full parses in a row,
+    is tried as the envelope (``Envelope``): a stream's chunks repeat it (the id, the
+    model, the choice's index and finish_reason), so most of them are parsed from their
+    delta on, where the floor parses each whole. A stream whose envelope changes on every chunk stops being
     looked at after ENVELOPE_TRIES full parses."""
 
-    __slots__ = ("_envelope", "_around", "_tries")
+    __slots__ = ("envelope", "_around", "_tries")
 
     def __init__(self) -> None:
-        self._envelope: Envelope | None = None
+        self.envelope: Envelope | None = None  # the stream's, once two parses show one
         self._around: tuple[str, str] | None = None  # the last full parse's, to compare
         self._tries = ENVELOPE_TRIES  # full parses left without a new envelope
 
     def loads(self, data: str) -> tuple[Any, Envelope | None]:
         """``loads(data)`` (the value, or its error), and the envelope it was parsed with
         (None: parsed in full)."""
-        env = self._envelope
+        env = self.envelope
         if env is not None:
             chunk = env.chunk(data)
             if chunk is not None:
                 return chunk, env
+        return self.parse(data), None
+
+    def parse(self, data: str) -> Any:
+        """``loads(data)`` in full (for a payload the envelope did not take), looking for
+        the stream's envelope meanwhile."""
         value = loads(data)  # raises for text that is not JSON, as loads does
         if self._tries:
             around = Envelope.around(data, value)
-            if around is None or around != self._around:
+            # The first chunk of a stream is probed at once (its envelope is, nearly
+            # always, that of the text and calls after it); later, two parses in a row.
+            first = self._tries == ENVELOPE_TRIES and self.envelope is None
+            if around is None or (around != self._around and not first):
                 self._around = around
                 self._tries -= 1
             else:
@@ -65,8 +73,8 @@ class StreamLoads:
                 if new is None:
                     self._tries -= 1
                 else:
-                    self._envelope, self._tries = new, ENVELOPE_TRIES
-        return value, None
+                    self.envelope, self._tries = new, ENVELOPE_TRIES
+        return value
 
 
 _DELTA_KEY = '"delta":'

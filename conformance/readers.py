@@ -231,7 +231,7 @@ def read_sse_file(path: Path) -> list[Transcript]:
 def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
     """Undo every content coding (``decoding.decode_or_keep``: stacked, unlabelled,
     bounded by the default ``max_bytes``) so the SSE text is judged, not the envelope."""
-    from conformance import decoding
+    import conformance.decoding as decoding
 
     return decoding.decode_or_keep(body, headers)[0]
 
@@ -264,7 +264,7 @@ def exchange_transcript(
     headers: dict[str, str] | None,
     body: bytes,
 ) -> Transcript:
-    from conformance import decoding
+    import conformance.decoding as decoding
 
     body, undecodable = decoding.decode_or_keep(body, headers)  # bounded (issue 23)
     ctype = (header(headers, "content-type") or "").lower()

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 from conformance.jsontext import StreamLoads, loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")  # looked up once, not for every stream
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
 SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
 CUT_FAULT = "stream ended inside an event"  # how a fault for a body cut mid-event begins
@@ -69,7 +71,7 @@ class SSEParser:
     """Feed bytes in any split; get Events out. Re-chunking never changes the result."""
 
     def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._utf8 = _UTF8("strict")
         self._bad_utf8 = False
         self._lines = LineSplitter()
         self._decoder: Any = None  # httpx-sse's SSEDecoder, made on first use
@@ -101,7 +103,7 @@ class SSEParser:
             # Keep going with replacement characters; report once.
             self._bad_utf8 = True
             state = self._utf8.getstate()
-            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+            self._utf8 = _UTF8("replace")
             self._utf8.setstate(state)
             return self._utf8.decode(data, final)
 
@@ -131,7 +133,7 @@ class SSEParser:
         if self._held is not None:
             lines.insert(0, self._held)
             self._held = None
-        out = self._lines_to_events(lines)
+        out = self._lines_to_events(lines) if lines else []  # a body's last line has ended
         if self._bad_utf8:
             # Reported at the end so that the position never depends on how bytes were split.
             out.append(self._fault("invalid UTF-8 in the stream (decoded with U+FFFD)"))
@@ -165,33 +167,36 @@ class SSEParser:
 
     def _iter_events(self, lines: list[str]) -> Iterator[Event]:
         i, end = 0, len(lines)
+        payloads = self._payloads
         while i < end:
             line = lines[i]
             i += 1
             # Fast path: a plain single-line `data: {…}` (or `data: [DONE]`) event and its
             # blank line, with no field pending: what the event decoder would do for it.
             if (
-                (line[:7] == "data: {" or line == "data: [DONE]")
+                (line.startswith("data: {") or line == "data: [DONE]")
                 and i < end
                 and lines[i] == ""
                 and self._event_line is None
                 and len(line) <= MAX_EVENT_BYTES
             ):
                 i += 1
-                self._line_no += 2
+                n, at = self._n, self._line_no + 1  # the event's number and its data line
+                self._n, self._line_no = n + 1, at + 1
                 data = line[6:]
                 lines[i - 2] = line = ""  # a line as long as a body: not held beside its data
-                if data == "[DONE]":
-                    ev = Event(self._n, DONE, self._line_no - 1, data, None, "message")
+                env = payloads.envelope  # most chunks: parsed from their delta on
+                if env is not None and (value := env.chunk(data)) is not None:
+                    yield Event(n, CHUNK, at, data, value, "message", env)
+                elif data == "[DONE]":
+                    yield Event(n, DONE, at, data, None, "message")
                 else:
                     try:
-                        value, env = self._payloads.loads(data)
+                        value = payloads.parse(data)
                     except (ValueError, RecursionError):
-                        ev = Event(self._n, NONJSON, self._line_no - 1, data, None, "message")
+                        yield Event(n, NONJSON, at, data, None, "message")
                     else:
-                        ev = Event(self._n, CHUNK, self._line_no - 1, data, value, "message", env)
-                self._n += 1
-                yield ev
+                        yield Event(n, CHUNK, at, data, value, "message")
                 continue
             self._line_no += 1
             if self._line_no == 1 and line.startswith("\ufeff"):
@@ -250,17 +255,24 @@ LONG_LINE = 1 << 20  # a block longer than this may hold long identifiers to cut
 
 def iter_sse(blocks: Iterable[bytes]) -> Iterator[Event]:
     """Events as the blocks arrive; a large block is sliced so that only a slice's events
-    are alive at once (memory bounded by the slice, and the GC has little to traverse)."""
-    parser = SSEParser()
+    are alive at once (memory bounded by the slice, and the GC has little to traverse).
+    Each block's events are taken straight from its generator (``chain``: no generator
+    of ours in between to resume for every event)."""
+    return chain.from_iterable(_event_runs(blocks, SSEParser()))
+
+
+def _event_runs(blocks: Iterable[bytes], parser: SSEParser) -> Iterator[Iterable[Event]]:
+    """The events of each block (or slice of one) as an iterator, then those of the end;
+    each asked for once the events before it are taken."""
     for block in blocks:
         if len(block) <= BLOCK:
-            yield from parser.events(block)
+            yield parser.events(block)
             continue
         for piece in _long_ids_cut(block, parser) if len(block) > LONG_LINE else (block,):
             view = memoryview(piece)
             for i in range(0, len(piece), BLOCK):
-                yield from parser.events(bytes(view[i : i + BLOCK]))
-    yield from parser.close()
+                yield parser.events(bytes(view[i : i + BLOCK]))
+    yield parser.close()
 
 
 def _long_ids_cut(block: bytes, parser: SSEParser) -> Iterable[bytes | memoryview]:

@@ -991,8 +991,9 @@ def paths(
     monkeypatch: pytest.MonkeyPatch, cs: list[Any], request: dict[str, Any] | None = None
 ) -> list[str]:
     """The path each chunk took: "full" (seen by the chunk detectors), or on the steady
-    path "fragment" (the fragment detectors only), "text" (the text detectors only) or
-    "delta" (the tool-delta detectors only): a stream's cost depends on it."""
+    path "fragment" (the fragment detectors only), "text" (the text detectors only),
+    "delta" (the tool-delta detectors only) or "finish" (the finish detectors only): a
+    stream's cost depends on it."""
     from conformance.analysis import analyzer
 
     seen: dict[int, str] = {}
@@ -1006,7 +1007,8 @@ def paths(
     for hook, label, pos in (
         ("CHUNK_DETECTORS", "full", 2),
         ("FRAGMENT_DETECTORS", "fragment", 3),
-        ("TEXT_DETECTORS", "text", 3),
+        ("TEXT_DETECTORS", "text", 2),
+        ("FINISH_DETECTORS", "finish", 3),
         ("TOOL_DELTA_DETECTORS", "delta", 4),
     ):
         monkeypatch.setattr(analyzer, hook, [spy(label, pos), *getattr(analyzer, hook)])
@@ -1024,7 +1026,7 @@ def test_clean_chunks_after_the_first_take_the_steady_path(
         "delta",
         *["fragment"] * 4,
         "text",
-        "full",
+        "finish",
     ]
 
 
@@ -1115,7 +1117,9 @@ def test_a_chunk_unlike_the_template_leaves_the_fragment_path(
     got = paths(monkeypatch, [ROLE, OPEN, PARIS[0], DEVIANT[name], PARIS[2], END])
     after = "full" if name in RETEMPLATE else "fragment"
     want = "delta" if name in DELTA else "full"
-    assert got == ["full", "delta", "fragment", want, after, "full"]
+    # (a chunk judged in full after a new template is the template again: the finish is
+    # in its envelope)
+    assert got == ["full", "delta", "fragment", want, after, "finish"]
 
 
 def test_keys_besides_the_values_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1140,7 +1144,7 @@ def test_no_steady_path_after_the_finish_nor_with_n_2(monkeypatch: pytest.Monkey
         "full",
         "delta",
         "fragment",
-        "full",
+        "finish",
         "full",
     ]
     assert paths(monkeypatch, [ROLE, OPEN, *PARIS, END], {"n": 2}) == ["full"] * 7
@@ -1184,6 +1188,23 @@ def test_a_delta_that_is_not_plain_text_is_judged_in_full(
         "full",
         "text",
     ]
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        chunk({"content": "a"}, "stop"),
+        chunk({"role": "assistant"}, "stop"),
+        chunk({}, ""),
+        chunk({}, 7),
+    ],
+)
+def test_a_finish_that_is_not_an_empty_delta_and_a_reason_is_judged_in_full(
+    monkeypatch: pytest.MonkeyPatch, end: dict[str, Any]
+) -> None:
+    text = chunk({"content": "a"})
+    assert paths(monkeypatch, [ROLE, text, chunk({}, "stop")]) == ["full", "text", "finish"]
+    assert paths(monkeypatch, [ROLE, text, end]) == ["full", "text", "full"]
 
 
 def test_a_clean_chunk_that_makes_no_template_leaves_the_last_one(

@@ -1,7 +1,7 @@
 """The steady path (``Analyzer._feed_steady``) gives what a full judgement gives, on small
 streams that reach each of its branches: text, a call's opener, an index-less call, a
-bare fragment (with and without arrival times), a chunk after a steady one whose verdict
-depends on how many chunks came before it. Each stream is analysed twice: as shipped, and
+bare fragment (with and without arrival times), the finish, a chunk after a steady one
+whose verdict depends on how many chunks came before it. Each stream is analysed twice: as shipped, and
 with every chunk judged in full; the results (findings with their events and pointers,
 each reading's calls, the impact, every rule and timing status, the verdict) and the
 robust client's turn must be equal, and the stream must have taken the steady path.
@@ -119,16 +119,24 @@ def test_a_role_only_chunk_after_steady_text_counts_as_empty() -> None:
     # the chunk count moves on the text path: a role-only chunk after it is not the first
     cs = [ROLE, chunk({"content": "a"}), ROLE_ONLY, chunk({}), chunk({"content": "b"}), STOP]
     steady, r = lockstep(transcript(cs))
-    assert steady == 2
+    assert steady == 3  # the texts and the finish
     assert quirks(r) == [("Q-EMPTY-DELTA-CHUNKS", 2, None)]
 
 
 def test_a_role_only_chunk_after_a_steady_opener_counts_as_empty() -> None:
     cs = [ROLE, OPEN, ROLE_ONLY, chunk({}), *PARIS, END]
     steady, r = lockstep(transcript(cs))
-    assert steady == 5
+    assert steady == 6  # the opener, the fragments and the finish
     assert quirks(r) == [("Q-EMPTY-DELTA-CHUNKS", 2, None)]
     assert r["verdict"] == "conforms"
+
+
+def test_a_finish_after_a_steady_finish_is_judged_in_full_as_a_repeat() -> None:
+    # the steady finish ends the steady path: the second one is judged, and is a repeat
+    cs = [ROLE, chunk({"content": "a"}), STOP, STOP]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 2
+    assert quirks(r) == [("Q-FINISH-REPEATED", 3, "/choices/0/finish_reason")]
 
 
 # Q-INDEX-ABSENT-PARALLEL-SPLIT (each call in a chunk of its own) names the finer shape
@@ -142,7 +150,7 @@ def test_index_less_whole_calls_one_per_steady_chunk() -> None:
     # each call is its own chunk: the chunk count of each must differ, on the delta path
     a, b = whole_without_index(ID_W, "get_weather"), whole_without_index(ID_T, "get_time")
     steady, r = lockstep(transcript([ROLE, a, b, END]))
-    assert steady == 2
+    assert steady == 3
     assert quirks(r) == [SPLIT[0], SPLIT[1]]
 
 
@@ -150,7 +158,7 @@ def test_index_less_whole_calls_with_text_between_them() -> None:
     # the text chunk between the two calls moves the chunk count too
     a, b = whole_without_index(ID_W, "get_weather"), whole_without_index(ID_T, "get_time")
     steady, r = lockstep(transcript([ROLE, a, chunk({"content": "and"}), b, END]))
-    assert steady == 3
+    assert steady == 4
     assert quirks(r) == [SPLIT[0], SPLIT[1]]
 
 
@@ -162,7 +170,7 @@ def test_tool_markup_in_steady_text_is_found_with_its_event() -> None:
         STOP,
     ]
     steady, r = lockstep(transcript(cs))
-    assert steady == 2
+    assert steady == 3
     assert quirks(r) == [("Q-TOOLCALL-AS-TEXT", 2, None)]
 
 
@@ -180,7 +188,7 @@ SPREAD = [0.0, 2.0, 3.5, 5.0, 6.5, 8.0, 9.5]
 )
 def test_fragments_on_the_steady_path_are_timed(times: list[float], want: list[str]) -> None:
     steady, r = lockstep(transcript([ROLE, OPEN, *PARIS, END], times))
-    assert steady == 5
+    assert steady == 6  # the finish too: it sets the time of the finish
     assert sorted(q for q, _, _ in quirks(r)) == want
     assert r["timing"] == {
         q: "fail" if q in want else "pass"
@@ -200,7 +208,7 @@ def test_a_call_opened_by_a_second_choice_is_read_from_its_first_fragment() -> N
     }
     cs = [ROLE, OPEN, PARIS[0], second, frag('{"tz"', 1), frag(': "UTC"}', 1), *PARIS[1:], END]
     steady, r = lockstep(transcript(cs))
-    assert steady == 7
+    assert steady == 8
     assert [c["arguments"] for c in r["tool_calls"]["naive"]] == [
         '{"city": "Paris"}',
         '{"tz": "UTC"}',

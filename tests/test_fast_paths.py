@@ -7,11 +7,13 @@ so that a change to the skipped code (a new marker, a new key) cannot silently b
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.analysis.analyzer import _call_key, _raw_key
+from conformance.analysis.common import _COMPACT, _excerpt
 from conformance.analysis.detectors.content import TOOL_MARKUP, _may_hold_markup
 
 # One text per alternative of TOOL_MARKUP (each family's marker, as its template writes it).
@@ -70,3 +72,31 @@ def test_equal_raw_calls_have_equal_keys() -> None:
     assert _raw_key(a) == _raw_key(b) and _call_key(a) == _call_key(b)
     c = {**a, "arguments": '{"a": 2, "b": 1}'}  # differs raw, equal once normalised
     assert _raw_key(a) != _raw_key(c) and _call_key(a) == _call_key(c)
+
+
+# JSON values as a parse gives them, with the characters JSON escapes and long strings.
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(alphabet=st.sampled_from('ab"\\\n\x00é€😀'), max_size=200),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=40), inner),
+    max_leaves=60,
+)
+
+
+@given(JSON_VALUES, st.sampled_from([160, 60, 2, 1]))
+def test_an_excerpt_of_a_container_is_its_whole_texts_head(value: Any, limit: int) -> None:
+    # _excerpt encodes a dict or a list member by member, only as far as the excerpt shows
+    # (a string is quoted as it is)
+    text = value if isinstance(value, str) else _COMPACT(value)
+    want = text if len(text) <= limit else text[: limit - 1] + "…"
+    assert _excerpt(value, limit) == want
+
+
+def test_a_deep_container_is_quoted_without_encoding_its_depth() -> None:
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    assert _excerpt({"a": deep}) == '{"a":' + "[" * 154 + "…"

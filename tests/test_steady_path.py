@@ -1,9 +1,10 @@
 """The steady path (``Analyzer._feed_steady``) on real streams: what it skips finds nothing.
 
 A chunk whose envelope and choice keys equal the template's (a clean chunk judged in full)
-and whose one choice carries text, one tool-call delta or a bare argument fragment skips
-detectors: the chunk detectors, the choice detectors but the text collector, and on a
-fragment the tool-delta detectors. Here every committed cassette, every shared capture
+and whose one choice carries text, one tool-call delta, a bare argument fragment, or an
+empty delta and a finish_reason skips detectors: the chunk detectors, the choice detectors
+but the text collector (on a finish, but detect_finish), and on a fragment the tool-delta
+detectors. Here every committed cassette, every shared capture
 (when they are present, as in ``test_captures.py``), every stream of ``tests/streams.py``
 and the reference stream under every transform of ``conformance.mutations`` is analysed
 twice in lockstep: as shipped, and with every chunk judged in full. For each chunk the
@@ -90,6 +91,8 @@ class _Shipped(AZ.Analyzer):
             self.took = "text" if "content" in delta else "delta"
             if self.took == "delta" and n in self.fragments:
                 self.took = "fragment"
+            if chunk["choices"][0]["finish_reason"] is not None:
+                self.took = "finish"
         return steady
 
     @functools.cached_property
@@ -130,11 +133,16 @@ def _fragment_spy(a: AZ.Analyzer, st: Any, args: str, n: int) -> None:
         a.fragments.add(n)
 
 
-# What each steady path skips (the rest of CHOICE_DETECTORS, on text, is TEXT_DETECTORS).
+# What each steady path skips (the rest of CHOICE_DETECTORS, on text, is TEXT_DETECTORS;
+# on a finish, FINISH_DETECTORS).
 SKIPPED = {
     "text": (AZ.CHUNK_DETECTORS, [d for d in AZ.CHOICE_DETECTORS if d not in AZ.TEXT_DETECTORS]),
     "delta": (AZ.CHUNK_DETECTORS, AZ.CHOICE_DETECTORS),
     "fragment": (AZ.CHUNK_DETECTORS, AZ.CHOICE_DETECTORS, AZ.TOOL_DELTA_DETECTORS),
+    "finish": (
+        AZ.CHUNK_DETECTORS,
+        [d for d in AZ.CHOICE_DETECTORS if d not in AZ.FINISH_DETECTORS],
+    ),
 }
 
 

@@ -64,8 +64,15 @@ def check(payloads: list[str]) -> list[Envelope | None]:
 def test_a_repeated_envelope_parses_the_later_chunks_from_their_delta() -> None:
     payloads = [chunk(d) for d in ('{"role":"assistant"}', '{"content":"a"}', '{"content":"b"}')]
     used = check(payloads)
-    assert used[:2] == [None, None]  # two full parses make the envelope
-    assert isinstance(used[2], Envelope)
+    assert used[0] is None  # parsed in full: its text around the delta is the envelope
+    assert all(isinstance(u, Envelope) for u in used[1:])
+
+
+def test_a_first_chunk_the_others_do_not_repeat_leaves_two_full_parses_in_a_row() -> None:
+    first = chunk('{"role":"assistant"}', HEAD.replace('"c1"', '"c0"'))
+    used = check([first] + [chunk(f'{{"content":"{c}"}}') for c in "abc"])
+    assert used[:3] == [None, None, None]  # the first's envelope; then two full parses
+    assert isinstance(used[3], Envelope) and used[3].prefix.startswith(HEAD)
 
 
 def test_the_chunks_of_an_envelope_share_no_container() -> None:
@@ -166,7 +173,8 @@ def test_a_stream_whose_envelope_always_changes_stops_being_looked_at(
     )
     payloads = [chunk('{"content":"a"}', HEAD.replace('"c1"', f'"c{i}"')) for i in range(40)]
     assert check(payloads) == [None] * 40
-    assert len(looked) == ENVELOPE_TRIES
+    # The first chunk's text made an envelope no later chunk repeats; then as many parses.
+    assert len(looked) == 1 + ENVELOPE_TRIES
 
 
 def test_every_committed_cassette_and_shape() -> None:

@@ -64,11 +64,12 @@ from conformance.transcript import (
 # The steady path (Analyzer._feed_steady): a chunk whose envelope and choice keys equal a
 # clean template chunk's skips the chunk detectors and the choice detectors (on it they
 # find what they found on the template: nothing). Its one delta decides what runs: text,
-# the TEXT_DETECTORS (the choice detector that collects content); one tool-call delta,
+# the TEXT_DETECTORS (the content collector of the choice detectors); one tool-call delta,
 # the tool-delta detectors; a bare argument fragment on an open index, only the fragment
 # detectors, fragment(a, index_state, arguments, n): a detector that must see every
-# fragment is declared on that hook as well. tests/test_steady_path.py checks each
-# skipped detector on every committed cassette and shared capture.
+# fragment is declared on that hook as well; an empty delta with a finish_reason (the
+# stream's finish), the FINISH_DETECTORS. tests/test_steady_path.py checks each skipped
+# detector on every committed cassette and shared capture.
 _MODULES = (content, envelope, finish, framing, request, roundtrip, timing, tool_deltas)
 COMMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("comment")
 NONJSON_DETECTORS: list[Callable[..., None]] = registry.detectors("nonjson")
@@ -76,8 +77,11 @@ CHUNK_DETECTORS: list[Callable[..., None]] = registry.detectors("chunk")
 CHOICE_DETECTORS: list[Callable[..., None]] = registry.detectors("choice")
 TOOL_DELTA_DETECTORS: list[Callable[..., None]] = registry.detectors("tool_delta")
 FRAGMENT_DETECTORS: list[Callable[..., None]] = registry.detectors("fragment")
-# The choice detectors that run on a steady chunk of text (the others find nothing there).
-TEXT_DETECTORS: list[Callable[..., None]] = [content.detect_content_and_reasoning]
+# What runs on a steady chunk of text, text(a, content, n): the content collector (the
+# choice detectors find nothing else on a delta of text alone).
+TEXT_DETECTORS: list[Callable[..., None]] = [content.collect_content]
+# The choice detectors that run on a steady finish (an empty delta and a finish_reason).
+FINISH_DETECTORS: list[Callable[..., None]] = [finish.detect_finish]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
 
 
@@ -110,7 +114,9 @@ class Analyzer:
         self.tools = (self.req or {}).get("tools")
         # The request's declared tool names (empty without a request): what tells a second
         # call under the same index and id from a name sent in pieces.
-        self.declared_names: frozenset[str] = frozenset(_declared_tools(self.tools))
+        self.declared_names: frozenset[str] = (
+            frozenset(_declared_tools(self.tools)) if self.tools else frozenset()
+        )
         n = (self.req or {}).get("n")
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
@@ -245,13 +251,13 @@ class Analyzer:
         template's (a clean, fully judged chunk), with one choice that carries one of
         three deltas: text (``{"content": "<non-empty>"}``), one tool-call delta with
         standard keys (a call's opener, say), or, the commonest, a bare argument fragment
-        on an open index. On such a chunk the chunk detectors and the choice detectors
-        but the content collector find what they found on the template, nothing
-        (``tests/test_steady_path.py`` checks it detector by detector on every committed
-        cassette and shared capture); so only the strategies, the content collector
-        (text), the tool-delta detectors (a call's delta) or the fragment detectors (a
-        fragment) run, and the bookkeeping a full judgement leaves (the chunk count;
-        the chunk count; detect_finish's record of the choice's last tool-call delta and
+        on an open index; or the stream's finish (``_feed_finish``). On such a chunk the
+        chunk detectors and the choice detectors but the content collector find what they
+        found on the template, nothing (``tests/test_steady_path.py`` checks it detector
+        by detector on every committed cassette and shared capture); so only the
+        strategies, the content collector (text), the tool-delta detectors (a call's
+        delta) or the fragment detectors (a fragment) run, and the bookkeeping a full
+        judgement leaves (the chunk count; detect_finish's record of the choice's last tool-call delta and
         appearance is read only with n > 1, where no chunk takes this path). Returns False,
         having done nothing, for any other chunk.
 
@@ -284,9 +290,11 @@ class Analyzer:
                 read = t.choice_read(choice)  # index, finish_reason, delta, then the others
             except KeyError:
                 return False
-            if read[0] != t.choice_index or read[1] is not None:
+            if read[0] != t.choice_index:
                 return False
             delta = read[2]
+            if read[1] is not None:  # a finish: its envelope serves no later chunk
+                return self._feed_finish(chunk, choice, read[1], delta, n)
             t.envelope = envelope  # its chunks pass the checks above (None: no envelope)
         if type(delta) is not dict or len(delta) != 1:
             return False
@@ -298,7 +306,7 @@ class Analyzer:
             # Text: the naive and guarded readings take nothing from it (no tool_calls).
             self.robust_feed(chunk, event=n)
             for detector in TEXT_DETECTORS:
-                detector(self, choice, "/choices/0", n)
+                detector(self, text, n)
             self.chunk_ordinal += 1
             return True
         if type(tcs) is not list or len(tcs) != 1:
@@ -338,6 +346,26 @@ class Analyzer:
         else:
             return False
         self.chunk_ordinal += 1  # last: the tool-delta detectors read the chunk's ordinal
+        return True
+
+    def _feed_finish(
+        self, chunk: dict[str, Any], choice: dict[str, Any], fr: Any, delta: Any, n: int
+    ) -> bool:
+        """The steady path of a stream's finish: a chunk in the template's envelope whose
+        choice has an empty delta and a finish_reason (a non-empty string). Of the choice
+        detectors only the FINISH_DETECTORS find anything there; the naive and guarded
+        readings take nothing from an empty delta. As after any finish, the chunks after
+        it are judged in full (detect_finish sets ``finish_seen_at``)."""
+        if type(delta) is not dict or delta or type(fr) is not str or not fr:
+            return False
+        self.robust_feed(chunk, event=n)
+        for detector in FINISH_DETECTORS:
+            detector(self, choice, "/choices/0", n)
+        tm = self.timing
+        if tm is not None and tm.finish is None:
+            tm.finish = tm.now
+        self.chunk_ordinal += 1
+        self._template = None
         return True
 
     def _feed_chunk(self, chunk: Any, n: int) -> None:
@@ -389,8 +417,7 @@ class Analyzer:
     ) -> None:
         for detector in TOOL_DELTA_DETECTORS:
             detector(self, tc, key, ptr, n, siblings)
-        idx = tc.get("index")
-        if self.timing is not None and type(idx) is int:
+        if self.timing is not None and type(idx := tc.get("index")) is int:
             st = self.indexes.get((key, idx))
             if st is not None:
                 fn = tc.get("function")
@@ -403,19 +430,8 @@ class Analyzer:
         for detector in END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
-        detected = set(self.findings)
-        for w in turn.workarounds:  # the robust client's own findings, with their events
-            if registry.spec(w.quirk).note_reported_by_detector:
-                continue  # reported by their own detectors, with pointers
-            if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
-                continue  # the transport cut the stream: a consequence, not the server's quirk
-            quirk, message = self.named(w.quirk, turn), w.message
-            if quirk != w.quirk:
-                message += "; " + str(self.parser_evidence)
-            rule = registry.spec(quirk).workaround_rule or quirk
-            if (rule, quirk) in detected:
-                continue  # a detector reported it already, with its pointer
-            self.find(rule, message, quirk=quirk, event=w.event)
+        if turn.workarounds:
+            self._workaround_findings(turn)
         check_length_and_usage(self, turn)
         calls = {
             _NAIVE: self.naive.calls(),
@@ -423,21 +439,22 @@ class Analyzer:
             _ROBUST: self.robust.calls(),
         }
         findings = [self.findings[k] for k in self.order]
-        findings.sort(key=lambda f: (f.event if f.event is not None else 1 << 60, f.rule))
-        impact = self._impact(turn, calls, findings)
+        if len(findings) > 1:
+            findings.sort(key=_finding_order)
+        recoverable = turn.recoverable  # a property that reads every call: read once
+        impact = self._impact(turn, calls, findings, recoverable)
         error = self._error_reason(turn)
         judged = verdict.judge(
-            ((f.level, f.quirk) for f in findings), recoverable=turn.recoverable, error=error
+            [(f.level, f.quirk) for f in findings], recoverable=recoverable, error=error
         )
-        meta = {
-            k: v
-            for k, v in (
-                ("model", self.model),
-                ("system_fingerprint", sorted(self.fingerprints) or None),
-                ("server", header(self.t.headers, "server")),
-            )
-            if v
-        }
+        meta: dict[str, Any] = {}
+        if self.model:
+            meta["model"] = self.model
+        if self.fingerprints:
+            meta["system_fingerprint"] = sorted(self.fingerprints)
+        server = header(self.t.headers, "server")
+        if server:
+            meta["server"] = server
         return CaptureResult(
             self.t.source,
             judged,
@@ -454,11 +471,31 @@ class Analyzer:
             self.timing is not None,
         )
 
+    def _workaround_findings(self, turn: Turn) -> None:
+        """The robust client's own findings (its notes), with their events, as findings."""
+        detected = set(self.findings)
+        for w in turn.workarounds:
+            if registry.spec(w.quirk).note_reported_by_detector:
+                continue  # reported by their own detectors, with pointers
+            if w.quirk == "Q-ARGS-TRUNCATED" and (self.t.transport_error or self.body_cut):
+                continue  # the transport cut the stream: a consequence, not the server's quirk
+            quirk, message = self.named(w.quirk, turn), w.message
+            if quirk != w.quirk:
+                message += "; " + str(self.parser_evidence)
+            rule = registry.spec(quirk).workaround_rule or quirk
+            if (rule, quirk) in detected:
+                continue  # a detector reported it already, with its pointer
+            self.find(rule, message, quirk=quirk, event=w.event)
+
     def _impact(
-        self, turn: Turn, calls: dict[Strategy, list[dict[str, Any]]], findings: list[Finding]
+        self,
+        turn: Turn,
+        calls: dict[Strategy, list[dict[str, Any]]],
+        findings: list[Finding],
+        recoverable: bool,
     ) -> dict[str, Impact]:
         robust = calls[_ROBUST]
-        raw = [_raw_key(c) for c in robust]
+        raw: list[tuple[Any, Any, Any]] | None = None  # only when the calls differ
         want: list[tuple[str, str, str]] | None = None  # normalised only when raw differs
         out: dict[str, Impact] = {}
         for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
@@ -466,7 +503,13 @@ class Analyzer:
                 out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
                 continue
             # The same id, name and argument text give the same normalised key: the
-            # arguments are parsed and re-serialised only for a strategy whose text differs.
+            # arguments are parsed and re-serialised only for a strategy whose text differs
+            # (equal calls, the usual case, are one comparison).
+            if calls[name] == robust:
+                out[name] = Impact(ImpactStatus.OK)
+                continue
+            if raw is None:
+                raw = [_raw_key(c) for c in robust]
             if [_raw_key(c) for c in calls[name]] == raw:
                 out[name] = Impact(ImpactStatus.OK)
                 continue
@@ -480,7 +523,7 @@ class Analyzer:
         # the robust client nothing to assemble: it is not "ok" with zero calls.
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
-        if turn.recoverable and not missing:
+        if recoverable and not missing:
             out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
@@ -639,6 +682,11 @@ class _Template:
         return cls(chunk, cs[0])
 
 
+def _finding_order(f: Finding) -> tuple[int, str]:
+    """Findings in event order (those of no event last), then by rule."""
+    return (f.event if f.event is not None else 1 << 60, f.rule)
+
+
 def _raw_key(c: dict[str, Any]) -> tuple[Any, Any, Any]:
     """What _call_key is a function of: equal raw keys give equal call keys."""
     return (c.get("id") or "", c.get("name") or "", c.get("arguments"))
@@ -668,8 +716,9 @@ def _diff_calls(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
 def analyze(transcript: Transcript) -> CaptureResult:
     """The one pipeline: every door (pytest, CLI, report) goes through here."""
     a = Analyzer(transcript)
+    feed = a.feed
     for ev in transcript.events():
-        a.feed(ev)
+        feed(ev)
     return a.finish()
 
 

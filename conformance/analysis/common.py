@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text", "reasoning_details")
@@ -12,11 +14,47 @@ MAX_TOKENS_KEYS = ("max_tokens", "max_completion_tokens")
 # json.dumps(value, ensure_ascii=False, separators=(",", ":")), without a new encoder
 # for each call (json.dumps keeps one only for its default arguments).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_KEY = encode_basestring  # a string key, as _COMPACT writes it (ensure_ascii=False)
 
 
 def _excerpt(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else _COMPACT(value)
+    if isinstance(value, str):
+        text = value
+    elif type(value) is dict or type(value) is list:
+        text = _compact_head(value, limit)
+    else:
+        text = _COMPACT(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact_head(value: dict[Any, Any] | list[Any], room: int) -> str:
+    """``_COMPACT(value)``, or a prefix of it longer than ``room`` characters: all that an
+    excerpt of ``room`` characters shows. A chunk quoted as an excerpt (the usage chunk of
+    every stream) is not encoded whole: its members are, one after the other, until the
+    text is longer than the excerpt (a member's text is the same alone as in its
+    container, and a member is given only the room left)."""
+    if type(value) is dict:
+        members: Iterable[tuple[str, Any]] = value.items()
+        out, size, close = ["{"], 1, "}"
+    else:
+        members = (("", v) for v in value)
+        out, size, close = ["["], 1, "]"
+    try:
+        for k, v in members:
+            if size > room:
+                return "".join(out)
+            piece = ("," if size > 1 else "") + (_KEY(k) + ":" if close == "}" else "")
+            t = type(v)
+            if t is dict or t is list:
+                inner = _compact_head(v, room - size - len(piece))
+            else:
+                inner = _KEY(v) if t is str else int.__repr__(v) if t is int else _COMPACT(v)
+            out += (piece, inner)
+            size += len(piece) + len(inner)
+    except TypeError:  # a key that is no string (not from a parse): JSON writes it otherwise
+        return _COMPACT(value)
+    out.append(close)
+    return "".join(out)
 
 
 def json_type(value: Any) -> str:

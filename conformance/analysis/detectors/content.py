@@ -65,16 +65,7 @@ def detect_content_and_reasoning(a: Analyzer, choice: dict[str, Any], ptr: str, 
             )
         a.reasoning_seen = True
     if _nonempty(content):
-        if a.first_prose_event is None and not a.any_tool_delta and content.strip():
-            a.first_prose_event = n
-        if a.content_chars < CONTENT_KEPT:  # a running total: no re-count per delta
-            a.content.append(content)
-            a.content_chars += len(content)
-        if a.first_markup_event is None:
-            text = a.content_tail + content
-            if _may_hold_markup(text) and TOOL_MARKUP.search(text):
-                a.first_markup_event = n
-            a.content_tail = text[-MARKUP_OVERLAP:]
+        collect_content(a, content, n)
         if a.reasoning_seen and choice.get("finish_reason") == "tool_calls":
             a.find(
                 "Q-REASONING-LEAK-AT-FINISH",
@@ -93,6 +84,21 @@ detector(
         "Q-REASONING-LEAK-AT-FINISH",
     ),
 )
+
+
+def collect_content(a: Analyzer, content: str, n: int) -> None:
+    """The content of a delta, for group H (detect_content_and_reasoning's share that the
+    steady path runs alone on a text delta, which has no reasoning and no finish)."""
+    if a.first_prose_event is None and not a.any_tool_delta and content.strip():
+        a.first_prose_event = n
+    if a.content_chars < CONTENT_KEPT:  # a running total: no re-count per delta
+        a.content.append(content)
+        a.content_chars += len(content)
+    if a.first_markup_event is None:
+        text = a.content_tail + content
+        if _may_hold_markup(text) and TOOL_MARKUP.search(text):
+            a.first_markup_event = n
+        a.content_tail = text[-MARKUP_OVERLAP:]
 
 
 def detect_calls_outside_tool_calls(a: Analyzer) -> None:

@@ -345,7 +345,8 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
     parameterless declared tool's `{}` is complete, and a stream without the request is
     judged on the `{}` and the cut alone. With n > 1, each choice cut by "length" on its
     own calls."""
-    if a.error_seen:
+    cut = [st for st in a.choices.states.values() if st.last is not None and st.last[1] == "length"]
+    if a.error_seen or not cut:
         return
     by_choice = calls_by_choice(a, a.robust.turn())
     if by_choice is None:
@@ -356,9 +357,8 @@ def detect_invented_on_truncation(a: Analyzer) -> None:
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             params = _v if isinstance(_v := fn.get("parameters"), dict) else {}
             declared[fn["name"]] = [r for r in _list(params.get("required")) if isinstance(r, str)]
-    for key, st in a.choices.states.items():
-        if st.last is not None and st.last[1] == "length":
-            _invented(a, st, st.last[0], by_choice.get(key, []), declared)
+    for st in cut:
+        _invented(a, st, st.last[0], by_choice.get(st.key, []), declared)  # type: ignore[index]
 
 
 detector(detect_invented_on_truncation, "end", reports=("Q-ARGS-INVENTED-ON-TRUNCATION",))

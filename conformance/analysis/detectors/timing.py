@@ -130,9 +130,6 @@ def status(a: Analyzer) -> dict[str, str]:
     """pass | fail | not applicable for each timing id: not applicable without timings
     (or with an event past what was recorded) or without tool-call deltas."""
     applies = a.timing is not None and not a.timing.untimed and a.any_tool_delta
-    return {
-        q: ("fail" if any(f.quirk == q for f in a.findings.values()) else "pass")
-        if applies
-        else "not applicable"
-        for q in IDS
-    }
+    if not applies:
+        return dict.fromkeys(IDS, "not applicable")
+    return {q: "fail" if any(f.quirk == q for f in a.findings.values()) else "pass" for q in IDS}
