@@ -555,8 +555,8 @@ class LimitedTransport(httpx.HTTPTransport):
         def trace(event: str, info: dict[str, Any]) -> None:
             if event.startswith("connection.connect_"):
                 opened.append(event)
-            if event.startswith("http11.send_request_headers") and deadline.phase == "connect":
-                deadline.phase = "request"
+            if event.startswith("http11.send_request_headers"):  # on a retry's new
+                deadline.phase = "request"  # connection too: the request is sent again
             elif event == "http11.receive_response_headers.started":
                 deadline.phase = "head"
             if outer is not None:
@@ -777,20 +777,21 @@ def exchange(
     """POST the body and read the whole answer, within the limits, retrying 429/503."""
     rng = rng or random.Random(0)
     retries: list[dict[str, Any]] = []
-    send_headers = {
+    given = {**(headers or {}), **(auth_headers or {})}
+    named = {k.lower() for k in given}
+    defaults = {
         "accept": "text/event-stream" if body.get("stream") else "application/json",
         "accept-encoding": "gzip, deflate",
-        **(headers or {}),
-        **(auth_headers or {}),
     }
-    secrets.register(*(auth_headers or {}).values())
-    secrets.register(
-        *(
-            v.split(" ", 1)[1].strip(" \t")  # "Bearer  key": the key, not " key"
-            for v in (auth_headers or {}).values()
-            if v.lower().startswith(("bearer ", "basic ", "token "))
-        )
-    )
+    # The caller's headers replace these whatever their case ("Accept" too): a dict
+    # merge alone would send both.
+    send_headers = {k: v for k, v in defaults.items() if k not in named} | given
+    for v in (auth_headers or {}).values():
+        # The value, and the key alone: after its scheme ("Bearer  key"), without the
+        # blanks around it (a key read from a file ends in a line end, which h11 refuses
+        # quoting the value escaped, "key\\n": "key\n" would not redact it there).
+        scheme, _, key = v.partition(" ")
+        secrets.register(v, (key if scheme.lower() in ("bearer", "basic", "token") else v).strip())
     secrets.register_url(url)
     request = {
         "method": "POST",

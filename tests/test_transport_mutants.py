@@ -21,7 +21,7 @@ import httpcore._sync.connection_pool as pool_module
 import httpx
 import pytest
 
-from conformance import secrets
+from conformance import decoding, secrets
 from conformance import transport as T
 from conformance.transport import Limits, RetryPolicy, TransportFault, exchange, make_client
 
@@ -1745,3 +1745,210 @@ def test_every_client_verifies_certificates_with_one_shared_tls_context() -> Non
         contexts = [c._transport._pool._ssl_context for c in (a, b)]  # type: ignore[attr-defined]
     assert contexts[0] is contexts[1]  # the CA bundle is read once per process
     assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+
+
+# ------------------------------------------------------------------ what is sent, what is redacted
+
+
+def test_the_transport_on_its_own_holds_a_request_without_timeouts_to_the_limits(
+    net: Net,
+) -> None:
+    """Under another library's transport or client, a request may come without httpx's
+    timeout extension: it is sent all the same, within the limits."""
+    net.conns.append([HEAD + b"content-length: 9\r\n\r\n", b"data: x\n\n"])
+    limits = Limits(connect_timeout=3, first_byte_timeout=7, idle_timeout=4, total_timeout=100)
+    request = httpx.Request("POST", URL, json=REQUEST)
+    assert "timeout" not in request.extensions
+    with T.LimitedTransport(limits) as transport:
+        r = transport.handle_request(request)
+        assert (r.status_code, r.read()) == (200, b"data: x\n\n")
+    assert net.connect_timeouts == [3] and net.write_timeouts[0] == 3
+    assert net.read_timeouts[:2] == [7, 4]
+
+
+@pytest.mark.parametrize(
+    "body, accept", [(REQUEST, b"text/event-stream"), ({"model": "m"}, b"application/json")]
+)
+def test_the_accept_headers_on_the_wire_are_the_suite_s_byte_for_byte(
+    net: Net, body: dict[str, Any], accept: bytes
+) -> None:
+    """What a cassette records of the request: one of each, as written here (not httpx's
+    default ``gzip, deflate, br``, not in another case)."""
+    net.conns.append(ok())
+    with make_client() as client:
+        exchange(client, URL, body)
+    lines = posts(net)[0].split(b"\r\n")
+    assert [ln for ln in lines if ln.lower().startswith(b"accept")] == [
+        b"accept: " + accept,
+        b"accept-encoding: gzip, deflate",
+    ]
+
+
+@pytest.mark.parametrize(
+    "scheme, key",
+    [
+        ("Basic", "plainechokey0123456789"),  # no key shape: only its registration hides it
+        ("BASIC", "plainechokey0123456789"),
+        ("Token", "plainechokey0123456789"),
+        ("token", "plainechokey0123456789"),
+        ("Bearer", "XXedge-key-0123456789XX"),  # redacted to its edges, nothing left over
+    ],
+)
+def test_a_key_after_its_scheme_is_redacted_whole_when_echoed_alone(
+    net: Net, scheme: str, key: str
+) -> None:
+    t = run(
+        net,
+        ok(b'data: {"echo": "%s"}\n\n' % key.encode()),
+        auth_headers={"authorization": f"{scheme} {key}"},
+    )
+    assert t.raw == b'data: {"echo": "<redacted>"}\n\n'
+
+
+def test_a_key_in_the_url_is_redacted_wherever_it_comes_back(net: Net) -> None:
+    key = "urlechokey0123456789"  # no key shape: only its registration hides it
+    net.conns.append(ok(b'data: {"echo": "%s"}\n\n' % key.encode(), f"x-echo: {key}"))
+    with make_client() as client:
+        t = exchange(client, f"{URL}?key={key}", REQUEST)
+    assert t.raw == b'data: {"echo": "<redacted>"}\n\n'
+    assert t.headers is not None and t.headers["x-echo"] == "<redacted>"
+
+
+def test_the_backoff_s_jitter_is_the_one_a_recording_reported(net: Net, slept: list[float]) -> None:
+    """Without an rng of the caller's the jitter is seeded with 0, in every version: a
+    replay of a cell recorded earlier reports the wait its recording reported."""
+    t = run(net, status(503), status(200), retry=RetryPolicy(max=1, base_delay=1.0))
+    assert t.meta["retries"][0]["waited"] == 1.172  # 1 s × Random(0).uniform(0.75, 1.25)
+
+
+def test_a_caller_s_accept_headers_in_any_case_replace_the_suite_s(net: Net) -> None:
+    """providers.yaml ``headers: {Accept-Encoding: identity}``: that one is sent, not both."""
+    run(net, ok(), headers={"Accept": "*/*", "ACCEPT-ENCODING": "identity"})
+    lines = posts(net)[0].split(b"\r\n")
+    assert [ln for ln in lines if ln.lower().startswith(b"accept")] == [
+        b"Accept: */*",
+        b"ACCEPT-ENCODING: identity",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("x-api-key", "plain!key#0123456789\n"),  # no scheme, no key shape
+        ("authorization", "Bearer plain!key#0123456789\r\n"),
+        ("authorization", "Basic plain!key#0123456789\n"),
+    ],
+)
+def test_a_key_ending_in_a_line_end_is_refused_and_never_in_the_error_line(
+    net: Net, name: str, value: str
+) -> None:
+    """A key read from a file with its line end: h11 refuses to send it and says so
+    quoting the value escaped (``…0123456789\\n``); the key is redacted there too."""
+    t = run(net, ok(), auth_headers={name: value})
+    assert posts(net) == [] and t.status is None
+    assert t.transport_error is not None and "<redacted>" in t.transport_error
+    assert "plain!key" not in t.transport_error and "0123456789" not in t.transport_error
+
+
+def test_a_blank_key_after_its_scheme_is_an_error_cell_and_hides_no_word(net: Net) -> None:
+    """``Bearer`` and two blanks: h11 refuses the value; the scheme's name alone is not
+    taken for a key (every later "Bearer" would read ``<redacted>``)."""
+    t = run(net, ok(), auth_headers={"authorization": "Bearer  "})
+    assert t.transport_error is not None and posts(net) == []
+    assert secrets.redact("Bearer token") == "Bearer token"
+
+
+def test_a_request_sent_again_still_being_sent_at_the_deadline_says_so(net: Net) -> None:
+    """The kept-alive connection was found dropped at once; the request sent again on a
+    new connection was still being written when the total ran out: that is the reason,
+    not "no response headers" (the phase of the first attempt)."""
+    net.conns += [ok() + [b""], [Later(5, httpcore.WriteTimeout("slow"))]]
+    limits = Limits(total_timeout=5)
+
+    def trace(event: str, info: Any) -> None:  # only the new connection's write is slow
+        if event == "connection.connect_tcp.complete":
+            net.fail_writes = len(net.connects) == 2
+
+    with make_client(limits) as client:
+        exchange(client, URL, REQUEST, limits=limits)
+        with pytest.raises(TransportFault) as e:
+            client.post(URL, json=REQUEST, extensions={"trace": trace, T.LIMITS_EXTENSION: limits})
+    assert e.value.reason == "the request was still being sent after 5 s (limits.total_timeout)"
+    assert (e.value.stage, e.value.limit) == ("headers", True)
+    assert len(net.connects) == 2
+
+
+def test_a_key_too_short_to_redact_alone_is_redacted_with_its_scheme(net: Net) -> None:
+    """A key under six characters alone would redact ordinary words: the whole value
+    ``Bearer k3y!z`` is the secret then, and an echo of it is redacted."""
+    t = run(
+        net,
+        ok(b'data: {"echo": "Bearer k3y!z"}\n\n'),
+        auth_headers={"authorization": "Bearer k3y!z"},
+    )
+    assert t.raw == b'data: {"echo": "<redacted>"}\n\n'
+
+
+def test_the_cut_header_counts_every_byte_received(net: Net) -> None:
+    """What the cassette says of a body the total ended: the bytes received, the piece
+    that came too late included."""
+    net.conns.append(chunked(b"data: a\n\n", Later(6, b"data: b\n\n")))
+    with make_client(Limits(total_timeout=5)) as client:
+        with client.stream("POST", URL, json=REQUEST) as r:
+            assert r.read() == b"data: a\n\n"
+    assert r.headers[T.FAULT_HEADER] == "stream still running after 5 s (limits.total_timeout)"
+    assert r.headers[T.CUT_HEADER] == "kept the first 9 of 18 bytes received"
+
+
+def _held_back(payload: bytes) -> bytes:
+    """The first cut of ``payload`` gzipped after which zlib has handed on a full piece
+    and still holds decoded bytes back (a long run cut mid-match), handed on at the end."""
+    body = gzip.compress(payload, mtime=0)
+    for cut in range(1, len(body)):
+        decoder = decoding.Decoder(["gzip"], len(payload))
+        if sum(map(len, decoder.feed(body[:cut]))) != decoding.PIECE:
+            continue
+        try:
+            if next(decoder.end(), b""):  # then it ends early: cut short
+                return body[:cut]
+        except decoding.DecodeError:  # nothing held back, cut short
+            continue
+    raise AssertionError("no such cut")
+
+
+def test_the_cut_header_counts_the_bytes_a_coding_held_back_to_the_end(net: Net) -> None:
+    """The total runs out while the last read (the chunked body's end) waits: the bytes
+    zlib held back are handed on after it and counted with the rest."""
+    body = _held_back(b"\0" * (decoding.PIECE + 1))
+    net.conns.append(
+        [
+            HEAD + b"content-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n",
+            b"%x\r\n%s\r\n" % (len(body), body),
+            Later(6, b"0\r\n\r\n"),
+        ]
+    )
+    with make_client(Limits(total_timeout=5)) as client:
+        with client.stream("POST", URL, json=REQUEST) as r:
+            r.read()
+    assert r.headers[T.FAULT_HEADER] == "stream still running after 5 s (limits.total_timeout)"
+    assert r.headers[T.CUT_HEADER].endswith(f" of {decoding.PIECE + 1} bytes received")
+
+
+def test_a_fault_after_the_head_is_at_the_body_stage_whatever_it_names() -> None:
+    """A status came: the endpoint answered, so the runner's fail-fast (no response at
+    all) must not stop on it, even when the fault names an earlier stage (a suite
+    transport nested under the caller's client fails its own request mid-body)."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        def body() -> Iterator[bytes]:
+            yield b"data: a\n\n"
+            raise TransportFault("no response headers within 5 s", stage="headers")
+
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Gen(body())
+        )
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        t = exchange(client, URL, REQUEST)
+    assert t.transport_error == "no response headers within 5 s" and t.status == 200
+    assert "transport_stage" not in t.meta
