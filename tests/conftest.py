@@ -16,9 +16,11 @@ import locale
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 # Hypothesis' two timing checks (an example's deadline, "input generation is slow") fail
 # on a loaded shared machine and say nothing about the code: off for every property test.
@@ -93,6 +95,12 @@ E2E_TESTS = frozenset(
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # Hypothesis' table of the characters UTF-8 encodes (its default alphabet for text)
+        # is computed in 2 CPU-seconds by the first process that draws text, then read from
+        # .hypothesis/: built here by the xdist controller, so that on a fresh clone the
+        # workers read it instead of each computing it at the same time.
+        st.characters(codec="utf-8").validate()
     config.addinivalue_line(
         "markers",
         "e2e: an end-to-end self-test (the suite or a door in a subprocess, every profile "
@@ -103,6 +111,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "runs_first: collected before the other tests (a loop guard: mutmut runs a mutant's "
         "tests fastest first with -x, so a guard that fails on an endless loop must come first)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (the self-test loop) by a scheduler whose bookkeeping does not grow
+    with the square of the test count (tests/scheduling.py); any other mode is xdist's."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from scheduling import PrunedLoadGroupScheduling
+
+    return PrunedLoadGroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
