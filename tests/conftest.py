@@ -49,8 +49,8 @@ E2E_MODULES = frozenset(
     }
 )
 
-# End-to-end tests in modules that are otherwise in-process: each runs the suite (or `run`)
-# in a subprocess. (module, test function)
+# End-to-end tests in modules that are otherwise in-process: each runs the suite, `run`,
+# `analyze` or other processes of ours in a subprocess. (module, test function)
 E2E_TESTS = frozenset(
     {
         (
@@ -90,6 +90,31 @@ E2E_TESTS = frozenset(
             "test_wire_hostile.py",
             "test_hidden_keys_never_leak_recorded_or_replayed_without_the_key",
         ),
+        # `analyze` (the second door) in a subprocess: its exit status, streams and memory
+        # as a user's shell sees them.
+        ("test_bad_input.py", "test_subprocess_bad_input_is_one_line_exit_2"),
+        ("test_captures.py", "test_cli_subprocess_on_captures"),
+        ("test_cli_analyze.py", "test_subprocess_contract"),
+        ("test_hostile_text.py", "test_analyze_with_a_surrogate_prints_and_reports"),
+        ("test_hostile_text.py", "test_analyze_prints_tool_names_and_errors_escaped"),
+        ("test_inputs_once.py", "test_process_substitution_is_judged_as_the_file"),
+        ("test_inputs_once.py", "test_a_fifo_is_read_once_and_does_not_hang"),
+        ("test_inputs_once.py", "test_stdin_still_reads"),
+        ("test_inputs_once.py", "test_the_har_bound_holds_for_a_real_size"),
+        ("test_inputs_once.py", "test_run_refuses_an_infinite_total_timeout_with_one_line"),
+        ("test_yaml_safety.py", "test_analyze_refuses_a_python_tag_with_one_line"),
+        ("test_yaml_safety.py", "test_analyze_refuses_an_alias_bomb_fast_and_small"),
+        # client-matrix adapters in their own processes (as test_client_matrix_e2e.py)
+        ("test_client_matrix_expectations.py", "test_hung_and_error_from_fake_adapters"),
+        # the lanes' server and command processes: started, waited on, signalled, stopped
+        ("test_lanes_common.py", "test_http_server_start_wait_stop"),
+        ("test_lanes_common.py", "test_wait_healthy_non_200_is_not_yet"),
+        ("test_lanes_common.py", "test_wait_healthy_notices_dead_process"),
+        ("test_lanes_common.py", "test_stop_escalates_to_kill_and_reaches_forked_children"),
+        ("test_lanes_common.py", "test_cleanup_on_exception"),
+        ("test_lanes_common.py", "test_run_with_server_env_and_status"),
+        ("test_lanes_common.py", "test_run_with_server_signal_death_is_128_plus"),
+        ("test_lanes_common.py", "test_sigterm_to_driver_stops_server_and_command"),
     }
 )
 
