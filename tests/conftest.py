@@ -149,6 +149,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return PrunedLoadGroupScheduling(config, log)
 
 
+# A parameter longer than this is named by its start and its length, not spelled out whole.
+LONG_ID = 100
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Short test ids for long text and bytes parameters (a body of a MiB, a key split in
+    a 64 KiB line): pytest spells a str or bytes parameter out in the id, and each xdist
+    worker collected megabytes of ids, sent them to the controller and in every report of
+    the test. Such an id is the value's first characters, escaped, and its length."""
+    if not isinstance(val, str | bytes) or len(val) <= LONG_ID:
+        return None
+    head = val[:24].decode("latin-1") if isinstance(val, bytes) else val[:24]
+    unit = "bytes" if isinstance(val, bytes) else "chars"
+    return f"{head.encode('unicode_escape').decode('ascii')}...{len(val)}-{unit}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.parent != HERE:
