@@ -227,6 +227,31 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_tls_context() -> Iterator[None]:
+    """One verifying TLS context a process, shared by every httpx client the tests make.
+    httpx builds one per client (certifi's bundle parsed: 30 ms of CPU), the transport
+    under test and the SDKs make a client per exchange, and the self-tests speak plain HTTP
+    to local servers: a thousand contexts a run, none used. Another `verify` or a client
+    certificate still gets its own."""
+    from httpx._transports import default
+
+    make = default.create_ssl_context
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return make(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in made:
+            made[key] = make(verify=verify, cert=cert, trust_env=trust_env)
+        return made[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(default, "create_ssl_context", shared)
+        yield
+
+
 @pytest.fixture()
 def ascii_locale() -> Iterator[None]:
     """A machine whose locale is plain C (ASCII), as many CI images are."""
