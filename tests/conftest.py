@@ -138,7 +138,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)
+# optionalhook: a run without xdist (-p no:xdist, mutmut's) has no such hook to implement
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` (the self-test loop) by a scheduler whose bookkeeping does not grow
     with the square of the test count (tests/scheduling.py); any other mode is xdist's."""
