@@ -138,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# optionalhook: a run without xdist (-p no:xdist, mutmut's) has no such hook to implement
+# optionalhook: a run without xdist (-p no:xdist) has no such hook to implement
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` (the self-test loop) by a scheduler whose bookkeeping does not grow
