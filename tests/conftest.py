@@ -231,10 +231,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _one_tls_context() -> Iterator[None]:
     """One verifying TLS context a process, shared by every httpx client the tests make.
-    httpx builds one per client (certifi's bundle parsed: 30 ms of CPU), the transport
-    under test and the SDKs make a client per exchange, and the self-tests speak plain HTTP
-    to local servers: a thousand contexts a run, none used. Another `verify` or a client
-    certificate still gets its own."""
+    httpx builds one per client (certifi's bundle parsed: 30 ms of CPU); the transport
+    keeps one of its own, but the example agent loops, the tests' own clients and the v1
+    probe make a client each time, and the self-tests speak plain HTTP to local servers:
+    hundreds of contexts a run, none used. Another `verify` or a client certificate still
+    gets its own."""
     from httpx._transports import default
 
     make = default.create_ssl_context
