@@ -16,9 +16,11 @@ import locale
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 # Hypothesis' two timing checks (an example's deadline, "input generation is slow") fail
 # on a loaded shared machine and say nothing about the code: off for every property test.
@@ -47,8 +49,8 @@ E2E_MODULES = frozenset(
     }
 )
 
-# End-to-end tests in modules that are otherwise in-process: each runs the suite (or `run`)
-# in a subprocess. (module, test function)
+# End-to-end tests in modules that are otherwise in-process: each runs the suite, `run`,
+# `analyze` or other processes of ours in a subprocess. (module, test function)
 E2E_TESTS = frozenset(
     {
         (
@@ -88,11 +90,42 @@ E2E_TESTS = frozenset(
             "test_wire_hostile.py",
             "test_hidden_keys_never_leak_recorded_or_replayed_without_the_key",
         ),
+        # `analyze` (the second door) in a subprocess: its exit status, streams and memory
+        # as a user's shell sees them.
+        ("test_bad_input.py", "test_subprocess_bad_input_is_one_line_exit_2"),
+        ("test_captures.py", "test_cli_subprocess_on_captures"),
+        ("test_cli_analyze.py", "test_subprocess_contract"),
+        ("test_hostile_text.py", "test_analyze_with_a_surrogate_prints_and_reports"),
+        ("test_hostile_text.py", "test_analyze_prints_tool_names_and_errors_escaped"),
+        ("test_inputs_once.py", "test_process_substitution_is_judged_as_the_file"),
+        ("test_inputs_once.py", "test_a_fifo_is_read_once_and_does_not_hang"),
+        ("test_inputs_once.py", "test_stdin_still_reads"),
+        ("test_inputs_once.py", "test_the_har_bound_holds_for_a_real_size"),
+        ("test_inputs_once.py", "test_run_refuses_an_infinite_total_timeout_with_one_line"),
+        ("test_yaml_safety.py", "test_analyze_refuses_a_python_tag_with_one_line"),
+        ("test_yaml_safety.py", "test_analyze_refuses_an_alias_bomb_fast_and_small"),
+        # client-matrix adapters in their own processes (as test_client_matrix_e2e.py)
+        ("test_client_matrix_expectations.py", "test_hung_and_error_from_fake_adapters"),
+        # the lanes' server and command processes: started, waited on, signalled, stopped
+        ("test_lanes_common.py", "test_http_server_start_wait_stop"),
+        ("test_lanes_common.py", "test_wait_healthy_non_200_is_not_yet"),
+        ("test_lanes_common.py", "test_wait_healthy_notices_dead_process"),
+        ("test_lanes_common.py", "test_stop_escalates_to_kill_and_reaches_forked_children"),
+        ("test_lanes_common.py", "test_cleanup_on_exception"),
+        ("test_lanes_common.py", "test_run_with_server_env_and_status"),
+        ("test_lanes_common.py", "test_run_with_server_signal_death_is_128_plus"),
+        ("test_lanes_common.py", "test_sigterm_to_driver_stops_server_and_command"),
     }
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # Hypothesis' table of the characters UTF-8 encodes (its default alphabet for text)
+        # is computed in 2 CPU-seconds by the first process that draws text, then read from
+        # .hypothesis/: built here by the xdist controller, so that on a fresh clone the
+        # workers read it instead of each computing it at the same time.
+        st.characters(codec="utf-8").validate()
     config.addinivalue_line(
         "markers",
         "e2e: an end-to-end self-test (the suite or a door in a subprocess, every profile "
@@ -103,6 +136,34 @@ def pytest_configure(config: pytest.Config) -> None:
         "runs_first: collected before the other tests (a loop guard: mutmut runs a mutant's "
         "tests fastest first with -x, so a guard that fails on an endless loop must come first)",
     )
+
+
+# optionalhook: a run without xdist (-p no:xdist) has no such hook to implement
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (the self-test loop) by a scheduler whose bookkeeping does not grow
+    with the square of the test count (tests/scheduling.py); any other mode is xdist's."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from scheduling import PrunedLoadGroupScheduling
+
+    return PrunedLoadGroupScheduling(config, log)
+
+
+# A parameter longer than this is named by its start and its length, not spelled out whole.
+LONG_ID = 100
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Short test ids for long text and bytes parameters (a body of a MiB, a key split in
+    a 64 KiB line): pytest spells a str or bytes parameter out in the id, and each xdist
+    worker collected megabytes of ids, sent them to the controller and in every report of
+    the test. Such an id is the value's first characters, escaped, and its length."""
+    if not isinstance(val, str | bytes) or len(val) <= LONG_ID:
+        return None
+    head = val[:24].decode("latin-1") if isinstance(val, bytes) else val[:24]
+    unit = "bytes" if isinstance(val, bytes) else "chars"
+    return f"{head.encode('unicode_escape').decode('ascii')}...{len(val)}-{unit}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -165,6 +226,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     suite collected, over a third of the CPU time went to walking it again and again."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_tls_context() -> Iterator[None]:
+    """One verifying TLS context a process, shared by every httpx client the tests make.
+    httpx builds one per client (certifi's bundle parsed: 30 ms of CPU); the transport
+    keeps one of its own, but the example agent loops, the tests' own clients and the v1
+    probe make a client each time, and the self-tests speak plain HTTP to local servers:
+    hundreds of contexts a run, none used. Another `verify` or a client certificate still
+    gets its own."""
+    from httpx._transports import default
+
+    make = default.create_ssl_context
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return make(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in made:
+            made[key] = make(verify=verify, cert=cert, trust_env=trust_env)
+        return made[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(default, "create_ssl_context", shared)
+        yield
 
 
 @pytest.fixture()

@@ -117,7 +117,8 @@ def _bomb() -> bytes:
 @functools.cache
 def _bombs() -> dict[str, tuple[list[tuple[str, str]], bytes]]:
     """Built on first use, by the worker that runs these tests (compressing 400 MiB of
-    zeros takes a CPU-second), not at collection in every xdist worker."""
+    zeros takes a CPU-second), not at collection in every xdist worker; the tests that use
+    them share one worker (ON_ONE_WORKER), so they are built once a run."""
     bomb, zstd_bomb = _bomb(), zstd.compress(b"\0" * (100 * MiB))
     bombs = {
         "gzip, gzip": ([("content-encoding", "gzip, gzip")], gzip.compress(bomb, mtime=0)),
@@ -151,9 +152,13 @@ BOMBS = (
 )
 
 
+# The bombs' tests on one xdist worker (`--dist loadgroup`), which builds the bombs once.
+ON_ONE_WORKER = pytest.mark.xdist_group("decompression-bombs")
+
 # ------------------------------------------------------------------ cause 3: decoding
 
 
+@ON_ONE_WORKER
 @pytest.mark.parametrize("how", BOMBS)
 def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
     raw_server: Callable[..., str], how: str
@@ -171,6 +176,7 @@ def test_a_stacked_or_unlabelled_bomb_ends_at_max_bytes_live(
     assert peak < 4 * MiB, f"{how}: {peak / MiB:.1f} MiB traced for a 1 MiB limit"
 
 
+@ON_ONE_WORKER
 @pytest.mark.parametrize("how", ["gzip, gzip", "two headers", "unlabelled gzip", "br", "zstd"])
 def test_a_bomb_replayed_is_bounded_too(how: str) -> None:
     """A replay gives httpx the cassette's headers and body: undone here, bounded."""
@@ -192,6 +198,7 @@ def test_a_bomb_replayed_is_bounded_too(how: str) -> None:
     assert peak < 4 * MiB, f"{how}: {peak / MiB:.1f} MiB traced"
 
 
+@ON_ONE_WORKER
 def test_a_har_or_cassette_bomb_is_an_error_naming_the_limit(tmp_path: Path) -> None:
     har = tmp_path / "bomb.har"
     har.write_text(
