@@ -253,3 +253,14 @@ def test_a_turn_with_a_cut_id_or_name_is_refused_naming_which(
 def test_a_turn_with_whole_ids_and_names_is_sent_back() -> None:
     t = turn(chunk(dict(OPEN, function={"name": "get_weather", "arguments": "{}"})))
     assert t.message()["tool_calls"][0]["id"] == "call_1"
+
+
+def general(arguments: str) -> dict[str, Any]:
+    """A fragment the fast path leaves to the general one: it carries a third key."""
+    return {"index": 0, "type": "function", "function": {"arguments": arguments}}
+
+
+def test_re_sent_whole_after_two_fragments_is_the_flush_variant_on_the_general_path_too() -> None:
+    t = turn(chunk(OPEN), chunk(general('{"city"')), chunk(general(': "Par')), chunk(general('{"city": "Paris"}')))  # fmt: skip
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
+    assert [q for q, *_ in notes(t)] == ["Q-ARGS-DUPLICATED-ON-FLUSH"]
