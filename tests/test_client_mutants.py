@@ -264,3 +264,12 @@ def test_re_sent_whole_after_two_fragments_is_the_flush_variant_on_the_general_p
     t = turn(chunk(OPEN), chunk(general('{"city"')), chunk(general(': "Par')), chunk(general('{"city": "Paris"}')))  # fmt: skip
     assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
     assert [q for q, *_ in notes(t)] == ["Q-ARGS-DUPLICATED-ON-FLUSH"]
+
+
+def test_with_a_bound_on_calls_a_fragment_without_index_goes_to_the_call_just_opened() -> None:
+    acc = ToolCallAccumulator(max_calls=4)
+    for c in (chunk(OPEN), chunk({"function": {"arguments": '{"city": "Paris"}'}})):
+        acc.feed(c)
+    t = acc.result()
+    assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
+    assert [q for q, *_ in notes(t)] == ["Q-INDEX-ABSENT"]
