@@ -813,10 +813,11 @@ def test_pytest_help_describes_every_option_of_the_suite(
         "failure)",
     ):
         assert entry in group, entry
-    markers = " ".join(pytest_run(capsys, "--markers").out.split())
-    assert "conformance_scenario(id): a provider × scenario cell" in markers
-    assert "xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)" in (
-        markers
+    markers = pytest_run(capsys, "--markers").lines  # each marker on its own line, exactly
+    assert "@pytest.mark.conformance_scenario(id): a provider × scenario cell" in markers
+    assert (
+        "@pytest.mark.xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)"
+        in markers
     )
 
 
@@ -989,6 +990,33 @@ def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
     ]
     why = {"a": "connection refused", "b": "HTTP 404 x", "c": "HTTP 404 x"}
     assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
+
+
+def test_the_v1_probe_gives_up_after_ten_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that never answers the probe delays the run's end by 10 s at most."""
+    import httpx
+
+    sent: list[dict[str, Any]] = []
+
+    def post(url: str, **kw: Any) -> httpx.Response:
+        sent.append(kw)
+        raise httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(httpx, "post", post)
+    assert P.v1_hints([Provider("p", "http://127.0.0.1:9/x", "m")], {"p": "HTTP 404 x"}) == []
+    assert [kw["timeout"] for kw in sent] == [10]
+
+
+def test_the_key_named_by_api_key_env_is_sent_to_a_base_url(
+    capsys: pytest.CaptureFixture[str], anything: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_KEY", "k-1")
+    _Anything.seen.clear()
+    url = f"{anything}/auth/v1"
+    d = door(capsys, f"--base-url={url}", "--model=m", "--api-key-env=PROBE_KEY", "--scenario=single")
+    # the key opened the door (an empty 200, not a 401): the endpoint was reached
+    assert d.code == 1, d.out
+    assert _Anything.seen and all(h["authorization"] == "Bearer k-1" for _, h, _ in _Anything.seen)
 
 
 # ------------------------------------------------------------------ on a colour terminal
