@@ -992,6 +992,19 @@ def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
     assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
 
 
+def test_the_v1_hint_keeps_an_api_version_query_at_the_end(anything: str) -> None:
+    q = "?api-version=2024-10-21"
+    _Anything.seen.clear()
+    # the path ends with /v1 already: not probed
+    assert P.v1_hints([Provider("p", f"{anything}/v1{q}", "m")], {"p": "HTTP 404 x"}) == []
+    assert _Anything.seen == []
+    assert P.v1_hints([Provider("p", f"{anything}/x{q}", "m")], {"p": "HTTP 404 x"}) == [
+        f"did you mean --base-url {anything}/x/v1{q}? {anything}/x/v1/chat/completions{q} "
+        "answers (HTTP 200)"
+    ]
+    assert [path for path, _, _ in _Anything.seen] == [f"/x/v1/chat/completions{q}"]
+
+
 def test_the_v1_probe_gives_up_after_ten_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     """An endpoint that never answers the probe delays the run's end by 10 s at most."""
     import httpx
