@@ -821,6 +821,18 @@ def test_pytest_help_describes_every_option_of_the_suite(
     )
 
 
+def test_a_suite_run_lists_its_cell_outcomes_plugin_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``pytest --trace-config`` names the plugin that collects the cells' outcomes (and
+    ``-p no:NAME`` can refer to it); an unrelated project's run has no such plugin."""
+    d = door(capsys, *LLAMA, "--scenario=single", "--trace-config", "--no-matrix")
+    assert d.code == 0, d.out
+    assert any(re.match(r" +conformance-outcomes: <", ln) for ln in d.lines), d.out
+    d = pytest_run(capsys, "--trace-config", "--co", "-q")
+    assert not any("conformance-outcomes" in ln for ln in d.lines)
+
+
 class _Groups:
     """Records each collected cell's xdist group (which worker group runs it)."""
 
