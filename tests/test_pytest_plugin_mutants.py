@@ -1125,6 +1125,32 @@ def test_a_worker_writes_its_cells_and_leaves_the_rest_to_the_controller(
     assert not (tmp_path / P.REPORT_DIR / "quirks-matrix.json").exists()  # no matrix
 
 
+class _WorkerFromTheStart:
+    """A worker as pytest-xdist makes one: ``workerinput`` is set before any configure hook."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_cmdline_main(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+
+
+def test_a_worker_leaves_the_refusal_of_a_report_dir_to_the_controller(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The controller refuses an unwritable --report-dir before any worker starts; a
+    worker's own usage error would only crash it."""
+    (tmp_path / "taken").write_text("")
+    code = pytest.main(
+        ["-p", "no:cacheprovider", *SUITE, *LLAMA, "--scenario=single", "--report-dir=taken"],
+        plugins=[_WorkerFromTheStart()],
+    )
+    out, err = capsys.readouterr()
+    assert code == 1, out + err  # its cell, not its start, failed
+    assert "--report-dir taken" not in err
+    assert usage(door(capsys, *LLAMA, "--report-dir=taken")) == (
+        "--report-dir taken: is a file, not a directory; pass a directory"
+    )
+
+
 def test_a_scenario_with_a_hyphen_is_shown_with_its_cells_verdict(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
