@@ -1240,3 +1240,18 @@ def test_the_users_own_tests_beside_the_suite_still_run(
     assert d.code == 0, d.out
     assert re.search(r" 1 passed, 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
     assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
+
+
+def test_a_cell_is_shown_under_the_suites_id_and_the_users_marked_test_under_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine_marked.py").write_text(
+        "import pytest\n\n@pytest.mark.slow\ndef test_ok():\n    assert True\n"
+    )
+    d = door(capsys, *LLAMA, "--scenario=single", "-v", "test_mine_marked.py")
+    assert d.code == 0, d.out
+    shown = [ln.split(" ", 1)[0] for ln in d.lines if ln.endswith("%]")]
+    assert shown == [
+        "conformance/suite/test_scenarios.py::test_single[llamacpp]",
+        "test_mine_marked.py::test_ok",
+    ]
