@@ -1038,7 +1038,9 @@ def test_the_key_named_by_api_key_env_is_sent_to_a_base_url(
     monkeypatch.setenv("PROBE_KEY", "k-1")
     _Anything.seen.clear()
     url = f"{anything}/auth/v1"
-    d = door(capsys, f"--base-url={url}", "--model=m", "--api-key-env=PROBE_KEY", "--scenario=single")
+    d = door(
+        capsys, f"--base-url={url}", "--model=m", "--api-key-env=PROBE_KEY", "--scenario=single"
+    )
     # the key opened the door (an empty 200, not a 401): the endpoint was reached
     assert d.code == 1, d.out
     assert _Anything.seen and all(h["authorization"] == "Bearer k-1" for _, h, _ in _Anything.seen)
