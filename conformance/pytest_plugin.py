@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -613,7 +614,9 @@ def v1_hints(providers: list[Provider], columns: dict[str, str]) -> list[str]:
     out = []
     for p in providers:
         why = columns.get(p.name, "")
-        if not why.startswith(("HTTP 404", "HTTP 405")) or p.base_url.rstrip("/").endswith("/v1"):
+        # the path's: a query (Azure's ?api-version=) stays at the end of the URL
+        base = urlsplit(p.base_url)
+        if not why.startswith(("HTTP 404", "HTTP 405")) or base.path.endswith("/v1"):
             continue
         url = p.url("v1/chat/completions")
         try:
@@ -630,11 +633,9 @@ def v1_hints(providers: list[Provider], columns: dict[str, str]) -> list[str]:
         except httpx.HTTPError:
             continue
         if r.status_code not in (404, 405):
-            out.append(
-                f"did you mean --base-url {p.base_url.rstrip('/')}/v1? "
-                f"{p.base_url.rstrip('/')}/v1/chat/completions answers "
-                f"(HTTP {r.status_code})"
-            )
+            v1 = urlunsplit(base._replace(path=base.path + "/v1"))
+            chat = urlunsplit(base._replace(path=base.path + "/v1/chat/completions"))
+            out.append(f"did you mean --base-url {v1}? {chat} answers (HTTP {r.status_code})")
     return out
 
 

@@ -813,11 +813,24 @@ def test_pytest_help_describes_every_option_of_the_suite(
         "failure)",
     ):
         assert entry in group, entry
-    markers = " ".join(pytest_run(capsys, "--markers").out.split())
-    assert "conformance_scenario(id): a provider × scenario cell" in markers
-    assert "xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)" in (
-        markers
+    markers = pytest_run(capsys, "--markers").lines  # each marker on its own line, exactly
+    assert "@pytest.mark.conformance_scenario(id): a provider × scenario cell" in markers
+    assert (
+        "@pytest.mark.xdist_group(name): cells that share a pytest-xdist worker (--dist loadgroup)"
+        in markers
     )
+
+
+def test_a_suite_run_lists_its_cell_outcomes_plugin_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``pytest --trace-config`` names the plugin that collects the cells' outcomes (and
+    ``-p no:NAME`` can refer to it); an unrelated project's run has no such plugin."""
+    d = door(capsys, *LLAMA, "--scenario=single", "--trace-config", "--no-matrix")
+    assert d.code == 0, d.out
+    assert any(re.match(r" +conformance-outcomes: <", ln) for ln in d.lines), d.out
+    d = pytest_run(capsys, "--trace-config", "--co", "-q")
+    assert not any("conformance-outcomes" in ln for ln in d.lines)
 
 
 class _Groups:
@@ -991,6 +1004,48 @@ def test_the_v1_probe_goes_only_where_v1_is_missing_and_names_what_answers(
     assert P.v1_hints(cols, why) == [_hint(f"{anything}/c")]
 
 
+def test_the_v1_hint_keeps_an_api_version_query_at_the_end(anything: str) -> None:
+    q = "?api-version=2024-10-21"
+    _Anything.seen.clear()
+    # the path ends with /v1 already: not probed
+    assert P.v1_hints([Provider("p", f"{anything}/v1{q}", "m")], {"p": "HTTP 404 x"}) == []
+    assert _Anything.seen == []
+    assert P.v1_hints([Provider("p", f"{anything}/x{q}", "m")], {"p": "HTTP 404 x"}) == [
+        f"did you mean --base-url {anything}/x/v1{q}? {anything}/x/v1/chat/completions{q} "
+        "answers (HTTP 200)"
+    ]
+    assert [path for path, _, _ in _Anything.seen] == [f"/x/v1/chat/completions{q}"]
+
+
+def test_the_v1_probe_gives_up_after_ten_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that never answers the probe delays the run's end by 10 s at most."""
+    import httpx
+
+    sent: list[dict[str, Any]] = []
+
+    def post(url: str, **kw: Any) -> httpx.Response:
+        sent.append(kw)
+        raise httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(httpx, "post", post)
+    assert P.v1_hints([Provider("p", "http://127.0.0.1:9/x", "m")], {"p": "HTTP 404 x"}) == []
+    assert [kw["timeout"] for kw in sent] == [10]
+
+
+def test_the_key_named_by_api_key_env_is_sent_to_a_base_url(
+    capsys: pytest.CaptureFixture[str], anything: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROBE_KEY", "k-1")
+    _Anything.seen.clear()
+    url = f"{anything}/auth/v1"
+    d = door(
+        capsys, f"--base-url={url}", "--model=m", "--api-key-env=PROBE_KEY", "--scenario=single"
+    )
+    # the key opened the door (an empty 200, not a 401): the endpoint was reached
+    assert d.code == 1, d.out
+    assert _Anything.seen and all(h["authorization"] == "Bearer k-1" for _, h, _ in _Anything.seen)
+
+
 # ------------------------------------------------------------------ on a colour terminal
 
 RED_BOLD, RED = "\x1b[31m\x1b[1m", "\x1b[31m"
@@ -1070,6 +1125,32 @@ def test_a_worker_writes_its_cells_and_leaves_the_rest_to_the_controller(
     ]
     assert not any(ln.startswith("ran ") for ln in out.splitlines())  # no summary
     assert not (tmp_path / P.REPORT_DIR / "quirks-matrix.json").exists()  # no matrix
+
+
+class _WorkerFromTheStart:
+    """A worker as pytest-xdist makes one: ``workerinput`` is set before any configure hook."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_cmdline_main(self, config: pytest.Config) -> None:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+
+
+def test_a_worker_leaves_the_refusal_of_a_report_dir_to_the_controller(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The controller refuses an unwritable --report-dir before any worker starts; a
+    worker's own usage error would only crash it."""
+    (tmp_path / "taken").write_text("")
+    code = pytest.main(
+        ["-p", "no:cacheprovider", *SUITE, *LLAMA, "--scenario=single", "--report-dir=taken"],
+        plugins=[_WorkerFromTheStart()],
+    )
+    out, err = capsys.readouterr()
+    assert code == 1, out + err  # its cell, not its start, failed
+    assert "--report-dir taken" not in err
+    assert usage(door(capsys, *LLAMA, "--report-dir=taken")) == (
+        "--report-dir taken: is a file, not a directory; pass a directory"
+    )
 
 
 def test_a_scenario_with_a_hyphen_is_shown_with_its_cells_verdict(
@@ -1161,3 +1242,18 @@ def test_the_users_own_tests_beside_the_suite_still_run(
     assert d.code == 0, d.out
     assert re.search(r" 1 passed, 14 deselected, 1 xfailed in ", d.lines[-1]), d.lines[-1]
     assert d.count_line() == "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested"
+
+
+def test_a_cell_is_shown_under_the_suites_id_and_the_users_marked_test_under_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine_marked.py").write_text(
+        "import pytest\n\n@pytest.mark.slow\ndef test_ok():\n    assert True\n"
+    )
+    d = door(capsys, *LLAMA, "--scenario=single", "-v", "test_mine_marked.py")
+    assert d.code == 0, d.out
+    shown = [ln.split(" ", 1)[0] for ln in d.lines if ln.endswith("%]")]
+    assert shown == [
+        "conformance/suite/test_scenarios.py::test_single[llamacpp]",
+        "test_mine_marked.py::test_ok",
+    ]
