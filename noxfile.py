@@ -593,8 +593,10 @@ def mutation(session: nox.Session) -> None:
         stamp.write_text(_stamp(*sources))
         # Each mutant's tests run fastest first (tests/conftest.py): their durations, apart
         # from the stats (hundreds of MB, too big to read once per mutant).
-        took = json.loads(stats.read_text())["duration_by_test"]
-        (HERE / "mutants" / "mutmut-durations.json").write_text(json.dumps(took))
+        durations = HERE / "mutants" / "mutmut-durations.json"
+        if not durations.exists() or durations.stat().st_mtime < stats.stat().st_mtime:
+            took = json.loads(stats.read_text())["duration_by_test"]
+            durations.write_text(json.dumps(took))
     if "--survivors" in session.posargs:
         targets = [
             k
