@@ -489,6 +489,30 @@ CONTROL_MARKUP = re.compile(
 )
 
 
+def _append_plain(state: _Choice, slot: _Slot, a: str) -> bool:
+    """feed()'s fast path for a bare argument fragment on an open index: ``a`` appended to
+    ``slot`` when the slot is plain (not cumulative, index not shared by two calls), ``a``
+    is not empty, the cumulative latch cannot close (the call holds no text yet, or no
+    less than the fragment, or text the fragment does not start with) and no markup can be
+    in it (looked for only when it may be there). Else False, having done nothing."""
+    if not (
+        slot.plain
+        and (n := len(a))
+        and (n <= (held := slot.length) or not held or not a.startswith(slot.parts[0]))
+        and (("<" not in a and "[" not in a) or not CONTROL_MARKUP.search(a))
+    ):
+        return False
+    state.current = slot
+    parts = slot.parts
+    parts.append(a)
+    slot.length += n
+    if held:  # appended to a non-empty buffer (as _append says)
+        slot.grown = True
+    if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
+        join_tail(parts)
+    return True
+
+
 class ToolCallAccumulator:
     """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``.
 
@@ -598,10 +622,7 @@ class ToolCallAccumulator:
                         # stream; they do what the general path does for that shape, and
                         # everything else goes there. First a bare argument fragment,
                         # {"index": i, "function": {"arguments": "<fragment>"}}, on an open
-                        # index that is plain (not cumulative, not shared by two calls)
-                        # where the cumulative latch cannot close: the call holds no text
-                        # yet, or no less than the fragment, or text the fragment does not
-                        # start with; markup is looked for only when it may be there.
+                        # index (_append_plain says when it is appended here).
                         try:  # subscripts, not .get(): this runs for nearly every chunk
                             fn = tc["function"]
                             a = fn["arguments"]
@@ -613,25 +634,10 @@ class ToolCallAccumulator:
                             slot is not None
                             and type(a) is str
                             and type(idx) is int
-                            and slot.plain
-                            and (n := len(a))
-                            and (
-                                n <= (held := slot.length)
-                                or not held
-                                or not a.startswith(slot.parts[0])
-                            )
                             and len(tc) == 2
                             and len(fn) == 1
-                            and (("<" not in a and "[" not in a) or not CONTROL_MARKUP.search(a))
+                            and _append_plain(state, slot, a)
                         ):
-                            state.current = slot
-                            parts = slot.parts
-                            parts.append(a)
-                            slot.length += n
-                            if held:  # appended to a non-empty buffer (as _append says)
-                                slot.grown = True
-                            if len(parts) > 64:  # JOIN_AFTER, inlined: hot path
-                                join_tail(parts)
                             continue
                         if (
                             type(tc) is dict
@@ -653,6 +659,27 @@ class ToolCallAccumulator:
                 self._finish = fr  # the last non-null, non-empty value
 
     works_around(feed, "Q-SSE-ERROR-ENVELOPE", "Q-SSE-ERROR-IN-CHUNK")
+
+    # The analyzer's steady path (conformance.analysis) has checked each chunk it passes
+    # here: one choice, n=1, no error, usage or finish, and a delta of one kind. These do
+    # what feed() does for that chunk without reading it again.
+    def _feed_fragment(self, chunk: dict[str, Any], idx: int, a: str, ev: int) -> None:
+        """feed() of a chunk whose delta is one bare argument fragment ``a`` for tool-call
+        index ``idx``: appended on feed's fast path, else the chunk is fed."""
+        state = self._choice0
+        slot = state.by_index.get(idx)
+        if slot is not None and _append_plain(state, slot, a):
+            self._events += 1
+        else:
+            self.feed(chunk, event=ev)
+
+    def _feed_text(self, text: str) -> None:
+        """feed() of a chunk whose delta is ``{"content": text}``, ``text`` not empty."""
+        self._events += 1
+        pieces = self._content
+        pieces.append(text)
+        if len(pieces) > JOIN_AFTER:
+            join_tail(pieces)
 
     def _read_object_calls(self, state: _Choice, tc: dict[str, Any], ev: int) -> None:
         """``delta.tool_calls`` sent as one object: the call it carries, as if in an array

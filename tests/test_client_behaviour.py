@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance import client as cl
 from conformance.client import (
@@ -2147,3 +2149,62 @@ def test_a_fragment_as_long_as_the_text_is_appended_on_the_general_path() -> Non
     turn = run([chunk(opener(None, "call_a", "f", '{"a": 1')), chunk(frag(None, '{"a": 1')), FIN])
     assert [c.raw_arguments for c in turn.calls] == ['{"a": 1{"a": 1']
     assert "Q-ARGS-CUMULATIVE" not in turn.quirks
+
+
+# ------------------------------------------------------------------ the analyzer's lean feeds
+
+_PIECES = ["", "a", "ab", '{"a": ', '{"a": 1', '"x"}', "<tool_call>", "[ARGS]", "[1]", "<b", "}"]
+
+
+def _lean_state(acc: ToolCallAccumulator) -> Any:
+    """Everything feed() changes, slot by slot (fragments as their pieces, not joined)."""
+    return (
+        acc._events,
+        [
+            (s.ordinal, s.provider_index, s.id, s.name, list(s.parts), s.length)
+            + (s.cumulative, s.plain, s.grown, s.markup, s.guessed, ch.current is s)
+            for ch in acc._choices.values()
+            for s in ch.slots
+        ],
+        list(acc._content),
+        acc._content.dropped,
+        sorted(acc._notes),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("open"), st.integers(0, 2), st.sampled_from(["call_a", "call_b"])),
+            st.tuples(st.just("frag"), st.integers(0, 2), st.sampled_from(_PIECES)),
+            st.tuples(st.just("text"), st.just(0), st.sampled_from(_PIECES[1:])),
+        ),
+        max_size=14,
+    ),
+    max_text=st.sampled_from([None, 3]),
+)
+def test_the_lean_feeds_change_what_feed_changes(
+    ops: list[tuple[str, int, str]], max_text: int | None
+) -> None:
+    """_feed_fragment and _feed_text (the analyzer's steady path) leave the accumulator as
+    feed() does with the same chunk, after every chunk: on feed's fast path (plain slots)
+    and off it (an index not open, shared or cumulative, markup, an empty fragment)."""
+    by_feed, lean = ToolCallAccumulator(max_text=max_text), ToolCallAccumulator(max_text=max_text)
+    for ev, (op, idx, value) in enumerate(ops):
+        if op == "open":
+            c = chunk(opener(idx, value, "f"))
+            lean.feed(c, event=ev)
+        elif op == "frag":
+            c = chunk(frag(idx, value))
+            if value:  # the steady path takes non-empty fragments only
+                lean._feed_fragment(c, idx, value, ev)
+            else:
+                lean.feed(c, event=ev)
+        else:
+            c = chunk(content=value)
+            lean._feed_text(value)
+        by_feed.feed(c, event=ev)
+        assert _lean_state(lean) == _lean_state(by_feed), (ev, op, idx, value)
+    a, b = lean.result(), by_feed.result()
+    assert (calls(a), notes(a), a.content) == (calls(b), notes(b), b.content)

@@ -127,6 +127,9 @@ class Analyzer:
         self.guarded = GuardedAccumulator(max_calls=CALLS_KEPT)
         self.robust = RobustStrategy(self.tools, self.n, max_text=TEXT_KEPT, max_calls=CALLS_KEPT)
         self.robust_feed = self.robust.acc.feed  # RobustStrategy.feed, for a dict chunk
+        # What feed() does for a steady chunk of a lean template, without reading it again.
+        self.robust_fragment: Callable[..., None] = self.robust.acc._feed_fragment
+        self.robust_text = self.robust.acc._feed_text
         self._readings = (self.naive, self.guarded)  # the two the steady path appends to
         self.events = 0
         self.done_seen = False
@@ -304,7 +307,10 @@ class Analyzer:
             if type(text) is not str or not text:
                 return False
             # Text: the naive and guarded readings take nothing from it (no tool_calls).
-            self.robust_feed(chunk, event=n)
+            if t.lean:
+                self.robust_text(text)
+            else:
+                self.robust_feed(chunk, event=n)
             for detector in TEXT_DETECTORS:
                 detector(self, text, n)
             self.chunk_ordinal += 1
@@ -332,7 +338,10 @@ class Analyzer:
                         parts.append(args)
                         if len(parts) > JOIN_AFTER:
                             join_tail(parts)
-            self.robust_feed(chunk, event=n)
+            if t.lean:
+                self.robust_fragment(chunk, idx, args, n)
+            else:
+                self.robust_feed(chunk, event=n)
             for detector in FRAGMENT_DETECTORS:
                 detector(self, st, args, n)
             if self.timing is not None:
@@ -650,6 +659,7 @@ class _Template:
         "choice_read",
         "choice_index",
         "envelope",
+        "lean",
     )
 
     def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
@@ -669,6 +679,13 @@ class _Template:
         self.choice_read = operator.itemgetter(*_CHOICE_READ, *rest)
         self.choice_index = choice.get("index")
         self.envelope: Any = None  # the SSE envelope whose chunks passed the checks (above)
+        # Nothing the robust client reads besides the delta: no error, no usage, no camelCase
+        # finish. Its chunks (equal in those) may skip the client's reading of the chunk.
+        self.lean = (
+            chunk.get("error") is None
+            and chunk.get("usage") is None
+            and "finishReason" not in choice
+        )
 
     @classmethod
     def of(cls, chunk: dict[str, Any]) -> _Template | None:
