@@ -148,6 +148,26 @@ def test_a_long_line_with_nothing_to_redact_is_written_as_it_is(
     assert written(tmp_path, body) == body
 
 
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (KEY.encode(), b"<redacted>"),  # a known key at the body's first byte
+        (b"?key=abcdef123", b"?key=<redacted>"),  # the query's "?" at the first byte
+        (b"&token=abcdef123", b"&token=<redacted>"),  # its "&" there
+        (b"=x ?key=abcdef123", b"=x ?key=<redacted>"),  # an "=" there, the query's later
+        (b"@ https://joe:pw1234@h.test/", b"@ https://<redacted>@h.test/"),  # an "@" there
+        (b"://x https://joe:pw1234@h.test/", b"://x https://<redacted>@h.test/"),  # a "://"
+    ],
+)
+def test_a_key_at_the_first_byte_of_a_line_longer_than_a_slice_never_reaches_the_file(
+    small_slice: None, tmp_path: Path, head: bytes, expected: bytes
+) -> None:
+    # what the cheap test of a long line looks for, found at offset 0 of the body
+    S.register(KEY)
+    body = head + b" " + LONG + b"\n"
+    assert written(tmp_path, body) == expected + b" " + LONG + b"\n"
+
+
 def test_a_long_clean_line_is_kept_after_and_before_a_redacted_one(
     small_slice: None, tmp_path: Path
 ) -> None:
