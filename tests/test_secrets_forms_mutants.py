@@ -282,6 +282,99 @@ def test_a_key_holding_a_line_end_is_redacted_across_slices(
     assert written(tmp_path, body) == b"a <redacted> b\n" + LONG + b"\n"
 
 
+def call(index: int, arguments: str) -> str:
+    delta = {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}
+    return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta}]}) + "\n\n"
+
+
+def arguments(body: bytes) -> list[str]:
+    return [
+        json.loads(line[5:])["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for line in body.decode().splitlines()
+        if line.startswith("data:")
+    ]
+
+
+def both(tmp_path: Path, body: str) -> list[bytes]:
+    """A body redacted as bytes (written) and as text (a cassette's body string)."""
+    return [written(tmp_path, body.encode()), S.redact_body(body).encode()]
+
+
+def test_a_key_split_before_its_last_character_never_reaches_the_file(tmp_path: Path) -> None:
+    body = event("x " + KEY[:-1]) + event(KEY[-1:] + " y")
+    S.register(KEY)
+    for out in both(tmp_path, body):
+        assert contents(out) == ["x <redacted>", "<redacted> y"]
+
+
+def test_a_key_streamed_in_two_parallel_calls_never_reaches_the_file(tmp_path: Path) -> None:
+    # both calls hold the key's start when the first continues it: both starts are marked
+    S.register(KEY)
+    body = call(0, KEY[:10]) + call(1, KEY[:10]) + call(0, KEY[10:]) + call(1, KEY[10:])
+    for out in both(tmp_path, body):
+        assert arguments(out) == ["<redacted>"] * 4
+
+
+def test_every_start_a_key_may_continue_is_redacted_up_to_the_search_s_bound(
+    tmp_path: Path,
+) -> None:
+    # a client may join the rest to any of the first character's events (parallel calls
+    # attributed any way): the last KEEP of them, all here, are marked
+    S.register(KEY)
+    n = S._SplitSearch.KEEP - 1
+    body = "".join(event(KEY[0]) for _ in range(n)) + event(KEY[1]) + event(KEY[2:])
+    for out in both(tmp_path, body):
+        assert contents(out) == ["<redacted>"] * (n + 2)
+
+
+def test_pieces_of_a_key_in_two_fields_are_not_joined(tmp_path: Path) -> None:
+    # a client never joins a call's name to its arguments: kept as written, while the key
+    # split across two content deltas is redacted
+    S.register(KEY)
+    body = (
+        event("x " + KEY[:8])
+        + event(KEY[8:] + " y")
+        + 'data: {"name": "' + KEY[:5] + '"}\n\n'
+        + 'data: {"arguments": "' + KEY[5:] + '"}\n\n'
+    )
+    expected = (
+        event("x <redacted>")
+        + event("<redacted> y")
+        + 'data: {"name": "' + KEY[:5] + '"}\n\n'
+        + 'data: {"arguments": "' + KEY[5:] + '"}\n\n'
+    )
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_an_event_whose_data_lines_surround_an_id_line_is_one_event(tmp_path: Path) -> None:
+    # SSE: only a blank line ends an event; the JSON spans both data lines
+    S.register(KEY)
+    body = 'data: {"c":\nid: 7\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\n\n'
+    expected = 'data: {"c": "x <redacted>"}\nid: 7\n\ndata: {"c": "<redacted> y"}\n\n'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_a_cut_off_stream_s_last_event_of_two_data_lines_is_redacted(tmp_path: Path) -> None:
+    # no blank line, no line end at the end (a stream cut off): the event is rewritten as
+    # one data line, ended as the data line it replaces was
+    S.register(KEY)
+    body = 'data: {"c": "x ' + KEY[:10] + '"}\n\ndata: {"c":\ndata: "' + KEY[10:] + ' y"}'
+    expected = 'data: {"c": "x <redacted>"}\n\ndata: {"c": "<redacted> y"}\n'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_a_data_line_removed_from_an_event_takes_its_own_line_end(tmp_path: Path) -> None:
+    # line ends of three kinds in one event: each line that goes takes the end it had
+    S.register(KEY)
+    body = 'data: {"c":\r\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\r\r'
+    expected = 'data: {"c": "x <redacted>"}\r\n\ndata: {"c": "<redacted> y"}\r\r'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
 # ------------------------------------------------------------------ a key a character at a time
 
 LONG_KEY = "CANARYlong" + "".join(f"{i % 10}{'abcdefghij'[i % 10]}" for i in range(60))  # 130
