@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,13 @@ def test_escapes_that_hide_no_key_are_left_as_written(tmp_path: Path) -> None:
     S.register(KEY)
     body = 'data: {"content":"\\u0043ANARY \\/ CANARYform \\u00e9"}\n\n'
     assert written(tmp_path, body) == body.encode()
+
+
+def test_an_escaped_slash_stands_for_a_slash_only() -> None:
+    # the key behind escapes is redacted; "\\/" where its first letter should be is no key
+    S.register(KEY)
+    text = "a " + escaped(KEY) + " b \\/" + KEY[1:] + " c"
+    assert S.redact(text) == "a <redacted> b \\/" + KEY[1:] + " c"
 
 
 def test_an_escape_of_a_character_outside_printable_ascii_is_not_undone() -> None:
@@ -375,6 +383,28 @@ def test_a_data_line_removed_from_an_event_takes_its_own_line_end(tmp_path: Path
         assert out == expected.encode()
 
 
+JWT_LIKE = "CANARYjwt" + "".join(f"{i % 10}{'klmnopqrst'[i % 10]}" for i in range(350))  # 709
+
+
+def test_a_long_key_begun_escaped_at_the_end_of_a_long_line_never_reaches_the_file(
+    tmp_path: Path,
+) -> None:
+    # a key of 709 characters (a JWT's size), its start written as \u escapes (six
+    # characters each) at the end of a line long enough to have its strings cut: the cut
+    # keeps enough of the string's end to find where the key starts
+    S.register(JWT_LIKE)
+    head = "x" * (S.LONG_LINE + 10)
+    body = (
+        'data: {"c": "' + head + escaped(JWT_LIKE[:700]) + '"}\n\n'
+        'data: {"c": "' + JWT_LIKE[700:] + ' y"}\n\n'
+    )
+    expected = (
+        'data: {"c": "' + head + '<redacted>"}\n\ndata: {"c": "<redacted> y"}\n\n'
+    ).encode()
+    assert written(tmp_path, body.encode()) == expected
+    assert S.redact_body(body).encode() == expected
+
+
 # ------------------------------------------------------------------ a key a character at a time
 
 LONG_KEY = "CANARYlong" + "".join(f"{i % 10}{'abcdefghij'[i % 10]}" for i in range(60))  # 130
@@ -511,3 +541,70 @@ def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> N
     assert (
         b"".join(S.shorten_strings(fine, 0, len(fine), 10)) == b'["' + b"s" * 10 + b"t" * 10 + b'"]'
     )
+
+
+def test_a_later_long_string_is_cut_after_one_that_cannot_be() -> None:
+    line = b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 100 + b'"]'
+    assert cut(line, 10) == b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 20 + b'"]'
+
+
+def cut(line: Any, keep: int) -> Any:
+    """``line`` (str or bytes) with its long strings cut to their ends."""
+    return line[:0].join(bytes(p) if isinstance(p, memoryview) else p for p in pieces(line, keep))
+
+
+def pieces(line: Any, keep: int) -> list[Any]:
+    return S.shorten_strings(line, 0, len(line), keep)
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_string_is_cut_only_when_longer_than_both_ends_and_64(kind: type) -> None:
+    def as_kind(text: str) -> Any:
+        return text if kind is str else text.encode()
+
+    whole = as_kind('["' + "s" * 84 + '"]')  # 2 * 10 + 64 characters: kept whole
+    assert cut(whole, 10) == whole
+    longer = as_kind('["' + "s" * 70 + "t" * 15 + '"]')  # one more: its ends only
+    assert cut(longer, 10) == as_kind('["' + "s" * 10 + "t" * 10 + '"]')
+
+
+@pytest.mark.parametrize(
+    ("inside", "head"),
+    [
+        ("abcd\\u00e9", "abcd\\u00e9"),  # an escape ending at the cut is kept whole
+        ("abcdefgh\\n", "abcdefgh\\n"),
+        ("abcdefg\\\\n", "abcdefg\\\\n"),  # an escaped backslash, then a letter
+        ("abcdefgh\\u00e9", "abcdefgh"),  # one across the cut goes whole
+        ("abcdefghi\\n", "abcdefghi"),
+        ("abcdefg\\\\\\n", "abcdefg\\\\"),  # a run of three: the last starts an escape
+    ],
+)
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_long_string_is_never_cut_inside_an_escape(kind: type, inside: str, head: str) -> None:
+    line = '["' + inside + "f" * 100 + "z" * 10 + '"]'
+    expected = '["' + head + "z" * 10 + '"]'
+    data = line if kind is str else line.encode()
+    out = cut(data, 10)
+    assert out == (expected if kind is str else expected.encode())
+    assert json.loads(out)[0].endswith("z" * 10)
+
+
+def test_an_escape_across_the_cut_after_a_long_run_of_other_characters() -> None:
+    # the backslashes before an escape are counted back 64 characters at a time: an
+    # escape 129 characters further back is no part of the run
+    inside = "s" * 68 + "\\u00e9" + "s" * 123 + "\\u00e9" + "t" * 400 + "y" * 200
+    out = cut('["' + inside + '"]', 200)
+    assert out == '["' + inside[:197] + "y" * 200 + '"]'
+    assert json.loads(out) == ["s" * 68 + "é" + "s" * 123 + "y" * 200]
+
+
+def test_a_long_string_of_raw_utf8_is_cut_between_characters() -> None:
+    # "Ā" is C4 80: its second byte, 0x80, is the lowest continuation byte
+    line = ('["' + "Ā" * 60 + '"]').encode()
+    assert cut(line, 11).decode() == '["' + "Ā" * 11 + '"]'
+
+
+def test_a_byte_that_is_no_utf8_is_kept_as_it_is_at_the_cut() -> None:
+    # 0xC0 is never UTF-8, nor a continuation byte: the last 11 bytes are kept from it
+    line = b'["' + b"s" * 100 + b"\xc0" + b"t" * 10 + b'"]'
+    assert cut(line, 11) == b'["' + b"s" * 11 + b"\xc0" + b"t" * 10 + b'"]'
