@@ -405,6 +405,20 @@ def test_a_long_key_begun_escaped_at_the_end_of_a_long_line_never_reaches_the_fi
     assert S.redact_body(body).encode() == expected
 
 
+def test_a_long_data_line_holding_bytes_that_are_not_utf8_is_redacted_around_them(
+    tmp_path: Path,
+) -> None:
+    # its long string cut for the split search, the bytes kept: the rest still redacted
+    S.register(KEY)
+    long_ = b"\xff" + b"x" * (S.LONG_LINE + 10)
+    body = (
+        b'data: {"c": "' + long_ + b'"}\n\n'
+        b'data: {"c": "a ' + KEY.encode() + b' b"}\n\n'
+    )
+    expected = b'data: {"c": "' + long_ + b'"}\n\ndata: {"c": "a <redacted> b"}\n\n'
+    assert written(tmp_path, body) == expected
+
+
 # ------------------------------------------------------------------ a key a character at a time
 
 LONG_KEY = "CANARYlong" + "".join(f"{i % 10}{'abcdefghij'[i % 10]}" for i in range(60))  # 130

@@ -207,3 +207,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         S.write_atomic_text(target, fail)
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
+
+
+def test_a_failed_write_whose_temporary_is_gone_reports_its_own_error(tmp_path: Path) -> None:
+    target = tmp_path / "out.yaml"
+
+    def fail(f: object) -> None:
+        for tmp in tmp_path.glob(".out.yaml.*.tmp"):  # removed by someone else
+            tmp.unlink()
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        S.write_atomic_text(target, fail)
+    assert list(tmp_path.iterdir()) == []
