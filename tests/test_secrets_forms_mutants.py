@@ -546,6 +546,23 @@ def test_a_scheme_s_credentials_are_redacted_and_prose_is_kept(text: str, expect
     assert S.redact("see " + text + " end") == "see " + expected + " end"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Bearer abcdefgh12 x", "Bearer <redacted> x"),
+        ("basic dXNlcjpwYXNz", "basic <redacted>"),
+        ("token 0123456789ab", "token <redacted>"),
+    ],
+)
+def test_a_scheme_at_the_first_character_of_a_text_is_redacted(text: str, expected: str) -> None:
+    assert S.redact(text) == expected
+
+
+def test_a_key_shape_is_redacted_in_a_text_holding_every_shape_s_prefix() -> None:
+    text = "prefixes: sk- AIza gsk_ xai- hf_, key: sk-a1b2c3d4e5f6a7b8c9d0"
+    assert S.redact(text) == "prefixes: sk- AIza gsk_ xai- hf_, key: <redacted>"
+
+
 def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> None:
     # the cut part ends with the lead byte of a character that never ends: invalid UTF-8,
     # so the line is left whole (a cut would make it valid)
