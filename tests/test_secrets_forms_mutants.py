@@ -339,18 +339,13 @@ def test_pieces_of_a_key_in_two_fields_are_not_joined(tmp_path: Path) -> None:
     # a client never joins a call's name to its arguments: kept as written, while the key
     # split across two content deltas is redacted
     S.register(KEY)
-    body = (
-        event("x " + KEY[:8])
-        + event(KEY[8:] + " y")
-        + 'data: {"name": "' + KEY[:5] + '"}\n\n'
-        + 'data: {"arguments": "' + KEY[5:] + '"}\n\n'
-    )
-    expected = (
-        event("x <redacted>")
-        + event("<redacted> y")
-        + 'data: {"name": "' + KEY[:5] + '"}\n\n'
-        + 'data: {"arguments": "' + KEY[5:] + '"}\n\n'
-    )
+
+    def field(name: str, value: str) -> str:
+        return "data: " + json.dumps({name: value}) + "\n\n"
+
+    others = field("name", KEY[:5]) + field("arguments", KEY[5:])
+    body = event("x " + KEY[:8]) + event(KEY[8:] + " y") + others
+    expected = event("x <redacted>") + event("<redacted> y") + others
     for out in both(tmp_path, body):
         assert out == expected.encode()
 
@@ -358,7 +353,9 @@ def test_pieces_of_a_key_in_two_fields_are_not_joined(tmp_path: Path) -> None:
 def test_an_event_whose_data_lines_surround_an_id_line_is_one_event(tmp_path: Path) -> None:
     # SSE: only a blank line ends an event; the JSON spans both data lines
     S.register(KEY)
-    body = 'data: {"c":\nid: 7\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\n\n'
+    body = (
+        'data: {"c":\nid: 7\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\n\n'
+    )
     expected = 'data: {"c": "x <redacted>"}\nid: 7\n\ndata: {"c": "<redacted> y"}\n\n'
     for out in both(tmp_path, body):
         assert out == expected.encode()
@@ -398,9 +395,7 @@ def test_a_long_key_begun_escaped_at_the_end_of_a_long_line_never_reaches_the_fi
         'data: {"c": "' + head + escaped(JWT_LIKE[:700]) + '"}\n\n'
         'data: {"c": "' + JWT_LIKE[700:] + ' y"}\n\n'
     )
-    expected = (
-        'data: {"c": "' + head + '<redacted>"}\n\ndata: {"c": "<redacted> y"}\n\n'
-    ).encode()
+    expected = ('data: {"c": "' + head + '<redacted>"}\n\ndata: {"c": "<redacted> y"}\n\n').encode()
     assert written(tmp_path, body.encode()) == expected
     assert S.redact_body(body).encode() == expected
 
@@ -411,10 +406,7 @@ def test_a_long_data_line_holding_bytes_that_are_not_utf8_is_redacted_around_the
     # its long string cut for the split search, the bytes kept: the rest still redacted
     S.register(KEY)
     long_ = b"\xff" + b"x" * (S.LONG_LINE + 10)
-    body = (
-        b'data: {"c": "' + long_ + b'"}\n\n'
-        b'data: {"c": "a ' + KEY.encode() + b' b"}\n\n'
-    )
+    body = b'data: {"c": "' + long_ + b'"}\n\ndata: {"c": "a ' + KEY.encode() + b' b"}\n\n'
     expected = b'data: {"c": "' + long_ + b'"}\n\ndata: {"c": "a <redacted> b"}\n\n'
     assert written(tmp_path, body) == expected
 
@@ -563,20 +555,7 @@ def test_a_key_shape_is_redacted_in_a_text_holding_every_shape_s_prefix() -> Non
     assert S.redact(text) == "prefixes: sk- AIza gsk_ xai- hf_, key: <redacted>"
 
 
-def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> None:
-    # the cut part ends with the lead byte of a character that never ends: invalid UTF-8,
-    # so the line is left whole (a cut would make it valid)
-    line = b'["' + b"s" * 200 + b"\xc3" + b"t" * 10 + b'"]'
-    assert b"".join(S.shorten_strings(line, 0, len(line), 10)) == line
-    fine = b'["' + b"s" * 200 + b"\xc3\xa9" + b"t" * 10 + b'"]'
-    assert (
-        b"".join(S.shorten_strings(fine, 0, len(fine), 10)) == b'["' + b"s" * 10 + b"t" * 10 + b'"]'
-    )
-
-
-def test_a_later_long_string_is_cut_after_one_that_cannot_be() -> None:
-    line = b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 100 + b'"]'
-    assert cut(line, 10) == b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 20 + b'"]'
+# ------------------------------------------------------------------ long strings cut to their ends
 
 
 def cut(line: Any, keep: int) -> Any:
@@ -586,6 +565,17 @@ def cut(line: Any, keep: int) -> Any:
 
 def pieces(line: Any, keep: int) -> list[Any]:
     return S.shorten_strings(line, 0, len(line), keep)
+
+
+def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> None:
+    # the cut part ends with the lead byte of a character that never ends: invalid UTF-8,
+    # so the line is left whole (a cut would make it valid)
+    line = b'["' + b"s" * 200 + b"\xc3" + b"t" * 10 + b'"]'
+    assert b"".join(S.shorten_strings(line, 0, len(line), 10)) == line
+    fine = b'["' + b"s" * 200 + b"\xc3\xa9" + b"t" * 10 + b'"]'
+    assert (
+        b"".join(S.shorten_strings(fine, 0, len(fine), 10)) == b'["' + b"s" * 10 + b"t" * 10 + b'"]'
+    )
 
 
 @pytest.mark.parametrize("kind", [str, bytes])
@@ -639,3 +629,8 @@ def test_a_byte_that_is_no_utf8_is_kept_as_it_is_at_the_cut() -> None:
     # 0xC0 is never UTF-8, nor a continuation byte: the last 11 bytes are kept from it
     line = b'["' + b"s" * 100 + b"\xc0" + b"t" * 10 + b'"]'
     assert cut(line, 11) == b'["' + b"s" * 11 + b"\xc0" + b"t" * 10 + b'"]'
+
+
+def test_a_later_long_string_is_cut_after_one_that_cannot_be() -> None:
+    line = b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 100 + b'"]'
+    assert cut(line, 10) == b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 20 + b'"]'
