@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,13 @@ def test_escapes_that_hide_no_key_are_left_as_written(tmp_path: Path) -> None:
     S.register(KEY)
     body = 'data: {"content":"\\u0043ANARY \\/ CANARYform \\u00e9"}\n\n'
     assert written(tmp_path, body) == body.encode()
+
+
+def test_an_escaped_slash_stands_for_a_slash_only() -> None:
+    # the key behind escapes is redacted; "\\/" where its first letter should be is no key
+    S.register(KEY)
+    text = "a " + escaped(KEY) + " b \\/" + KEY[1:] + " c"
+    assert S.redact(text) == "a <redacted> b \\/" + KEY[1:] + " c"
 
 
 def test_an_escape_of_a_character_outside_printable_ascii_is_not_undone() -> None:
@@ -146,6 +154,26 @@ def test_a_long_line_with_nothing_to_redact_is_written_as_it_is(
 ) -> None:
     S.register(KEY)
     assert written(tmp_path, body) == body
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (KEY.encode(), b"<redacted>"),  # a known key at the body's first byte
+        (b"?key=abcdef123", b"?key=<redacted>"),  # the query's "?" at the first byte
+        (b"&token=abcdef123", b"&token=<redacted>"),  # its "&" there
+        (b"=x ?key=abcdef123", b"=x ?key=<redacted>"),  # an "=" there, the query's later
+        (b"@ https://joe:pw1234@h.test/", b"@ https://<redacted>@h.test/"),  # an "@" there
+        (b"://x https://joe:pw1234@h.test/", b"://x https://<redacted>@h.test/"),  # a "://"
+    ],
+)
+def test_a_key_at_the_first_byte_of_a_line_longer_than_a_slice_never_reaches_the_file(
+    small_slice: None, tmp_path: Path, head: bytes, expected: bytes
+) -> None:
+    # what the cheap test of a long line looks for, found at offset 0 of the body
+    S.register(KEY)
+    body = head + b" " + LONG + b"\n"
+    assert written(tmp_path, body) == expected + b" " + LONG + b"\n"
 
 
 def test_a_long_clean_line_is_kept_after_and_before_a_redacted_one(
@@ -260,6 +288,127 @@ def test_a_key_holding_a_line_end_is_redacted_across_slices(
     S.register("CANARY\nLINE42")
     body = b"a CANARY\nLINE42 b\n" + LONG + b"\n"
     assert written(tmp_path, body) == b"a <redacted> b\n" + LONG + b"\n"
+
+
+def call(index: int, arguments: str) -> str:
+    delta = {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}
+    return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta}]}) + "\n\n"
+
+
+def arguments(body: bytes) -> list[str]:
+    return [
+        json.loads(line[5:])["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for line in body.decode().splitlines()
+        if line.startswith("data:")
+    ]
+
+
+def both(tmp_path: Path, body: str) -> list[bytes]:
+    """A body redacted as bytes (written) and as text (a cassette's body string)."""
+    return [written(tmp_path, body.encode()), S.redact_body(body).encode()]
+
+
+def test_a_key_split_before_its_last_character_never_reaches_the_file(tmp_path: Path) -> None:
+    body = event("x " + KEY[:-1]) + event(KEY[-1:] + " y")
+    S.register(KEY)
+    for out in both(tmp_path, body):
+        assert contents(out) == ["x <redacted>", "<redacted> y"]
+
+
+def test_a_key_streamed_in_two_parallel_calls_never_reaches_the_file(tmp_path: Path) -> None:
+    # both calls hold the key's start when the first continues it: both starts are marked
+    S.register(KEY)
+    body = call(0, KEY[:10]) + call(1, KEY[:10]) + call(0, KEY[10:]) + call(1, KEY[10:])
+    for out in both(tmp_path, body):
+        assert arguments(out) == ["<redacted>"] * 4
+
+
+def test_every_start_a_key_may_continue_is_redacted_up_to_the_search_s_bound(
+    tmp_path: Path,
+) -> None:
+    # a client may join the rest to any of the first character's events (parallel calls
+    # attributed any way): the last KEEP of them, all here, are marked
+    S.register(KEY)
+    n = S._SplitSearch.KEEP - 1
+    body = "".join(event(KEY[0]) for _ in range(n)) + event(KEY[1]) + event(KEY[2:])
+    for out in both(tmp_path, body):
+        assert contents(out) == ["<redacted>"] * (n + 2)
+
+
+def test_pieces_of_a_key_in_two_fields_are_not_joined(tmp_path: Path) -> None:
+    # a client never joins a call's name to its arguments: kept as written, while the key
+    # split across two content deltas is redacted
+    S.register(KEY)
+
+    def field(name: str, value: str) -> str:
+        return "data: " + json.dumps({name: value}) + "\n\n"
+
+    others = field("name", KEY[:5]) + field("arguments", KEY[5:])
+    body = event("x " + KEY[:8]) + event(KEY[8:] + " y") + others
+    expected = event("x <redacted>") + event("<redacted> y") + others
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_an_event_whose_data_lines_surround_an_id_line_is_one_event(tmp_path: Path) -> None:
+    # SSE: only a blank line ends an event; the JSON spans both data lines
+    S.register(KEY)
+    body = (
+        'data: {"c":\nid: 7\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\n\n'
+    )
+    expected = 'data: {"c": "x <redacted>"}\nid: 7\n\ndata: {"c": "<redacted> y"}\n\n'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_a_cut_off_stream_s_last_event_of_two_data_lines_is_redacted(tmp_path: Path) -> None:
+    # no blank line, no line end at the end (a stream cut off): the event is rewritten as
+    # one data line, ended as the data line it replaces was
+    S.register(KEY)
+    body = 'data: {"c": "x ' + KEY[:10] + '"}\n\ndata: {"c":\ndata: "' + KEY[10:] + ' y"}'
+    expected = 'data: {"c": "x <redacted>"}\n\ndata: {"c": "<redacted> y"}\n'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+def test_a_data_line_removed_from_an_event_takes_its_own_line_end(tmp_path: Path) -> None:
+    # line ends of three kinds in one event: each line that goes takes the end it had
+    S.register(KEY)
+    body = 'data: {"c":\r\ndata: "x ' + KEY[:10] + '"}\n\ndata: {"c": "' + KEY[10:] + ' y"}\r\r'
+    expected = 'data: {"c": "x <redacted>"}\r\n\ndata: {"c": "<redacted> y"}\r\r'
+    for out in both(tmp_path, body):
+        assert out == expected.encode()
+
+
+JWT_LIKE = "CANARYjwt" + "".join(f"{i % 10}{'klmnopqrst'[i % 10]}" for i in range(350))  # 709
+
+
+def test_a_long_key_begun_escaped_at_the_end_of_a_long_line_never_reaches_the_file(
+    tmp_path: Path,
+) -> None:
+    # a key of 709 characters (a JWT's size), its start written as \u escapes (six
+    # characters each) at the end of a line long enough to have its strings cut: the cut
+    # keeps enough of the string's end to find where the key starts
+    S.register(JWT_LIKE)
+    head = "x" * (S.LONG_LINE + 10)
+    body = (
+        'data: {"c": "' + head + escaped(JWT_LIKE[:700]) + '"}\n\n'
+        'data: {"c": "' + JWT_LIKE[700:] + ' y"}\n\n'
+    )
+    expected = ('data: {"c": "' + head + '<redacted>"}\n\ndata: {"c": "<redacted> y"}\n\n').encode()
+    assert written(tmp_path, body.encode()) == expected
+    assert S.redact_body(body).encode() == expected
+
+
+def test_a_long_data_line_holding_bytes_that_are_not_utf8_is_redacted_around_them(
+    tmp_path: Path,
+) -> None:
+    # its long string cut for the split search, the bytes kept: the rest still redacted
+    S.register(KEY)
+    long_ = b"\xff" + b"x" * (S.LONG_LINE + 10)
+    body = b'data: {"c": "' + long_ + b'"}\n\ndata: {"c": "a ' + KEY.encode() + b' b"}\n\n'
+    expected = b'data: {"c": "' + long_ + b'"}\n\ndata: {"c": "a <redacted> b"}\n\n'
+    assert written(tmp_path, body) == expected
 
 
 # ------------------------------------------------------------------ a key a character at a time
@@ -389,6 +538,35 @@ def test_a_scheme_s_credentials_are_redacted_and_prose_is_kept(text: str, expect
     assert S.redact("see " + text + " end") == "see " + expected + " end"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Bearer abcdefgh12 x", "Bearer <redacted> x"),
+        ("basic dXNlcjpwYXNz", "basic <redacted>"),
+        ("token 0123456789ab", "token <redacted>"),
+    ],
+)
+def test_a_scheme_at_the_first_character_of_a_text_is_redacted(text: str, expected: str) -> None:
+    assert S.redact(text) == expected
+
+
+def test_a_key_shape_is_redacted_in_a_text_holding_every_shape_s_prefix() -> None:
+    text = "prefixes: sk- AIza gsk_ xai- hf_, key: sk-a1b2c3d4e5f6a7b8c9d0"
+    assert S.redact(text) == "prefixes: sk- AIza gsk_ xai- hf_, key: <redacted>"
+
+
+# ------------------------------------------------------------------ long strings cut to their ends
+
+
+def cut(line: Any, keep: int) -> Any:
+    """``line`` (str or bytes) with its long strings cut to their ends."""
+    return line[:0].join(bytes(p) if isinstance(p, memoryview) else p for p in pieces(line, keep))
+
+
+def pieces(line: Any, keep: int) -> list[Any]:
+    return S.shorten_strings(line, 0, len(line), keep)
+
+
 def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> None:
     # the cut part ends with the lead byte of a character that never ends: invalid UTF-8,
     # so the line is left whole (a cut would make it valid)
@@ -398,3 +576,61 @@ def test_a_long_string_whose_cut_part_ends_in_half_a_character_is_not_cut() -> N
     assert (
         b"".join(S.shorten_strings(fine, 0, len(fine), 10)) == b'["' + b"s" * 10 + b"t" * 10 + b'"]'
     )
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_string_is_cut_only_when_longer_than_both_ends_and_64(kind: type) -> None:
+    def as_kind(text: str) -> Any:
+        return text if kind is str else text.encode()
+
+    whole = as_kind('["' + "s" * 84 + '"]')  # 2 * 10 + 64 characters: kept whole
+    assert cut(whole, 10) == whole
+    longer = as_kind('["' + "s" * 70 + "t" * 15 + '"]')  # one more: its ends only
+    assert cut(longer, 10) == as_kind('["' + "s" * 10 + "t" * 10 + '"]')
+
+
+@pytest.mark.parametrize(
+    ("inside", "head"),
+    [
+        ("abcd\\u00e9", "abcd\\u00e9"),  # an escape ending at the cut is kept whole
+        ("abcdefgh\\n", "abcdefgh\\n"),
+        ("abcdefg\\\\n", "abcdefg\\\\n"),  # an escaped backslash, then a letter
+        ("abcdefgh\\u00e9", "abcdefgh"),  # one across the cut goes whole
+        ("abcdefghi\\n", "abcdefghi"),
+        ("abcdefg\\\\\\n", "abcdefg\\\\"),  # a run of three: the last starts an escape
+    ],
+)
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_long_string_is_never_cut_inside_an_escape(kind: type, inside: str, head: str) -> None:
+    line = '["' + inside + "f" * 100 + "z" * 10 + '"]'
+    expected = '["' + head + "z" * 10 + '"]'
+    data = line if kind is str else line.encode()
+    out = cut(data, 10)
+    assert out == (expected if kind is str else expected.encode())
+    assert json.loads(out)[0].endswith("z" * 10)
+
+
+def test_an_escape_across_the_cut_after_a_long_run_of_other_characters() -> None:
+    # the backslashes before an escape are counted back 64 characters at a time: an
+    # escape 129 characters further back is no part of the run
+    inside = "s" * 68 + "\\u00e9" + "s" * 123 + "\\u00e9" + "t" * 400 + "y" * 200
+    out = cut('["' + inside + '"]', 200)
+    assert out == '["' + inside[:197] + "y" * 200 + '"]'
+    assert json.loads(out) == ["s" * 68 + "é" + "s" * 123 + "y" * 200]
+
+
+def test_a_long_string_of_raw_utf8_is_cut_between_characters() -> None:
+    # "Ā" is C4 80: its second byte, 0x80, is the lowest continuation byte
+    line = ('["' + "Ā" * 60 + '"]').encode()
+    assert cut(line, 11).decode() == '["' + "Ā" * 11 + '"]'
+
+
+def test_a_byte_that_is_no_utf8_is_kept_as_it_is_at_the_cut() -> None:
+    # 0xC0 is never UTF-8, nor a continuation byte: the last 11 bytes are kept from it
+    line = b'["' + b"s" * 100 + b"\xc0" + b"t" * 10 + b'"]'
+    assert cut(line, 11) == b'["' + b"s" * 11 + b"\xc0" + b"t" * 10 + b'"]'
+
+
+def test_a_later_long_string_is_cut_after_one_that_cannot_be() -> None:
+    line = b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 100 + b'"]'
+    assert cut(line, 10) == b'["' + b"s" * 100 + b"\xff" + b"t" * 10 + b'", "' + b"u" * 20 + b'"]'

@@ -140,6 +140,59 @@ def test_a_log_line_holding_a_key_is_redacted(caplog: pytest.LogCaptureFixture) 
     assert record.getMessage() == "key <redacted>"
 
 
+@pytest.fixture
+def fresh_log_redaction(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The log redaction installed anew over logging's own record factory: a test run
+    installs it once, at its first ``register``, and these tests read the one installed
+    now."""
+    previous = logging.getLogRecordFactory()
+    monkeypatch.setattr(S, "_factory_installed", False)
+    logging.setLogRecordFactory(logging.LogRecord)
+    try:
+        S.install_log_redaction()
+        yield
+    finally:
+        logging.setLogRecordFactory(previous)
+
+
+def test_a_fresh_log_redaction_never_logs_a_recorded_body(
+    fresh_log_redaction: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    S.register("sk-logkey-0123456789abcdef")
+    response = {"status": {"code": 200}, "body": {"string": "data: sk-logkey-0123\n\n"}}
+    with caplog.at_level(logging.INFO, logger="mutants.secrets"):
+        logging.getLogger("mutants.secrets").info("recorded %s for %s", response, "cell")
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "recorded {'status': {'code': 200}, 'body': '<22 bytes, not logged>'} for cell"
+    )
+    assert "sk-logkey" not in caplog.text
+
+
+def test_a_record_made_without_arguments_is_redacted(fresh_log_redaction: None) -> None:
+    # LogRecord takes args=None (a record made by hand, not by a logger call)
+    S.register("CANARYlog-4242")
+    record = logging.getLogRecordFactory()(
+        "mutants.secrets", logging.INFO, __file__, 1, "key CANARYlog-4242", None, None
+    )
+    assert record.getMessage() == "key <redacted>"
+
+
+def test_an_exception_never_raised_is_logged_without_its_key(
+    fresh_log_redaction: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # exc_info=exception: logging keeps (type, value, None) when it was never raised
+    S.register("CANARYexc-4242")
+    with caplog.at_level(logging.INFO, logger="mutants.secrets"):
+        logging.getLogger("mutants.secrets").error(
+            "call failed", exc_info=ValueError("refused key CANARYexc-4242")
+        )
+    (record,) = caplog.records
+    assert record.getMessage() == "call failed (ValueError: refused key <redacted>)"
+    assert record.exc_info is None
+    assert "CANARYexc" not in caplog.text
+
+
 # ------------------------------------------------------------------ files
 
 
@@ -154,3 +207,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         S.write_atomic_text(target, fail)
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
+
+
+def test_a_failed_write_whose_temporary_is_gone_reports_its_own_error(tmp_path: Path) -> None:
+    target = tmp_path / "out.yaml"
+
+    def fail(f: object) -> None:
+        for tmp in tmp_path.glob(".out.yaml.*.tmp"):  # removed by someone else
+            tmp.unlink()
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        S.write_atomic_text(target, fail)
+    assert list(tmp_path.iterdir()) == []
