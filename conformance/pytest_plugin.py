@@ -501,8 +501,9 @@ def outcomes(config: pytest.Config) -> CellOutcomes:
 
 
 def _own(path: Path, columns: set[str] | None) -> bool:
-    """Whether a result file belongs to one of these columns (None: any)."""
-    return columns is None or path.name.split("__", 1)[0] in columns
+    """Whether a result file belongs to one of these columns (None: any). The column is
+    what comes before the last ``__``: a provider's name may hold ``__``, a scenario id not."""
+    return columns is None or path.name.rsplit("__", 1)[0] in columns
 
 
 def read_cells(report_dir: Path, columns: set[str] | None = None) -> list[dict[str, Any]]:

@@ -1257,3 +1257,39 @@ def test_a_cell_is_shown_under_the_suites_id_and_the_users_marked_test_under_its
         "conformance/suite/test_scenarios.py::test_single[llamacpp]",
         "test_mine_marked.py::test_ok",
     ]
+
+
+def test_a_column_whose_name_holds_a_double_underscore_owns_its_results(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Result files are named ``<column>__<scenario>.json``: a provider name may itself hold
+    ``__`` (``--model my__model``), and a scenario id never does."""
+    entry = yaml.safe_load(PROVIDERS.read_text())["providers"]["llamacpp"]
+    f = tmp_path / "mine.yaml"
+    f.write_text(yaml.safe_dump({"version": 1, "providers": {"my__model": entry, "my": entry}}))
+    tapes = tmp_path / "tapes" / "my__model"
+    tapes.mkdir(parents=True)
+    (tapes / "single.yaml").write_bytes((CASSETTES / "llamacpp" / "single.yaml").read_bytes())
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    (results / "my__model__usage.json").write_text("{}")  # this column's last run: replaced
+    d = door(
+        capsys, f"--providers={f}", "--provider=my__model", f"--cassette-dir={tapes.parent}",
+        "--scenario=single", "--cells",
+    )  # fmt: skip
+    assert d.code == 0, d.out
+    assert d.block()[:2] == [
+        "~ test_single[my__model]: quirk",
+        "ran 1 cell(s): 1 conforming, 0 deviating, 0 not tested",
+    ]
+    assert sorted(p.name for p in results.iterdir()) == ["my__model__single.json"]
+    doc = json.loads((tmp_path / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    ((cell,),) = [[c for c in doc["cells"] if c["column"] == "my__model"]]
+    assert cell["verdict"] == "quirk"
+    # the column "my" is another one: a run of it leaves my__model's results alone
+    d = door(
+        capsys, f"--providers={f}", "--provider=my", f"--cassette-dir={tapes.parent}",
+        "--scenario=single", "--no-matrix",
+    )  # fmt: skip
+    assert d.code == 5, d.out  # nothing recorded for "my"
+    assert sorted(p.name for p in results.iterdir()) == ["my__model__single.json"]
