@@ -1293,3 +1293,88 @@ def test_a_column_whose_name_holds_a_double_underscore_owns_its_results(
     )  # fmt: skip
     assert d.code == 5, d.out  # nothing recorded for "my"
     assert sorted(p.name for p in results.iterdir()) == ["my__model__single.json"]
+
+
+def test_the_matrix_is_written_as_json_markdown_and_html_under_a_dashed_section(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single")
+    assert d.code == 0, d.out
+    # the summary is a section of pytest's own kind: "---- conformance ----"
+    (head,) = [ln for ln in d.lines if " conformance " in ln]
+    assert re.fullmatch(r"-{5,} conformance -{5,}", head), head
+    # the three files the summary names, not the JSON alone
+    reports = tmp_path / P.REPORT_DIR
+    assert sorted(p.name for p in reports.glob("quirks-matrix.*")) == [
+        "quirks-matrix.html",
+        "quirks-matrix.json",
+        "quirks-matrix.md",
+    ]
+    assert "llamacpp" in (reports / "quirks-matrix.md").read_text("utf-8")
+    assert (
+        (reports / "quirks-matrix.html")
+        .read_text("utf-8")
+        .lstrip()
+        .lower()
+        .startswith("<!doctype html")
+    )
+
+
+def test_another_columns_results_stay_out_of_this_runs_matrix(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A result directory keeps other runs' cells: a gateway column this run did not select
+    lends the matrix none of its quirks."""
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    other = {"column": "gateway:litellm:other", "row": "usage", "verdict": "quirk"}
+    other["quirks"] = ["Q-NOT-IN-THIS-RUN"]
+    (results / "gateway:litellm:other__usage.json").write_text(json.dumps(other))
+    args = (
+        f"--providers={PROVIDERS}",
+        "--provider=gateway:litellm:id-absent",
+        f"--cassette-dir={CASSETTES}",
+        "--reference-profiles",
+        "--profile-server=http://127.0.0.1:9/v1",
+    )
+    d = door(capsys, *args)
+    assert d.code == 0, d.out
+    doc = json.loads((tmp_path / P.REPORT_DIR / "quirks-matrix.json").read_text())
+    assert doc["quirks"] and "Q-NOT-IN-THIS-RUN" not in doc["quirks"]
+    assert (results / "gateway:litellm:other__usage.json").is_file()  # kept, not read
+
+
+class _Controller:
+    """Makes the run a pytest-xdist controller's as far as the suite sees: the cells' reports
+    reach it, but it collected none of them itself."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self) -> None:
+        P.SuiteConfig._items = []
+
+
+def test_a_controller_sums_up_cells_that_wrote_no_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(P.SuiteConfig, "_items", [])
+    tapes = tmp_path / "tapes" / "llamacpp"
+    tapes.mkdir(parents=True)
+    (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
+    code = pytest.main(
+        ["-p", "no:cacheprovider", *SUITE, *LLAMA[:2], f"--cassette-dir={tapes.parent}",
+         "--scenario=single"],
+        plugins=[_Controller()],
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "ran 1 cell(s): 0 conforming, 1 deviating, 0 not tested" in out.splitlines()
+
+
+def test_an_unreachable_cell_shows_its_reason_with_cells(
+    capsys: pytest.CaptureFixture[str], closed_port: int
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    d = door(capsys, f"--base-url={url}", "--model=m", "--scenario=single", "--cells")
+    assert d.code == 6, d.out
+    # the cell's own reason (an error cell is not skipped: pytest has no reason for it)
+    assert d.block()[0] == "! test_single[m]: error (connection refused)"
