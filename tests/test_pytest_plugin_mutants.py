@@ -1378,3 +1378,21 @@ def test_an_unreachable_cell_shows_its_reason_with_cells(
     assert d.code == 6, d.out
     # the cell's own reason (an error cell is not skipped: pytest has no reason for it)
     assert d.block()[0] == "! test_single[m]: error (connection refused)"
+
+
+def test_a_columns_results_are_read_whatever_files_sort_before_them(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "a__single.json").write_text('{"column": "a", "row": "single"}')
+    (results / "b__single.json").write_text('{"column": "b", "row": "single"}')
+    (results / "b__usage.json").write_text('{"column": "b", "row": "usage"}')
+    assert [c["row"] for c in P.read_cells(tmp_path, {"b"})] == ["single", "usage"]
+
+
+def test_a_cell_is_read_back_as_utf_8_whatever_the_locale(
+    tmp_path: Path, ascii_locale: None
+) -> None:
+    """On a CI image whose locale is plain C, a cell with a non-ASCII reason stays in the run."""
+    cell = {"column": "c", "row": "single", "verdict": "error", "reason": "délai dépassé"}
+    P.write_cell(tmp_path, cell)
+    assert P.read_cells(tmp_path, {"c"}) == [cell]
