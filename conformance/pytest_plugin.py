@@ -475,7 +475,8 @@ class CellOutcomes:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "conformance_scenario" not in report.keywords:
             return
-        node = report.nodeid.rsplit("::", 1)[-1]
+        # CELL_MODULE::<item name>: the name is all after the first "::" (an id may hold "::")
+        node = report.nodeid.split("::", 1)[-1]
         for name, value in report.user_properties:
             if name == "conformance_tolerated":
                 self.tolerated[node] = list(value)  # type: ignore[call-overload]  # a list

@@ -1396,3 +1396,51 @@ def test_a_cell_is_read_back_as_utf_8_whatever_the_locale(
     cell = {"column": "c", "row": "single", "verdict": "error", "reason": "délai dépassé"}
     P.write_cell(tmp_path, cell)
     assert P.read_cells(tmp_path, {"c"}) == [cell]
+
+
+def test_a_cell_that_ran_but_tested_nothing_is_grouped_under_its_own_reason() -> None:
+    why = "the model answered in text, not with a tool call"
+    cells = [
+        {"column": "c", "row": "strict", "verdict": "inconclusive", "reason": why},
+        {"column": "c", "row": "usage", "verdict": "inconclusive", "reason": why},
+    ]
+    s = P.RunSummary(outcomes(**{"test_strict[c]": "passed", "test_usage[c]": "passed"}), cells)
+    assert s.not_tested == {f"inconclusive: {why}": ["test_strict[c]", "test_usage[c]"]}
+    assert s.conforming == 0 and s.nothing_tested()
+
+
+def test_a_users_own_cell_without_a_result_file_shows_what_pytest_made_of_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A test of the user's marked as a cell writes no result file: --cells shows its pytest
+    outcome (passed, or xfailed for an expected failure), and the count includes it."""
+    (tmp_path / "test_mine_cells.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.conformance_scenario('single')\n"
+        "def test_mine_passes():\n    pass\n\n"
+        "@pytest.mark.conformance_scenario('single')\n"
+        "@pytest.mark.xfail(reason='known')\n"
+        "def test_mine_xfails():\n    assert False\n"
+    )
+    d = door(capsys, *LLAMA, "--scenario=single", "--cells", "--no-matrix", "test_mine_cells.py")
+    assert d.code == 0, d.out
+    assert d.block()[:4] == [
+        "· test_mine_passes: passed",
+        "· test_mine_xfails: xfailed",
+        "~ test_single[llamacpp]: quirk",
+        "ran 3 cell(s): 3 conforming, 0 deviating, 0 not tested",
+    ]
+
+
+def test_a_cell_whose_id_holds_a_double_colon_is_named_in_full(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_mine_colons.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.conformance_scenario('usage')\n"
+        "@pytest.mark.parametrize('x', [1], ids=['a::b'])\n"
+        "def test_mine(x):\n    pass\n"
+    )
+    d = door(capsys, *LLAMA, "--scenario=usage", "--cells", "--no-matrix", "test_mine_colons.py")
+    assert d.code == 0, d.out
+    assert d.block()[:2] == ["· test_mine[a::b]: passed", "~ test_usage[llamacpp]: quirk"]
