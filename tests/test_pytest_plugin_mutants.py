@@ -1444,3 +1444,12 @@ def test_a_cell_whose_id_holds_a_double_colon_is_named_in_full(
     d = door(capsys, *LLAMA, "--scenario=usage", "--cells", "--no-matrix", "test_mine_colons.py")
     assert d.code == 0, d.out
     assert d.block()[:2] == ["· test_mine[a::b]: passed", "~ test_usage[llamacpp]: quirk"]
+
+
+def test_a_fail_on_level_that_is_not_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    d = door(capsys, *LLAMA, "--fail-on=sometimes")
+    assert d.code == 4, d.out + d.err
+    assert (
+        "error: argument --fail-on: invalid choice: 'sometimes' (choose from 'must', 'should', "
+        "'info')" in d.err
+    )
