@@ -1453,3 +1453,34 @@ def test_a_fail_on_level_that_is_not_one_is_refused(capsys: pytest.CaptureFixtur
         "error: argument --fail-on: invalid choice: 'sometimes' (choose from 'must', 'should', "
         "'info')" in d.err
     )
+
+
+def test_another_columns_results_do_not_make_a_run_that_tested_nothing_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / P.REPORT_DIR / "results"
+    results.mkdir(parents=True)
+    other = {"column": "othermodel", "row": "single", "verdict": "conforms"}
+    (results / "othermodel__single.json").write_text(json.dumps(other))
+    d = door(capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'none'}", "--scenario=single")
+    assert d.code == 5, d.out  # llamacpp: nothing recorded here
+    assert "conformance: nothing was tested: exit status 5, not 0 (see the reasons above)" in (
+        d.block()
+    )
+
+
+def test_a_result_file_without_a_verdict_is_shown_as_unknown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A cell's line shows "?" when its result file names no verdict (a user's own marked
+    test wrote it)."""
+    (tmp_path / "test_mine_file.py").write_text(
+        "import json, pathlib, pytest\n\n"
+        "@pytest.mark.conformance_scenario('single')\n"
+        "@pytest.mark.parametrize('x', [1], ids=['llamacpp'])\n"
+        "def test_mine(x):\n"
+        "    out = pathlib.Path('conformance-reports/results/llamacpp__mine.json')\n"
+        "    out.write_text(json.dumps({'column': 'llamacpp', 'row': 'mine'}))\n"
+    )
+    d = door(capsys, *LLAMA, "--scenario=single", "--cells", "--no-matrix", "test_mine_file.py")
+    assert d.block()[0] == "· test_mine[llamacpp]: ?", d.block()
