@@ -1484,3 +1484,15 @@ def test_a_result_file_without_a_verdict_is_shown_as_unknown(
     )
     d = door(capsys, *LLAMA, "--scenario=single", "--cells", "--no-matrix", "test_mine_file.py")
     assert d.block()[0] == "· test_mine[llamacpp]: ?", d.block()
+
+
+def test_a_skipped_cell_without_a_result_file_shows_why_with_cells(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = door(
+        capsys, *LLAMA[:2], f"--cassette-dir={tmp_path / 'none'}", "--scenario=single", "--cells"
+    )
+    assert d.code == 5, d.out
+    assert d.block()[0] == (
+        "· test_single[llamacpp]: skipped (not recorded: record with `python3 noxw -s llamacpp`)"
+    )
