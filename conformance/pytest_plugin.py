@@ -377,6 +377,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cells = [i for i in items if i.get_closest_marker("conformance_scenario")]
+    SuiteConfig._items = cells  # a class attribute: never the last in-process run's cells
     if not cells:
         return
     wanted = {s.id for s in suite(config).scenarios()}

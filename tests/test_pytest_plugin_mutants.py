@@ -1496,3 +1496,15 @@ def test_a_skipped_cell_without_a_result_file_shows_why_with_cells(
     assert d.block()[0] == (
         "· test_single[llamacpp]: skipped (not recorded: record with `python3 noxw -s llamacpp`)"
     )
+
+
+def test_a_second_run_in_one_process_forgets_the_first_runs_cells(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run that collects no cell (a suite option, the user's own tests) says nothing of
+    the suite, even after a suite run in the same process (pytest.main called twice)."""
+    assert door(capsys, *LLAMA, "--scenario=single", "--no-matrix").code == 0
+    (tmp_path / "test_mine_again.py").write_text("def test_ok():\n    assert True\n")
+    d = pytest_run(capsys, "--provider=llamacpp", f"--providers={PROVIDERS}", "test_mine_again.py")
+    assert d.code == 0, d.out
+    assert not any(ln.startswith("ran ") or " conformance " in ln for ln in d.lines), d.out
