@@ -1508,3 +1508,43 @@ def test_a_second_run_in_one_process_forgets_the_first_runs_cells(
     d = pytest_run(capsys, "--provider=llamacpp", f"--providers={PROVIDERS}", "test_mine_again.py")
     assert d.code == 0, d.out
     assert not any(ln.startswith("ran ") or " conformance " in ln for ln in d.lines), d.out
+
+
+def test_a_providers_cells_go_round_its_groups_in_collection_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Cell k of a provider joins group k mod concurrency; a user's own test, even one that
+    takes the provider and carries a mark, joins none."""
+    (tmp_path / "test_mine_grouped.py").write_text(
+        "import pytest\n\n@pytest.mark.slow\ndef test_mine(conformance_provider):\n    pass\n"
+    )
+    rec = _Groups()
+    code = pytest.main(
+        [
+            "-p", "no:cacheprovider", *SUITE, f"--providers={PROVIDERS}", "--provider=openai",
+            "--scenario=single", "--scenario=parallel", "--scenario=usage", "--scenario=strict",
+            "--scenario=named", "--collect-only", "--no-matrix", "test_mine_grouped.py",
+        ],
+        plugins=[rec],
+    )  # fmt: skip
+    capsys.readouterr()
+    assert code == 5  # collected, nothing tested
+    assert rec.groups.pop("test_mine[openai]") == ""
+    assert list(rec.groups.values()) == ["openai#0", "openai#1", "openai#2", "openai#3", "openai#0"]
+
+
+def test_a_run_whose_cells_are_all_deselected_is_the_users_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A reference profile runs only its own scenario: asked for another, no cell is left,
+    and the user's marked test beside it passes as in any pytest run."""
+    (tmp_path / "test_mine_left.py").write_text(
+        "import pytest\n\n@pytest.mark.slow\ndef test_ok():\n    assert True\n"
+    )
+    d = door(
+        capsys, f"--providers={PROVIDERS}", "--provider=profile:id-absent",
+        f"--cassette-dir={CASSETTES}", "--reference-profiles",
+        "--profile-server=http://127.0.0.1:9/v1", "--scenario=single", "test_mine_left.py",
+    )  # fmt: skip
+    assert d.code == 0, d.out
+    assert not any(ln.startswith("ran ") for ln in d.lines), d.out
