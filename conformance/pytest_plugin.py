@@ -232,8 +232,6 @@ class SuiteConfig:
     def cassette_dir(self) -> Path:
         return Path(self.config.getoption("--cassette-dir"))
 
-    _items: list[Any] = []
-
 
 def elicitation_from(config: pytest.Config) -> dict[str, Any]:
     """The command line's elicitation (all but max_tokens, which is set per cell)."""
@@ -375,9 +373,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("conformance_provider", providers, ids=[p.name for p in providers])
 
 
+# The cells this process collected, per run (an xdist controller collects none): kept in
+# the config's stash, so that a second in-process run never sees the last one's.
+CELL_ITEMS = pytest.StashKey[list[pytest.Item]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     cells = [i for i in items if i.get_closest_marker("conformance_scenario")]
-    SuiteConfig._items = cells  # a class attribute: never the last in-process run's cells
     if not cells:
         return
     wanted = {s.id for s in suite(config).scenarios()}
@@ -403,7 +405,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             k = seen.get(prov.name, 0)
             seen[prov.name] = k + 1
             item.add_marker(pytest.mark.xdist_group(f"{prov.name}#{k % max(1, prov.concurrency)}"))
-    SuiteConfig._items = [i for i in items if i.get_closest_marker("conformance_scenario")]
+    config.stash[CELL_ITEMS] = [i for i in items if i.get_closest_marker("conformance_scenario")]
 
 
 CELL_MODULE = "conformance/suite/test_scenarios.py"
@@ -555,7 +557,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     columns = run_columns(session.config)
     cells = read_cells(cfg.report_dir, columns)
     cells_ran = bool(outcomes(session.config).outcome)
-    if SuiteConfig._items or cells_ran or cells:
+    if session.config.stash.get(CELL_ITEMS, []) or cells_ran or cells:
         session.config._conformance_summary = summary = RunSummary(  # type: ignore[attr-defined]
             outcomes(session.config), cells
         )

@@ -1349,14 +1349,13 @@ class _Controller:
     reach it, but it collected none of them itself."""
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self) -> None:
-        P.SuiteConfig._items = []
+    def pytest_collection_modifyitems(self, config: pytest.Config) -> None:
+        config.stash[P.CELL_ITEMS] = []
 
 
 def test_a_controller_sums_up_cells_that_wrote_no_file(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(P.SuiteConfig, "_items", [])
     tapes = tmp_path / "tapes" / "llamacpp"
     tapes.mkdir(parents=True)
     (tapes / "single.yaml").write_text("interactions: !!python/object/apply:os.getpid []\n")
