@@ -1056,11 +1056,7 @@ class ToolCallAccumulator:
             # Unattributable, or cut by an error (catalogue: discard, do not repair).
             call.valid = False
             return call
-        if (
-            not slot.name
-            and (slot.id or len(self._all_slots()) == 1)
-            and ("Q-INDEX-INCONSISTENT-WITHIN-CALL", ev) not in self._notes
-        ):
+        if not slot.name and (slot.id or len(self._all_slots()) == 1):
             self._unnamed(call, ev)  # (id-less arguments beside other calls: not a call start)
         if not raw.strip():
             params = self._declared.get(slot.name)

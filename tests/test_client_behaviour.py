@@ -1596,6 +1596,30 @@ def test_one_call_split_over_two_indices() -> None:
     assert [c.valid for c in turn.calls] == [True, True]
 
 
+def test_a_nameless_call_with_an_id_is_noted_beside_a_split_call() -> None:
+    # event 1 opens an orphan (index 1: arguments, no id, no name) and call_b (an id, no
+    # name): the split call's note at that event must not hide call_b's missing name
+    turn = run(
+        [
+            chunk(opener(0, "call_a", "f", None)),
+            chunk(
+                frag(1, '{"a": 1}'), {"index": 2, "id": "call_b", "function": {"arguments": "{}"}}
+            ),
+            FIN,
+        ]
+    )
+    assert [(c.id, c.name, c.valid) for c in turn.calls] == [
+        ("call_a", "f", False),
+        ("", "", True),
+        ("call_b", "", True),
+    ]
+    assert [(n[0], n[1], n[3]) for n in notes(turn)] == [
+        ("Q-INDEX-INCONSISTENT-WITHIN-CALL", 1, False),
+        ("Q-NAME-NEVER-SENT", 1, False),
+    ]
+    assert not turn.executable
+
+
 def test_object_arguments_count_as_arguments() -> None:
     turn = run([chunk(opener(0, "call_a", "f", {"a": 1})), chunk(frag(1, {"b": 2})), FIN])
     assert [(c.name, c.arguments, c.valid) for c in turn.calls] == [
