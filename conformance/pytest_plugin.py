@@ -334,8 +334,13 @@ def pytest_configure(config: pytest.Config) -> None:
         # an endpoint given on the command line is live; each cell's cassette is recorded
         # afresh ("all" would append to the last run's, and a replay would play the old first)
         config.option.record_mode = "rewrite"
-    if not getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
-        # The same files as `toolcall-conformance run`: JUnit beside the matrix.
+    if (
+        hasattr(config.option, "xmlpath")
+        and not config.option.xmlpath
+        and not hasattr(config, "workerinput")
+    ):
+        # The same files as `toolcall-conformance run`: JUnit beside the matrix (unless
+        # pytest's junitxml plugin is off, `-p no:junitxml`: nothing would write it).
         config.option.xmlpath = str(cfg.report_dir / "junit.xml")
     # Fail fast, before collection, with one line (pytest prints UsageError without a
     # traceback): a bad providers file, an unknown provider or scenario name, no target.

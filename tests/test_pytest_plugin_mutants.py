@@ -736,6 +736,16 @@ def test_a_junit_file_asked_elsewhere_is_the_one_named(
     assert not (tmp_path / P.REPORT_DIR / "junit.xml").exists()
 
 
+def test_without_pytest_junitxml_no_junit_file_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    d = door(capsys, *LLAMA, "--scenario=single", "-p", "no:junitxml")
+    assert d.code == 0
+    assert any(ln.startswith("report: ") for ln in d.block())
+    assert not any(ln.startswith("junit:") for ln in d.lines)  # names no file never written
+    assert not (tmp_path / P.REPORT_DIR / "junit.xml").exists()
+
+
 def test_a_refused_cassette_fails_its_cell_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
