@@ -1220,6 +1220,17 @@ def test_a_directory_above_an_installed_suite_is_not_a_suite_run(
     assert not (tmp_path / P.REPORT_DIR).exists()
 
 
+def test_a_node_id_names_the_suite_by_its_path_before_the_first_colons(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite_dir = tmp_path / "my checkout" / "conformance" / "suite"  # a space in the path
+    suite_dir.mkdir(parents=True)
+    (suite_dir / "test_x.py").write_text("")
+    monkeypatch.setattr(P, "_suite_dir", lambda: suite_dir)
+    for arg in (f"{suite_dir / 'test_x.py'}::test_y", f"{suite_dir}::TestA::test_y"):
+        assert usage(pytest_run(capsys, arg)).startswith("nothing to test"), arg
+
+
 def test_a_gateway_runs_each_reference_profile_through_it_in_its_own_section(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
