@@ -37,8 +37,10 @@ def call(name: str, arguments: str, *, valid: bool = True, index: int = 0) -> To
     return ToolCall(index, f"call_{index}", "function", name, arguments, arguments, valid=valid)
 
 
-def expectations(scenario: str, *calls: ToolCall) -> tuple[list[tuple[Any, ...]], str | None]:
-    r = NS(turn=NS(calls=list(calls)), quirks=[])
+def expectations(
+    scenario: str, *calls: ToolCall, quirks: tuple[str, ...] = ()
+) -> tuple[list[tuple[Any, ...]], str | None]:
+    r = NS(turn=NS(calls=list(calls)), quirks=list(quirks))
     findings, note = check_expectations(SCENARIOS[scenario], r, {})  # type: ignore[arg-type]
     return [(f["rule"], f["level"], f["quirk"], f["message"]) for f in findings], note
 
@@ -71,6 +73,17 @@ def test_strict_skips_an_invalid_call_and_a_tool_the_scenario_does_not_declare()
     other = call("get_time", '{"nothing": 1}', index=1)
     findings, _ = expectations("strict", cut, other)
     assert findings == []
+
+
+def test_a_cut_turn_whose_arguments_were_invented_is_elicited() -> None:
+    whole = call("get_weather", '{"city": "Paris"}')
+    complete = "not elicited: the arguments were complete within max_tokens"
+    assert expectations("truncated-arguments", whole) == ([], complete)
+    # complete because the server filled in what max_tokens cut: the quirk was shown
+    invented = ("Q-ARGS-INVENTED-ON-TRUNCATION",)
+    assert expectations("truncated-arguments", whole, quirks=invented) == ([], None)
+    cut = call("get_weather", '{"city": "Pa', valid=False)
+    assert expectations("truncated-arguments", cut) == ([], None)
 
 
 def test_without_the_schema_expectation_nothing_is_validated() -> None:
