@@ -530,3 +530,17 @@ def test_a_body_cut_after_its_head_or_a_replay_never_fails_fast(closed_port: int
     finally:
         runner.close()
     assert [c.meta.get("failed_fast") for c in cells] == [None] * (FAIL_FAST_AFTER + 1)
+
+
+def test_a_round_trip_on_a_dropped_kept_alive_connection_shows_the_drop() -> None:
+    from faults import fault_server
+
+    with fault_server(max_wait=20) as own:  # its own server: the pool is per host and port
+        entry = {"base_url": own.base_url("keepalive-drop"), "model": "reference"}
+        runner = CellRunner(replay=False)
+        try:
+            cell = runner.run(provider_from_entry("ka", entry), SCENARIOS["round-trip"])
+        finally:
+            runner.close()
+    assert cell.verdict == "conforms" and cell.quirks == ["Q-KEEPALIVE-DROPPED"]
+    assert [(f["quirk"], f["exchange"]) for f in cell.findings] == [("Q-KEEPALIVE-DROPPED", 1)]
