@@ -331,6 +331,9 @@ def test_calls_outside_a_completions_choices_array_are_not_counted(plain: Any) -
     assert cell.quirks == []
 
 
+KELVIN = '{"city": "Paris", "unit": "kelvin"}'
+
+
 def refused(body: dict, n: int) -> httpx.Response:
     raise httpx.ConnectError("connection refused by the stream-false endpoint " + "x" * 200)
 
@@ -513,17 +516,21 @@ def test_a_response_in_between_starts_the_count_again(closed_port: int) -> None:
 
 
 def test_a_body_cut_after_its_head_or_a_replay_never_fails_fast(closed_port: int) -> None:
-    def cut(body: dict) -> httpx.Response:
+    def answer(request: httpx.Request) -> httpx.Response:
         def chunks() -> Iterator[bytes]:
             yield EMPTY_STREAM[:40]
             raise httpx.ReadError("connection reset")
 
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
 
-    seen: list[dict] = []
-    for _ in range(FAIL_FAST_AFTER + 1):
-        cell = run_answered("single", None, seen, stream=cut)
-        assert cell.verdict == "error" and "failed_fast" not in cell.meta
+    cut = provider_from_entry("p", {"base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    runner = CellRunner(replay=False, client=httpx.Client(transport=httpx.MockTransport(answer)))
+    try:
+        cells = cells_of(runner, *[cut] * (FAIL_FAST_AFTER + 1))
+    finally:
+        runner.close()
+    assert [c.verdict for c in cells] == ["error"] * (FAIL_FAST_AFTER + 1)
+    assert [c.meta.get("failed_fast") for c in cells] == [None] * (FAIL_FAST_AFTER + 1)
     runner = CellRunner(replay=True)  # a replay judges every cell it has
     try:
         cells = cells_of(runner, *[live(closed_port)] * (FAIL_FAST_AFTER + 1))
@@ -544,3 +551,107 @@ def test_a_round_trip_on_a_dropped_kept_alive_connection_shows_the_drop() -> Non
             runner.close()
     assert cell.verdict == "conforms" and cell.quirks == ["Q-KEEPALIVE-DROPPED"]
     assert [(f["quirk"], f["exchange"]) for f in cell.findings] == [("Q-KEEPALIVE-DROPPED", 1)]
+
+
+# ------------------------------------------------------------------ a cell that ended in error
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def sse(*chunks: dict[str, Any]) -> str:
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+
+
+def streamed(text: str) -> httpx.Response:
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
+
+
+def cut_after(text: str) -> Any:
+    """A stream whose connection breaks after ``text``."""
+
+    def answer(body: dict) -> httpx.Response:
+        def chunks() -> Iterator[bytes]:
+            yield text.encode()
+            raise httpx.ReadError("connection reset")
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
+
+    return answer
+
+
+def one_call(call: dict[str, Any]) -> str:
+    return sse(chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [call]}))
+
+
+def test_a_cell_in_error_is_not_judged_on_its_scenario() -> None:
+    kelvin = {"index": 0, **CALL, "function": {"name": "get_weather", "arguments": KELVIN}}
+    cell = run_answered("strict", None, [], stream=cut_after(one_call(kelvin)))
+    assert cell.verdict == "error"
+    assert "Q-STRICT-IGNORED" not in cell.quirks  # the call's schema is not judged
+    assert all(f["rule"] != "R-ARGS-JSON" for f in cell.findings)
+
+
+def test_a_call_of_a_cell_in_error_is_not_sent_back() -> None:
+    seen: list[dict] = []
+    cell = run_answered("round-trip", None, seen, stream=cut_after(one_call({"index": 0, **CALL})))
+    assert cell.verdict == "error" and len(seen) == 1  # no round trip
+
+
+def test_a_round_trip_cut_mid_event_is_an_error_with_its_evidence() -> None:
+    first = one_call({"index": 0, **CALL}) + sse(chunk({}, "tool_calls")) + "data: [DONE]\n\n"
+    cut = sse(chunk({"role": "assistant", "content": "It is"}))[:-30]
+
+    def answer(body: dict) -> httpx.Response:
+        return streamed(cut if any(m["role"] == "tool" for m in body["messages"]) else first)
+
+    cell = run_answered("round-trip", None, [], stream=answer)
+    assert cell.verdict == "error" and (cell.reason or "").startswith(
+        "round trip: HTTP 200 body cut inside an event"
+    )
+    assert [(f["rule"], f["exchange"]) for f in cell.findings if f["rule"] == "R-COMPLETE"] == [
+        ("R-COMPLETE", 1)
+    ]
+    assert [e for e in cell.evidence if e["exchange"] != 0]  # the round trip's own event
+    assert {e["exchange"] for e in cell.evidence} == {0, 1}
+
+
+def test_the_streamed_requests_retries_and_the_comparisons_are_both_kept() -> None:
+    tries: list[int] = []
+
+    def busy_once(body: dict) -> httpx.Response:
+        tries.append(1)
+        if len(tries) == 1:
+            return httpx.Response(429, headers={"retry-after": "0"}, json={"error": {}})
+        return streamed(EMPTY_STREAM.decode())
+
+    def plain(body: dict, n: int) -> httpx.Response:
+        if n == 0:
+            return httpx.Response(503, headers={"retry-after": "0"}, json={"error": {}})
+        return httpx.Response(200, json=completion([CALL]))
+
+    cell = run_answered("required", plain, [], entry={"retries": {"max": 1}}, stream=busy_once)
+    assert cell.quirks == ["Q-TOOLCALLS-MISSING-IN-STREAM"]
+    assert [r["status"] for r in cell.retries] == [429, 503]
+
+
+def test_the_comparison_asks_the_same_request_without_streaming_and_its_options() -> None:
+    from conformance.runner import _stream_comparison
+
+    sent: list[dict] = []
+
+    def send(body: dict, tag: str) -> Any:
+        sent.append(body)
+        return NS(transport_error=None, status=200, raw=b"{}", meta={"retries": []})
+
+    body = {"model": "m", "stream": True, "stream_options": {"include_usage": True}, "n": 1}
+    assert _stream_comparison(send, body) == ({"made": True, "tool_calls": 0}, [])
+    assert sent == [{"model": "m", "stream": False, "n": 1}]
+    assert body["stream"] is True  # the streamed request itself is left as it was
