@@ -244,6 +244,8 @@ def _describe(err: jsonschema.ValidationError) -> tuple[list[Any], str]:
     if v == "pattern":
         last = parts[-1] if parts else None
         if last == "base_url":
+            if str(inst).startswith(("http://", "https://")):  # the rest has white space
+                return parts, "white space in the URL"
             scheme = str(inst).split("://", 1)[0] if "://" in str(inst) else str(inst)[:12]
             return (
                 parts,
@@ -468,6 +470,8 @@ def _url_problem(url: str) -> str | None:
         return f"not an http(s) URL (scheme {parts.scheme or url[:12]!r})"
     if not parts.hostname:
         return "no host in the URL"
+    if any(c.isspace() for c in url):  # sent, it would be percent-encoded into another path
+        return "white space in the URL"
     return None
 
 

@@ -193,6 +193,12 @@ def test_base_url_env_wins_when_set_and_the_file_url_otherwise(
     assert load_one(tmp_path, base_url_env="MY_URL").base_url == "https://other.example/v2"
 
 
+def test_a_file_url_with_white_space_is_refused(tmp_path: Path) -> None:
+    assert refusal(tmp_path, base_url="http://127.0.0.1:9/v 1") == (
+        ": provider 'p', field 'base_url': white space in the URL"
+    )
+
+
 def test_a_file_url_without_a_host_is_refused(tmp_path: Path) -> None:
     assert refusal(tmp_path, base_url="http:///v1") == (
         ": provider 'p', field 'base_url': no host in the URL"
@@ -375,6 +381,8 @@ def test_a_provider_from_options_is_named_after_its_model() -> None:
         ("http://h/v1", "", None, "--base-url needs --model NAME (the model to ask)"),
         ("ftp://h/v1", "m", None, "--base-url: not an http(s) URL (scheme 'ftp')"),
         ("http:///v1", "m", None, "--base-url: no host in the URL"),
+        ("http://h/v1 ", "m", None, "--base-url: white space in the URL"),
+        ("http://h/my v1", "m", None, "--base-url: white space in the URL"),
         (
             "https://h/v1?api_key=abcdef123456",
             "m",
