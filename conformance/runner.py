@@ -209,6 +209,8 @@ def _needs_stream_comparison(r: CaptureResult, body: dict[str, Any]) -> bool:
     choice = body.get("tool_choice")
     if not (choice == "required" or isinstance(choice, dict)) or r.verdict == Verdict.ERROR:
         return False
+    if r.turn is not None and r.turn.calls:  # a named choice answered with another tool:
+        return False  # its R-TOOL-CHOICE is about that call, stream false tells no more
     return any(f.rule == "R-TOOL-CHOICE" and f.quirk is None for f in r.findings)
 
 

@@ -655,3 +655,30 @@ def test_the_comparison_asks_the_same_request_without_streaming_and_its_options(
     assert _stream_comparison(send, body) == ({"made": True, "tool_calls": 0}, [])
     assert sent == [{"model": "m", "stream": False, "n": 1}]
     assert body["stream"] is True  # the streamed request itself is left as it was
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("tool-choice-none", 'tool_choice "none" but a tool call was streamed'),
+        ("named", "named tool_choice 'get_time' but called 'get_weather'"),
+    ],
+    ids=["none", "another-tool"],
+)
+def test_a_call_against_the_tool_choice_is_not_compared_with_stream_false(
+    scenario: str, message: str
+) -> None:
+    """R-TOOL-CHOICE without a quirk, but a call (get_weather) was streamed: a request with
+    stream false tells nothing more (Q-TOOLCALLS-MISSING-IN-STREAM is a stream without
+    the call), and would cost a call."""
+    whole = one_call({"index": 0, **CALL}) + sse(chunk({}, "tool_calls")) + "data: [DONE]\n\n"
+    seen: list[dict] = []
+    cell = run_answered(scenario, None, seen, stream=lambda body: streamed(whole))
+    assert [b["stream"] for b in seen] == [True]
+    assert "stream_comparison" not in cell.meta
+    assert [
+        (f["quirk"], f["level"], f["message"])
+        for f in cell.findings
+        if f["rule"] == "R-TOOL-CHOICE"
+    ] == [(None, "MUST", message)]
+    assert cell.verdict == "fails"
