@@ -193,8 +193,9 @@ def test_base_url_env_wins_when_set_and_the_file_url_otherwise(
     assert load_one(tmp_path, base_url_env="MY_URL").base_url == "https://other.example/v2"
 
 
-def test_a_file_url_with_white_space_is_refused(tmp_path: Path) -> None:
-    assert refusal(tmp_path, base_url="http://127.0.0.1:9/v 1") == (
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/v 1", "https://h.example/v1 "])
+def test_a_file_url_with_white_space_is_refused(tmp_path: Path, url: str) -> None:
+    assert refusal(tmp_path, base_url=url) == (
         ": provider 'p', field 'base_url': white space in the URL"
     )
 
