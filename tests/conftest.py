@@ -14,6 +14,7 @@ import gc
 import json
 import locale
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -252,6 +253,14 @@ def _one_tls_context() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(default, "create_ssl_context", shared)
         yield
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port bound but not listening (refused), held so that no other server takes it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
 
 
 @pytest.fixture()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -60,14 +59,6 @@ def door(kind: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def server() -> object:
     with running_server() as url:
         yield url
-
-
-@pytest.fixture
-def closed_port() -> object:
-    """A port bound but not listening (refused), held so that no other server takes it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 DOORS = ["run", "pytest"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import socket
 import sys
 import threading
 import time
@@ -58,13 +57,6 @@ def _user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 def server() -> Iterator[str]:
     with running_server() as url:
         yield url
-
-
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 class Door:

@@ -8,7 +8,6 @@ llama.cpp recordings (replay), an in-process reference server (live), or a close
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,14 +42,6 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 def server() -> Iterator[str]:
     with running_server() as url:
         yield url
-
-
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    """A port bound but not listening (refused), held so that no other server takes it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 class Ran:

@@ -106,6 +106,45 @@ CALL = {
 }
 
 
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def sse(*chunks: dict[str, Any]) -> str:
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+
+
+def streamed(text: str) -> httpx.Response:
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
+
+
+def cut_after(text: str) -> Any:
+    """A stream whose connection breaks after ``text``."""
+
+    def answer(body: dict) -> httpx.Response:
+        def chunks() -> Iterator[bytes]:
+            yield text.encode()
+            raise httpx.ReadError("connection reset")
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
+
+    return answer
+
+
+def one_call(call: dict[str, Any]) -> str:
+    return sse(chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [call]}))
+
+
+CALLED = one_call({"index": 0, **CALL}) + sse(chunk({}, "tool_calls")) + "data: [DONE]\n\n"
+"""A whole turn that streams CALL."""
+
+
 def completion(tool_calls: Any) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     if tool_calls is not None:
@@ -137,11 +176,7 @@ def run_answered(
         body = json.loads(request.content)
         seen.append(body)
         if body.get("stream") is True:
-            if stream is not None:
-                return stream(body)
-            return httpx.Response(
-                200, headers={"content-type": "text/event-stream"}, content=EMPTY_STREAM
-            )
+            return streamed(EMPTY_STREAM.decode()) if stream is None else stream(body)
         plains.append(1)
         return plain(body, len(plains) - 1)
 
@@ -411,37 +446,13 @@ def test_the_providers_retry_policy_applies_to_the_streamed_request() -> None:
 
 
 def test_no_comparison_when_a_forced_choice_streamed_its_call() -> None:
-    def with_call(body: dict) -> httpx.Response:
-        pieces = [
-            {"role": "assistant", "content": None},
-            {"tool_calls": [{"index": 0, **CALL}]},
-        ]
-        events = [
-            {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-             "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-            for d in pieces
-        ] + [
-            {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-             "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
-        ]  # fmt: skip
-        text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
-
     seen: list[dict] = []
-    cell = run_answered("required", None, seen, stream=with_call)
+    cell = run_answered("required", None, seen, stream=lambda body: streamed(CALLED))
     assert [b["stream"] for b in seen] == [True]
     assert "stream_comparison" not in cell.meta and cell.verdict == "conforms"
 
 
 # ------------------------------------------------------------------ a provider that is down
-
-
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    """A port bound but not listening (refused), held so that no other server takes it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -556,41 +567,6 @@ def test_a_round_trip_on_a_dropped_kept_alive_connection_shows_the_drop() -> Non
 # ------------------------------------------------------------------ a cell that ended in error
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
-def sse(*chunks: dict[str, Any]) -> str:
-    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
-
-
-def streamed(text: str) -> httpx.Response:
-    return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
-
-
-def cut_after(text: str) -> Any:
-    """A stream whose connection breaks after ``text``."""
-
-    def answer(body: dict) -> httpx.Response:
-        def chunks() -> Iterator[bytes]:
-            yield text.encode()
-            raise httpx.ReadError("connection reset")
-
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
-
-    return answer
-
-
-def one_call(call: dict[str, Any]) -> str:
-    return sse(chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [call]}))
-
-
 def test_a_cell_in_error_is_not_judged_on_its_scenario() -> None:
     kelvin = {"index": 0, **CALL, "function": {"name": "get_weather", "arguments": KELVIN}}
     cell = run_answered("strict", None, [], stream=cut_after(one_call(kelvin)))
@@ -606,11 +582,10 @@ def test_a_call_of_a_cell_in_error_is_not_sent_back() -> None:
 
 
 def test_a_round_trip_cut_mid_event_is_an_error_with_its_evidence() -> None:
-    first = one_call({"index": 0, **CALL}) + sse(chunk({}, "tool_calls")) + "data: [DONE]\n\n"
     cut = sse(chunk({"role": "assistant", "content": "It is"}))[:-30]
 
     def answer(body: dict) -> httpx.Response:
-        return streamed(cut if any(m["role"] == "tool" for m in body["messages"]) else first)
+        return streamed(cut if any(m["role"] == "tool" for m in body["messages"]) else CALLED)
 
     cell = run_answered("round-trip", None, [], stream=answer)
     assert cell.verdict == "error" and (cell.reason or "").startswith(
@@ -671,14 +646,9 @@ def test_a_call_against_the_tool_choice_is_not_compared_with_stream_false(
     """R-TOOL-CHOICE without a quirk, but a call (get_weather) was streamed: a request with
     stream false tells nothing more (Q-TOOLCALLS-MISSING-IN-STREAM is a stream without
     the call), and would cost a call."""
-    whole = one_call({"index": 0, **CALL}) + sse(chunk({}, "tool_calls")) + "data: [DONE]\n\n"
     seen: list[dict] = []
-    cell = run_answered(scenario, None, seen, stream=lambda body: streamed(whole))
+    cell = run_answered(scenario, None, seen, stream=lambda body: streamed(CALLED))
     assert [b["stream"] for b in seen] == [True]
     assert "stream_comparison" not in cell.meta
-    assert [
-        (f["quirk"], f["level"], f["message"])
-        for f in cell.findings
-        if f["rule"] == "R-TOOL-CHOICE"
-    ] == [(None, "MUST", message)]
+    assert tool_choice_findings(cell) == [(None, "MUST", message)]
     assert cell.verdict == "fails"
