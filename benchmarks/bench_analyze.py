@@ -81,7 +81,7 @@ def throughput(events: int, repeat: int) -> dict[str, float]:
         from openai.lib.streaming.chat import ChatCompletionStreamState
         from openai.types.chat import ChatCompletionChunk
     except ImportError:  # pragma: no cover - the bench extra is missing
-        print("openai not installed: pip install 'conformance[bench]'", file=sys.stderr)
+        print("openai not installed: pip install 'toolcall-conformance[bench]'", file=sys.stderr)
         return out
 
     objs = [construct_type(type_=ChatCompletionChunk, value=c) for c in chunks]

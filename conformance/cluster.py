@@ -1,6 +1,6 @@
 """Field evidence for a corpus too large for one machine, on a Dask cluster.
 
-    pip install 'conformance[cluster]'
+    pip install 'toolcall-conformance[cluster]'
     python -m conformance.cluster DIR_OR_URL [--scheduler tcp://HOST:8786 | --workers N]
                                   [--sources FILE] [--out FILE] [--batch 64]
 
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         print(
-            "conformance cluster: dask is not installed; pip install 'conformance[cluster]'",
+            "conformance cluster: dask is not installed; pip install 'toolcall-conformance[cluster]'",
             file=sys.stderr,
         )
         return 2

@@ -55,6 +55,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "longstrings": ("conformance/longstrings.py",),
     "report/parsers": ("conformance/report/parsers.py",),
     "lanes/vllm_scripts": ("conformance/lanes/vllm_scripts.py",),
+    "sse": ("conformance/sse.py",),
+    "jsontext": ("conformance/jsontext.py",),
+    "parallel": ("conformance/parallel.py",),
+    "cluster": ("conformance/cluster.py",),
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}  # a failing test, pytest error, timeout, type check
 SURVIVED = {0}
