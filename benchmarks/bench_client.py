@@ -1,5 +1,5 @@
 """Feeding cost of conformance.client.ToolCallAccumulator on one stream, against a bare dict
-accumulator (seed 000 §2, the minimum any client does) and the openai SDK's own
+accumulator (the guides' loop, the minimum any client does) and the openai SDK's own
 ChatCompletionStreamState. Goal: at most 2x the bare dict accumulator, and far below the SDK.
 Chunks are pre-parsed dicts for the first two; the SDK gets its own chunk objects, built
 before timing (its model construction is not counted against it).

@@ -19,7 +19,7 @@ each one's time includes the floor (a ratio of 0.75 means 1/3 of the floor's tim
 - ``client``: ``conformance.client.ToolCallAccumulator`` feed (payload text) + result();
 - ``analyze``: ``conformance.analysis.analyze_bytes`` from the SSE bytes (decoding, JSON,
   every rule and detector, three strategies, the verdict);
-- ``bare dict``: ``json.loads`` + the minimal accumulator any client has (seed 000 §2);
+- ``bare dict``: ``json.loads`` + the minimal accumulator any client has (the guides' loop);
 - ``openai``: ``json.loads``, the SDK's chunk model (``construct_type``, no validation) and
   ``ChatCompletionStreamState.handle_chunk``, + the final completion: what its stream does;
 - ``litellm``: ``json.loads``, ``ModelResponseStream`` per chunk, ``stream_chunk_builder``;

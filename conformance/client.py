@@ -4,10 +4,11 @@ Feed it chunks (raw JSON dicts, or the ``openai`` SDK's chunk objects) one at a 
 ask for the calls so far at any point; at the end take the assistant message, the
 quirks it had to work around and whether any arguments needed repair.
 
-It follows the catalogue's accumulator rules (quirks-catalogue §N) and the index
-repair of seed 004: state per choice, call starts detected by id or by name, index-less
-fragments routed to the call in progress, cumulative and object arguments, JSON repair
-per seed 000 §4. Two promises hold everywhere: the provider's ``id`` is kept exactly as
+It follows the quirk catalogue's accumulator rules (docs/quirks.md) and the index repair
+of a public fix for providers' parallel indices (danny-avila's pull request 260, "repair
+streamed tool-call indices"): state per choice, call starts detected by id or by name,
+index-less fragments routed to the call in progress, cumulative and object arguments,
+JSON repair of cut arguments. Two promises hold everywhere: the provider's ``id`` is kept exactly as
 sent (``""`` included) and never invented, and unparsable arguments are never silently
 replaced by ``{}``.
 
@@ -221,9 +222,9 @@ def _cut_string(text: str) -> str:
 
 
 def repair_json(text: str) -> str | None:
-    """Complete a truncated JSON value (seed 000 §4, string- and token-aware).
+    """Complete a truncated JSON value (string- and token-aware).
 
-    Seed 000 closes unmatched ``{`` and ``[``; this also closes a cut string value
+    The usual repair closes unmatched ``{`` and ``[``; this also closes a cut string value
     (dropping a half escape), completes a cut ``true``/``false``/``null`` and keeps the
     valid part of a cut number. A member that never got its value (cut inside its key,
     before its ``:`` or right after it) is dropped with its comma rather than given an
@@ -740,10 +741,10 @@ class ToolCallAccumulator:
     def _judge_attribution(self, state: _Choice) -> None:
         """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
 
-        Fragments without index, id and name go to the call in progress (seed 004), and
+        Fragments without index, id and name go to the call in progress (the index repair), and
         fragments on an index several calls share go to the last call that opened it. When
         such a guess leaves a call's arguments unparsable, the fragments of two calls were
-        interleaved: unattributable, as seed 004's review says. Likewise, one call's deltas
+        interleaved: unattributable, as that fix's review says. Likewise, one call's deltas
         split over two indices (Q-INDEX-INCONSISTENT-WITHIN-CALL) leave a nameless, id-less
         call holding arguments next to a named call holding none.
         """

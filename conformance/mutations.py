@@ -8,7 +8,7 @@ A stream is a list of frames: a ``dict`` is one chunk object (``data: <compact j
 ``Raw`` is literal SSE text, ``Done`` is ``data: [DONE]`` and ``Stall`` is a pause the server
 sleeps. Every transform in ``MUTATIONS`` is pure (it deep-copies its input), deterministic
 given its ``random.Random`` and minimal: it injects its quirk, modelled on the wire example
-of ``../shared/reference/quirks-catalogue.md``, and nothing else. Transforms expect a
+in the quirk catalogue (docs/quirks.md), and nothing else. Transforms expect a
 ``reference_stream`` (one tool-call delta per chunk, calls keyed by ``index``); ones that
 reorder calls assume calls are not interleaved, which is OpenAI's own shape.
 """

@@ -1,8 +1,8 @@
 """The three client strategies the matrix reports impact for.
 
-- ``naive``: seed 000 §2 literally: ``choices[0]``, key by ``index``, overwrite
+- ``naive``: the accumulation loop the guides show, literally: ``choices[0]``, key by ``index``, overwrite
   id/name/type whenever the key is present (``Some("")`` included), append arguments.
-- ``guarded``: seed 000 §5's non-empty guard (and seed 003's guards, without its
+- ``guarded``: the guides' non-empty guard (and a tutorial's guards, without its
   invented fallback ids): skip chunks without choices, index defaults to 0,
   overwrite only with non-empty values.
 - ``robust``: ``conformance.client.ToolCallAccumulator``, the suite's reference client.

@@ -6,7 +6,7 @@ and ``accelerate``), never in the project venv::
     ~/.cache/conformance/vllm-venv/bin/python conformance/lanes/convert_gguf.py \\
         MODEL.gguf OUT_DIR [--dtype bfloat16]
 
-Why the detour (see ../shared/reference/vllm-cpu-probe.md, section 2.4):
+Why the detour (found probing vLLM on CPU):
 
 * transformers 5.x keeps GGUF weights packed, and ``save_pretrained`` then refuses with
   "The model is quantized with QuantizationMethod.GGUF and is not serializable".  Loading with
