@@ -59,6 +59,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "jsontext": ("conformance/jsontext.py",),
     "parallel": ("conformance/parallel.py",),
     "cluster": ("conformance/cluster.py",),
+    "lanes/vllm_columns": ("conformance/lanes/vllm_columns.py",),
+    "lanes/scripted_processor": ("conformance/lanes/scripted_processor.py",),
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}  # a failing test, pytest error, timeout, type check
 SURVIVED = {0}
@@ -317,7 +319,7 @@ def render(data: dict[str, Any]) -> str:
 
 def readme_table(data: dict[str, Any]) -> str:
     """The README's table (between `<!-- mutation:start/end -->`): every module with its
-    mutants and the share of the non-equivalent ones killed, two modules to a row (the
+    mutants and the share of the non-equivalent ones killed, three modules to a row (the
     counts behind each share are in docs/mutation.md); a partly judged module says so
     instead of a percentage, a module not judged yet says that."""
     cells = []
@@ -329,16 +331,13 @@ def readme_table(data: dict[str, Any]) -> str:
         complete = row.get("judged", row["mutants"]) == row["mutants"]
         pct = f"{score(row):.1%}" if complete else f"{score(row):.1%} of {row['judged']:,} judged"
         cells.append(f"`{name}` | {row['mutants']:,} | {pct}")
-    if len(cells) % 2:
-        cells.append(" | | ")
-    half = len(cells) // 2
-    lines = [
-        "| module | mutants | killed / non-equivalent "
-        "| module | mutants | killed / non-equivalent |",
-        "|---|---:|---:|---|---:|---:|",
-    ]
+    per_row = 3
+    cells += [" | | "] * (-len(cells) % per_row)
+    rows = len(cells) // per_row
+    head = "| module | mutants | killed / non-equivalent "
+    lines = [head * per_row + "|", "|---|---:|---:" * per_row + "|"]
     lines += [
-        f"| {left} | {right} |" for left, right in zip(cells[:half], cells[half:], strict=True)
+        "| " + " | ".join(cells[r + rows * c] for c in range(per_row)) + " |" for r in range(rows)
     ]
     return "\n".join(lines)
 
