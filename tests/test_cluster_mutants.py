@@ -1,8 +1,8 @@
 """conformance.cluster in process (the mutation run's tests for it): which files of a
 directory or prefix are captures, how each is named, what a worker's batch returns for an
 unreadable one, how names are cut into tasks, and what the command says and exits with.
-The cluster here is Dask's in-process one (threads, no worker processes), so a mutant of
-this module is what runs; tests/test_cluster.py runs the recipe on worker processes."""
+Dask's client is a synchronous stand-in here (see ``_Client``); tests/test_cluster.py runs
+the recipe on a real local cluster of worker processes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ import pytest
 from conformance import field
 
 pytest.importorskip("dask.distributed", reason="the cluster extra: pip install '.[cluster]'")
-from dask.distributed import Client, LocalCluster  # noqa: E402
-
 from conformance import cluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,29 +96,119 @@ def test_batches(n: int, size: int, sizes: list[int]) -> None:
     assert [x for b in got for x in b] == names
 
 
-@pytest.fixture(scope="module")
-def client():
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as lc,
-        Client(lc) as c,
-    ):
-        yield c
+class _Future:
+    """A task that has run, as ``analyse`` sees a Dask future."""
+
+    def __init__(self, owner: _Client, value: Any):
+        self.owner, self.value = owner, value
+        owner.in_flight += 1
+        owner.most = max(owner.most, owner.in_flight)
+
+    def result(self) -> Any:
+        return self.value
+
+    def release(self) -> None:
+        self.owner.in_flight -= 1
+        self.owner.released += 1
 
 
-@pytest.mark.parametrize(("batch", "window"), [(1, 1), (3, 2), (64, None)])
-def test_analyse_is_the_local_document(client, tmp_path: Path, batch: int, window: Any) -> None:
+class _Client:
+    """Dask's client as ``cluster.analyse`` uses it, run synchronously in this process.
+
+    A stand-in, not the real part: the mutation run forks a process per mutant, and an
+    in-process Dask cluster hung there. tests/test_cluster.py runs the recipe on a real
+    local cluster of worker processes; this one counts what ``analyse`` asks of it."""
+
+    def __init__(self, nthreads: dict[str, int] | None = None):
+        self.threads = {"a": 1, "b": 2} if nthreads is None else nthreads
+        self.in_flight = self.most = self.released = 0
+        self.scattered: list[tuple[Any, bool]] = []
+        self.submitted: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def nthreads(self) -> dict[str, int]:
+        return self.threads
+
+    def scatter(self, values: list[Any], broadcast: bool = False) -> list[Any]:
+        self.scattered.append((values, broadcast))
+        return list(values)  # Dask resolves a scattered future to its value in a task
+
+    def submit(self, fn: Any, *args: Any, **kw: Any) -> _Future:
+        self.submitted.append((args, kw))
+        return _Future(self, fn(*args))
+
+    def __enter__(self) -> _Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _AsCompleted:
+    """Dask's ``as_completed``: here the last task added finishes first, so records come
+    back out of their order."""
+
+    def __init__(self, futures: list[_Future]):
+        self.todo = list(futures)
+
+    def add(self, future: _Future) -> None:
+        self.todo.append(future)
+
+    def __iter__(self) -> _AsCompleted:
+        return self
+
+    def __next__(self) -> _Future:
+        if not self.todo:
+            raise StopIteration
+        return self.todo.pop()
+
+
+@pytest.fixture(autouse=True)
+def _dask(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dask.distributed as dd
+
+    monkeypatch.setattr(dd, "as_completed", _AsCompleted)
+
+
+@pytest.mark.parametrize(("batch", "window"), [(1, 1), (3, 2), (64, None), (1, None)])
+def test_analyse_is_the_local_document(tmp_path: Path, batch: int, window: Any) -> None:
     corpus.write(tmp_path, 40)
     local = field.analyse_directory(tmp_path, SOURCES, jobs=1)
+    client = _Client()
     got = cluster.analyse(client, str(tmp_path), SOURCES, batch=batch, window=window)
     assert field.dumps(got) == field.dumps(local)
     assert len(got["entries"]) >= 38
+    names = cluster.capture_names(str(tmp_path))
+    tasks = [args[1] for args, _ in client.submitted]
+    assert [n for t in tasks for n in t] == names  # every name once, in batches of `batch`
+    assert all(len(t) == batch for t in tasks[:-1]) and 0 < len(tasks[-1]) <= batch
+    # at most `window` tasks in flight (default: four per worker thread), each released
+    assert client.most == min(len(tasks), window or 4 * 3)
+    assert client.released == len(tasks) and client.in_flight == 0
+    assert client.scattered == [([SOURCES], True)]  # the sources sent once, to every worker
+    for args, kw in client.submitted:  # impure: a file changed since is read again
+        assert args[0] == str(tmp_path) and args[2] is SOURCES and args[3] is None
+        assert kw == {"pure": False}
 
 
-def test_analyse_of_nothing_is_an_error_naming_the_place(client, tmp_path: Path) -> None:
+def test_the_default_window_without_worker_threads_is_four(tmp_path: Path) -> None:
+    corpus.write(tmp_path, 10)
+    client = _Client(nthreads={})
+    cluster.analyse(client, str(tmp_path), SOURCES, batch=1)
+    assert client.most == 4
+
+
+def test_analyse_passes_the_storage_options_to_the_workers(tmp_path: Path) -> None:
+    corpus.write(tmp_path, 5)
+    client = _Client()
+    storage = {"auto_mkdir": False}
+    got = cluster.analyse(client, tmp_path.as_uri(), SOURCES, storage=storage)
+    assert [args[3] for args, _ in client.submitted] == [storage]
+    assert len(got["entries"]) == 5
+
+
+def test_analyse_of_nothing_is_an_error_naming_the_place(tmp_path: Path) -> None:
     with pytest.raises(field.FieldError, match=str(tmp_path)):
-        cluster.analyse(client, str(tmp_path), SOURCES)
+        cluster.analyse(_Client(), str(tmp_path), SOURCES)
 
 
 def _argv(tmp: Path, *more: str) -> list[str]:
@@ -129,12 +217,31 @@ def _argv(tmp: Path, *more: str) -> list[str]:
     return [str(tmp / "logs"), "--sources", str(tmp / "sources.yaml"), *more]
 
 
-def test_main_on_a_running_scheduler(client, tmp_path: Path, capsys) -> None:
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    """What ``main`` starts: clients (by address or cluster) and local clusters."""
+    import dask.distributed as dd
+
+    seen: list[tuple[str, Any]] = []
+
+    def client(where: Any) -> _Client:
+        seen.append(("client", where))
+        return _Client()
+
+    def local(**kw: Any) -> _Client:
+        seen.append(("cluster", kw))
+        return _Client()  # a context manager too
+
+    monkeypatch.setattr(dd, "Client", client)
+    monkeypatch.setattr(dd, "LocalCluster", local)
+    return seen
+
+
+def test_main_on_a_running_scheduler(started, tmp_path: Path, capsys) -> None:
     out = tmp_path / "evidence.json"
-    argv = _argv(
-        tmp_path, "--out", str(out), "--batch", "5", "--scheduler", client.scheduler.address
-    )
+    argv = _argv(tmp_path, "--out", str(out), "--batch", "5", "--scheduler", "tcp://10.0.0.9:8786")
     assert cluster.main(argv) == 0
+    assert started == [("client", "tcp://10.0.0.9:8786")]
     local = field.analyse_directory(
         tmp_path / "logs", field.load_sources(tmp_path / "sources.yaml")
     )
@@ -144,37 +251,27 @@ def test_main_on_a_running_scheduler(client, tmp_path: Path, capsys) -> None:
 
 
 def test_main_starts_a_local_cluster_of_single_threaded_processes_on_loopback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    started, tmp_path: Path, capsys
 ) -> None:
-    import dask.distributed as dd
-
-    seen: list[dict[str, Any]] = []
-
-    def recording(**kw: Any) -> LocalCluster:  # what main asks for, run in threads here
-        seen.append(kw)
-        return LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-
-    monkeypatch.setattr(dd, "LocalCluster", recording)
     out = tmp_path / "e.json"
     assert cluster.main(_argv(tmp_path, "--workers", "3", "--out", str(out))) == 0
-    assert seen == [
-        {
-            "n_workers": 3,
-            "threads_per_worker": 1,
-            "processes": True,
-            "host": "127.0.0.1",
-            "dashboard_address": None,
-        }
-    ]
+    kw = {
+        "n_workers": 3,
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": None,
+    }
+    assert started[0] == ("cluster", kw) and started[1][0] == "client" and len(started) == 2
     assert out.exists() and capsys.readouterr().out.startswith(f"wrote {out}: 12 captures")
-    seen.clear()
+    started.clear()
     assert cluster.main(_argv(tmp_path / "again", "--out", str(out))) == 0
-    assert seen[0]["n_workers"] is None  # default: Dask's own (the cores)
+    assert started[0] == ("cluster", {**kw, "n_workers": None})  # default: Dask's own
 
 
-def test_main_default_out_and_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dask.distributed as dd
-
+def test_main_default_out_and_batch(
+    started, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     got: dict[str, Any] = {}
 
     def fake(client: Any, location: str, sources: Any, *, batch: int) -> dict[str, Any]:
@@ -183,23 +280,14 @@ def test_main_default_out_and_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     written: list[Path] = []
     monkeypatch.setattr(cluster, "analyse", fake)
-    monkeypatch.setattr(dd, "Client", lambda *a, **k: _Null())
     monkeypatch.setattr("conformance.secrets.write_atomic", lambda p, text: written.append(p))
     assert cluster.main([str(tmp_path), "--scheduler", "tcp://127.0.0.1:1"]) == 0
     assert got == {"location": str(tmp_path), "batch": 64, "sources": field.load_sources()}
     assert written == [field.EVIDENCE_FILE]
 
 
-class _Null:
-    def __enter__(self) -> _Null:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def test_main_says_what_is_wrong_in_one_line_and_exits_2(client, tmp_path: Path, capsys) -> None:
-    argv = _argv(tmp_path, "--scheduler", client.scheduler.address)
+def test_main_says_what_is_wrong_in_one_line_and_exits_2(started, tmp_path: Path, capsys) -> None:
+    argv = _argv(tmp_path, "--scheduler", "tcp://127.0.0.1:1")
     argv[0] = str(tmp_path / "absent")
     assert cluster.main(argv) == 2
     err = capsys.readouterr().err
