@@ -107,11 +107,8 @@ class SSEParser:
             self._utf8.setstate(state)
             return self._utf8.decode(data, final)
 
-    def feed(self, data: bytes) -> list[Event]:
-        return list(self.events(data))
-
     def events(self, data: bytes) -> Iterator[Event]:
-        """``feed``, lazily: each payload is parsed as its event is taken, so that only the
+        """The events of the next block of bytes, lazily: each payload is parsed as its event is taken, so that only the
         events being read are alive (the chunks of a whole block, held at once, outlive the
         garbage collector's young generations and make it traverse the process's whole
         heap: half of the time of a run of many streams of many calls). Take them all

@@ -1,0 +1,76 @@
+"""conformance.sse event by event: number, kind, line, payload, value and SSE event name of
+what each body gives, on the fast path (one plain ``data:`` line) and off it (httpx-sse's
+decoder), whole and split at every byte. The mutation run's tests for sse.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import sse
+from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
+
+
+def events(body: bytes) -> list[Event]:
+    """The events of ``body`` whole, after checking that every two-block split gives the
+    same ones (re-chunking never changes the result)."""
+    whole = sse.parse_sse_bytes(body)
+    for cut in range(1, len(body)):
+        assert list(sse.iter_sse([body[:cut], body[cut:]])) == whole, cut
+    return whole
+
+
+def test_done_off_the_fast_path_keeps_its_event_name_and_line() -> None:
+    assert events(b": hi\nevent: end\ndata: [DONE]\n\n") == [
+        Event(0, COMMENT, 1, "hi"),
+        Event(1, DONE, 2, "[DONE]", None, "end"),
+    ]
+
+
+@pytest.mark.parametrize("data", [b"data:[DONE]", b"data:  [DONE] ", b"data: [DONE]\r"])
+def test_done_with_other_spacing_is_done(data: bytes) -> None:
+    got = events(data + b"\n\n")
+    text = data[5:].removeprefix(b" ").rstrip(b"\r").decode()
+    assert got == [Event(0, DONE, 1, text, None, "message")]
+
+
+def test_done_in_another_case_is_not_json() -> None:
+    assert events(b"event: x\ndata: [done]\n\n") == [Event(0, NONJSON, 1, "[done]", None, "x")]
+
+
+def test_a_payload_off_the_fast_path_is_a_chunk_or_not_json_with_its_event_name() -> None:
+    body = b'\nid: 7\ndata: {"a":\ndata: 1}\n\nevent: note\ndata: hello\n\n'
+    assert events(body) == [
+        Event(0, CHUNK, 2, '{"a":\n1}', {"a": 1}, "message"),
+        Event(1, NONJSON, 6, "hello", None, "note"),
+    ]
+
+
+def test_fast_path_events() -> None:
+    body = b'data: {"a":1}\n\ndata: [DONE]\n\ndata: {"a":\n\n'
+    assert events(body) == [
+        Event(0, CHUNK, 1, '{"a":1}', {"a": 1}, "message"),
+        Event(1, DONE, 3, "[DONE]", None, "message"),
+        Event(2, NONJSON, 5, '{"a":', None, "message"),
+    ]
+
+
+def test_an_event_cut_by_the_end_is_a_fault_at_its_first_line() -> None:
+    assert events(b": c\ndata: a\ndata: b\n") == [
+        Event(0, COMMENT, 1, "c"),
+        Event(1, FAULT, 2, sse.CUT_FAULT + " (no blank line after it): a\\nb"),
+    ]
+
+
+def test_invalid_utf8_is_one_fault_at_the_last_line_after_the_events() -> None:
+    assert events(b": one\n: tw\xffo\n\n") == [
+        Event(0, COMMENT, 1, "one"),
+        Event(1, COMMENT, 2, "tw\ufffdo"),
+        Event(2, FAULT, 3, "invalid UTF-8 in the stream (decoded with U+FFFD)"),
+    ]
+
+
+def test_a_line_that_is_no_sse_field_is_a_fault_at_that_line() -> None:
+    assert events(b': x\n{"a": 1}\n\n') == [
+        Event(0, COMMENT, 1, "x"),
+        Event(1, FAULT, 2, 'not an SSE field: {"a": 1}'),
+    ]
