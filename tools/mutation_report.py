@@ -60,7 +60,6 @@ MODULES: dict[str, tuple[str, ...]] = {
     "parallel": ("conformance/parallel.py",),
     "cluster": ("conformance/cluster.py",),
     "lanes/vllm_columns": ("conformance/lanes/vllm_columns.py",),
-    "lanes/scripted_processor": ("conformance/lanes/scripted_processor.py",),
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}  # a failing test, pytest error, timeout, type check
 SURVIVED = {0}
