@@ -247,9 +247,11 @@ def render(data: dict[str, Any]) -> str:
         "`tools/mutation_equivalent.yaml`.",
         "",
         "- `python3 noxw -s mutation` judges every mutant not judged yet (every module below:",
-        "  about 13,300 mutants, hours on 2 shared cores); `-- secrets runner` re-judges those modules;",
+        "  about 14,000 mutants, hours on 2 shared cores); `-- secrets runner` re-judges those modules;",
         "  `-- analysis/detectors/request` one file of the analysis package; `--survivors` only",
         "  the mutants not known to be killed (after adding tests). Run it under `nice`.",
+        "- A change to the list of test files in `[tool.mutmut]` resets every verdict (mutmut "
+        "fingerprints it): new tests go into a file already listed.",
         "- Figures are per module as last measured, with the commit whose code was mutated; a",
         "  module changed since then needs a new run. *partial* means not every mutant of the",
         "  module was judged; its percentage is over the judged ones.",
