@@ -74,3 +74,17 @@ def test_a_line_that_is_no_sse_field_is_a_fault_at_that_line() -> None:
         Event(0, COMMENT, 1, "x"),
         Event(1, FAULT, 2, 'not an SSE field: {"a": 1}'),
     ]
+
+
+def test_a_long_id_is_cut_only_where_an_event_starts() -> None:
+    """A block over a MiB that starts in the middle of a line (the block before ended
+    without its line end) is no event's start: its long id is part of that line and not
+    cut, as when the body comes in one block."""
+    head = b": a comment the next block goes on with "
+    line = b'data: {"id":"' + b"x" * (sse.LONG_LINE + 10) + b'"}\n\n'
+    whole = sse.parse_sse_bytes(head + line)
+    assert [e.kind for e in whole] == [COMMENT] and len(whole[0].data) > sse.LONG_LINE
+    assert list(sse.iter_sse([head, line])) == whole
+    # at a stream's start the same line is an event, and its id is cut
+    [event] = sse.parse_sse_bytes(line)
+    assert event.kind == CHUNK and len(event.chunk["id"]) < 10_000
