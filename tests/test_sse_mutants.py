@@ -70,9 +70,12 @@ def test_invalid_utf8_is_one_fault_at_the_last_line_after_the_events() -> None:
 
 
 def test_a_line_that_is_no_sse_field_is_a_fault_at_that_line() -> None:
-    assert events(b': x\n{"a": 1}\n\n') == [
+    assert events(b': x\n{"a": 1}\n\n: y\n[1]\ndata: 2\n\n') == [
         Event(0, COMMENT, 1, "x"),
         Event(1, FAULT, 2, 'not an SSE field: {"a": 1}'),
+        Event(2, COMMENT, 4, "y"),  # numbered on after the fault
+        Event(3, FAULT, 5, "not an SSE field: [1]"),
+        Event(4, CHUNK, 6, "2", 2, "message"),
     ]
 
 

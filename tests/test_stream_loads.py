@@ -95,6 +95,8 @@ def test_the_chunks_of_an_envelope_share_no_container() -> None:
         (HEAD, ',"finish_reason":null}],"choices":[{"index":0,"delta":{}}]}'),
         # the probe's own value elsewhere in the text
         (HEAD.replace('"m"', '"\\u0000"'), TAIL),
+        # ... after the delta: a later "delta" key holding it looks like the probe's slot
+        (HEAD, ',"delta":"\\u0000","finish_reason":null}],"usage":null}'),
         # a container around the delta other than the choices: never shared, so none
         (HEAD, ',"logprobs":{"content":[]},"finish_reason":null}],"usage":null}'),
         (HEAD, ',"logprobs":null,"finish_reason":null}],"usage":{"total_tokens":3}}'),
@@ -107,6 +109,20 @@ def test_the_chunks_of_an_envelope_share_no_container() -> None:
 def test_no_envelope_where_the_proof_does_not_hold(head: str, tail: str) -> None:
     payloads = [chunk(f'{{"content":"{c}"}}', head, tail) for c in "abcdef"]
     assert check(payloads) == [None] * len(payloads)
+
+
+@pytest.mark.parametrize(
+    "prefix, suffix",
+    [
+        ("[", "]"),  # not an object
+        ('{"x":', "}"),  # no choices
+        ('{"choices":[', "]}"),  # the probe is the choice itself
+        ('{"choices":[{"delta":', "},{}]}"),  # two choices
+        ('{"choices":[{"delta":', "}],"),  # not JSON
+    ],
+)
+def test_text_that_is_no_envelope_gives_none(prefix: str, suffix: str) -> None:
+    assert Envelope.of(prefix, suffix) is None
 
 
 def test_a_container_overwritten_by_a_later_key_is_no_obstacle() -> None:
