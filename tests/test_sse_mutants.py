@@ -91,3 +91,31 @@ def test_a_long_id_is_cut_only_where_an_event_starts() -> None:
     # at a stream's start the same line is an event, and its id is cut
     [event] = sse.parse_sse_bytes(line)
     assert event.kind == CHUNK and len(event.chunk["id"]) < 10_000
+
+
+@pytest.mark.parametrize("end", [b"\r\n", b"\r", b"\n"])
+def test_every_line_end_gives_the_same_events_and_lines(end: bytes) -> None:
+    body = b'data: {"a":1}\n\n: c\nevent: e\ndata: [DONE]\n\n'.replace(b"\n", end)
+    assert events(body) == [
+        Event(0, CHUNK, 1, '{"a":1}', {"a": 1}, "message"),
+        Event(1, COMMENT, 3, "c"),
+        Event(2, DONE, 4, "[DONE]", None, "e"),
+    ]
+
+
+def test_a_character_cut_by_the_end_of_the_body_is_invalid_utf8() -> None:
+    assert events(b": a\xe2\x82") == [
+        Event(0, COMMENT, 1, "a\ufffd"),
+        Event(1, FAULT, 1, "invalid UTF-8 in the stream (decoded with U+FFFD)"),
+    ]
+
+
+def test_an_event_of_exactly_the_largest_size_is_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 20)
+    fits = b"event: e\ndata: 123456\n\n"  # its field lines: 8 + 12 characters
+    assert events(fits) == [Event(0, CHUNK, 1, "123456", 123456, "e")]
+    over = b"event: e\ndata: 1234567\n\ndata: 1\n\n"
+    assert events(over) == [
+        Event(0, FAULT, 1, "one event larger than 20 bytes"),
+        Event(1, CHUNK, 4, "1", 1, "message"),
+    ]
