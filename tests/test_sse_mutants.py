@@ -119,3 +119,19 @@ def test_an_event_of_exactly_the_largest_size_is_an_event(monkeypatch: pytest.Mo
         Event(0, FAULT, 1, "one event larger than 20 bytes"),
         Event(1, CHUNK, 4, "1", 1, "message"),
     ]
+
+
+def test_an_oversized_event_cut_by_the_end_is_a_fault_at_its_first_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 20)
+    assert events(b": c\nevent: e\ndata: 1234567\ndata: 8\n") == [
+        Event(0, COMMENT, 1, "c"),
+        Event(1, FAULT, 2, sse.CUT_FAULT + " larger than 20 bytes"),
+    ]
+
+
+def test_a_cut_event_is_quoted_on_one_line_up_to_120_characters() -> None:
+    [fault] = sse.parse_sse_bytes(b"data: " + b"x" * 100 + b"\ndata: " + b"y" * 100 + b"\n")
+    quoted = ("x" * 100 + "\\n" + "y" * 100)[:120]
+    assert fault == Event(0, FAULT, 1, sse.CUT_FAULT + " (no blank line after it): " + quoted)
