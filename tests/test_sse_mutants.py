@@ -135,3 +135,10 @@ def test_a_cut_event_is_quoted_on_one_line_up_to_120_characters() -> None:
     [fault] = sse.parse_sse_bytes(b"data: " + b"x" * 100 + b"\ndata: " + b"y" * 100 + b"\n")
     quoted = ("x" * 100 + "\\n" + "y" * 100)[:120]
     assert fault == Event(0, FAULT, 1, sse.CUT_FAULT + " (no blank line after it): " + quoted)
+
+
+def test_a_fast_event_first_in_a_block_leaves_the_block_s_last_line_alone() -> None:
+    assert sse.parse_sse_bytes(b'data: {"a":1}\n\n: c\n') == [
+        Event(0, CHUNK, 1, '{"a":1}', {"a": 1}, "message"),
+        Event(1, COMMENT, 3, "c"),
+    ]
