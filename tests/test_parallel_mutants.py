@@ -105,6 +105,10 @@ def test_every_item_once_in_input_order(n: int) -> None:
     assert list(ordered_map(abs, items, 2, total=n)) == [abs(x) for x in items]
 
 
+def test_a_task_maps_its_items() -> None:  # what a worker runs
+    assert parallel._run_chunk(abs, [-1, 2, -3]) == [1, 2, 3]
+
+
 def test_an_empty_input_gives_nothing() -> None:
     assert list(ordered_map(abs, [], 2, total=0)) == []
     assert list(ordered_map(abs, iter([]), 2)) == []
