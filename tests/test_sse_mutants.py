@@ -4,6 +4,8 @@ decoder), whole and split at every byte. The mutation run's tests for sse.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conformance import sse
@@ -142,3 +144,14 @@ def test_a_fast_event_first_in_a_block_leaves_the_block_s_last_line_alone() -> N
         Event(0, CHUNK, 1, '{"a":1}', {"a": 1}, "message"),
         Event(1, COMMENT, 3, "c"),
     ]
+
+
+def test_a_chunk_parsed_from_its_delta_is_the_same_event() -> None:
+    chunks = [{"id": "c", "choices": [{"index": 0, "delta": {"content": c}}]} for c in "ab"]
+    texts = [json.dumps(c, separators=(",", ":")) for c in chunks]
+    got = events(b"".join(b"data: " + t.encode() + b"\n\n" for t in texts))
+    assert got == [
+        Event(0, CHUNK, 1, texts[0], chunks[0], "message"),
+        Event(1, CHUNK, 3, texts[1], chunks[1], "message"),
+    ]
+    assert got[1].envelope is not None  # the second was read from its delta on
