@@ -155,3 +155,30 @@ def test_a_chunk_parsed_from_its_delta_is_the_same_event() -> None:
         Event(1, CHUNK, 3, texts[1], chunks[1], "message"),
     ]
     assert got[1].envelope is not None  # the second was read from its delta on
+
+
+def test_comments_and_slow_events_are_numbered_in_order() -> None:
+    body = b":ping\nevent: a\ndata: 1\n\nevent: b\ndata: 2\n\nevent: c\ndata: 3\n\n"
+    assert events(body) == [
+        Event(0, COMMENT, 1, "ping"),  # no space after the colon
+        Event(1, CHUNK, 2, "1", 1, "a"),
+        Event(2, CHUNK, 5, "2", 2, "b"),
+        Event(3, CHUNK, 8, "3", 3, "c"),
+    ]
+
+
+def test_a_line_that_is_no_sse_field_is_quoted_up_to_120_characters() -> None:
+    [fault] = events(b"x" * 200 + b"\n")
+    assert fault == Event(0, FAULT, 1, "not an SSE field: " + "x" * 120)
+
+
+def test_the_events_after_an_oversized_one_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 20)
+    body = (
+        b"event: e\ndata: 123456\n\nevent: e\ndata: 1234567\ndata: 8\n\nevent: e\ndata: 123456\n\n"
+    )
+    assert events(body) == [
+        Event(0, CHUNK, 1, "123456", 123456, "e"),
+        Event(1, FAULT, 4, "one event larger than 20 bytes"),
+        Event(2, CHUNK, 8, "123456", 123456, "e"),  # as large as the limit: an event
+    ]

@@ -215,3 +215,13 @@ def test_every_committed_cassette_and_shape() -> None:
             parsed.feed(json.loads(e.data))
         assert text.result() == parsed.result()
     assert hits > 10_000  # the shortcut is taken on the corpus
+
+
+def test_an_envelope_is_at_most_max_envelope_characters_around_any_delta() -> None:
+    from conformance.jsontext import MAX_ENVELOPE
+
+    big = "x" * MAX_ENVELOPE
+    long_delta = chunk(json.dumps({"content": big}))  # the delta may be any size
+    assert Envelope.around(long_delta, json.loads(long_delta)) is not None
+    long_id = chunk('{"content":"a"}', HEAD.replace('"m"', json.dumps(big)))
+    assert Envelope.around(long_id, json.loads(long_id)) is None  # never kept
