@@ -71,3 +71,13 @@ def test_any_document_with_any_prefix_or_suffix(value, suffix, prefix) -> None:
 @given(st.text(max_size=40))
 def test_any_text(text: str) -> None:
     assert outcome(loads, text) == outcome(json.loads, text)
+
+
+@pytest.mark.parametrize("after", ["\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", " \x0c "])
+def test_only_json_white_space_may_follow_a_value(after: str) -> None:
+    """str.strip() would take these too; JSON does not (extra data), nor does loads."""
+    with pytest.raises(json.JSONDecodeError) as want:
+        json.loads("1" + after)
+    with pytest.raises(json.JSONDecodeError) as got:
+        loads("1" + after)
+    assert str(got.value) == str(want.value)

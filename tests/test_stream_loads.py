@@ -225,3 +225,34 @@ def test_an_envelope_is_at_most_max_envelope_characters_around_any_delta() -> No
     assert Envelope.around(long_delta, json.loads(long_delta)) is not None
     long_id = chunk('{"content":"a"}', HEAD.replace('"m"', json.dumps(big)))
     assert Envelope.around(long_id, json.loads(long_id)) is None  # never kept
+
+
+def test_a_stream_whose_envelope_cannot_be_one_stops_being_looked_at(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The text around the delta repeats but holds a container (no envelope): each probe
+    that fails counts against the tries, as each parse that finds no repeat does."""
+    looked, probed = [], []
+    around, of = Envelope.around, Envelope.of
+    monkeypatch.setattr(
+        jsontext.Envelope, "around", staticmethod(lambda d, v: looked.append(d) or around(d, v))
+    )
+    monkeypatch.setattr(
+        jsontext.Envelope, "of", staticmethod(lambda p, s: probed.append(p) or of(p, s))
+    )
+    tail = ',"logprobs":{"content":[]},"finish_reason":null}],"usage":null}'
+    assert check([chunk('{"content":"a"}', HEAD, tail)] * 40) == [None] * 40
+    assert len(looked) == ENVELOPE_TRIES
+    assert len(probed) == ENVELOPE_TRIES // 2  # parses 1, 3, 5…: after each failed probe, a repeat
+
+
+def test_an_envelope_of_exactly_max_envelope_characters_is_kept() -> None:
+    from conformance.jsontext import MAX_ENVELOPE
+
+    pad = MAX_ENVELOPE - len(HEAD) - len(TAIL)
+    head = HEAD.replace('"m"', json.dumps("m" * (pad + 1)))  # + 1: the model was "m"
+    data = chunk('{"content":"a"}', head)
+    assert len(head) + len(TAIL) == MAX_ENVELOPE
+    assert Envelope.around(data, json.loads(data)) == (head, TAIL)
+    longer = chunk('{"content":"a"}', head.replace('"m', '"mm', 1))
+    assert Envelope.around(longer, json.loads(longer)) is None
