@@ -89,7 +89,7 @@ def test_help_names_the_command_and_every_option(capsys) -> None:
         "--out OUT",
         "--batch BATCH captures per task",
     ):
-        assert text in out, text
+        assert f" {text} " in f" {out} ", text  # whole words: nothing added around it
 
 
 def test_label() -> None:
@@ -322,7 +322,8 @@ def test_main_starts_a_local_cluster_of_single_threaded_processes_on_loopback(
     started, tmp_path: Path, capsys
 ) -> None:
     out = tmp_path / "e.json"
-    assert cluster.main(_argv(tmp_path, "--workers", "3", "--out", str(out))) == 0
+    argv = _argv(tmp_path, "--workers", "3", "--out", str(out), "--batch", "5")
+    assert cluster.main(argv) == 0
     kw = {
         "n_workers": 3,
         "threads_per_worker": 1,
@@ -332,6 +333,7 @@ def test_main_starts_a_local_cluster_of_single_threaded_processes_on_loopback(
     }
     assert started[0] == ("cluster", kw) and started[2] == ("client", started[1][1])
     assert len(started) == 4  # the cluster, then a client of that cluster
+    assert [len(args[1]) for args, _ in started[3][1].submitted] == [5, 5, 2]
     assert out.exists() and capsys.readouterr().out.startswith(f"wrote {out}: 12 captures")
     started.clear()
     assert cluster.main(_argv(tmp_path / "again", "--out", str(out))) == 0

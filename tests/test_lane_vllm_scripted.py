@@ -352,6 +352,11 @@ def test_declare_command_writes_the_file_and_says_so(tmp_path, monkeypatch, caps
     assert out.read_text("utf-8") == json.dumps(doc, indent=1, sort_keys=True) + "\n"
     assert vc.load_expected() == doc and set(doc) == {"vllm[hermes]", "vllm[mistral]"}
     assert capsys.readouterr().out == f"wrote {out} (2 columns)\n"
+    # one report directory is enough, and the columns it did not record stay declared
+    _cells(tmp_path / "c", "vllm[hermes]", {"single": []})
+    assert vc.main(["declare", str(tmp_path / "c")]) == 0
+    assert vc.load_expected() == {"vllm[mistral]": doc["vllm[mistral]"]}
+    assert capsys.readouterr().out == f"wrote {out} (1 columns)\n"
 
 
 @pytest.mark.parametrize("argv", [[], ["declare"], ["record", "dir"], ["DECLARE", "dir"]])
