@@ -103,17 +103,6 @@ def test_bounded_window_streams() -> None:
     assert list(out) == list(range(1, 10_000))  # and the rest, in order
 
 
-def test_one_item_or_one_job_starts_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    import concurrent.futures
-
-    def refuse(*a: object, **k: object) -> None:
-        raise AssertionError("a pool was started")
-
-    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
-    assert list(ordered_map(abs, [-3], 4, total=1)) == [3]
-    assert list(ordered_map(abs, [-1, -2], 1, total=2)) == [1, 2]
-
-
 def test_report_same_files(generated: list[Path], tmp_path: Path) -> None:
     """``--report``: the workers' results get their transcripts back for the evidence."""
     some = generated[:12]
