@@ -73,9 +73,12 @@ def test_any_text(text: str) -> None:
     assert outcome(loads, text) == outcome(json.loads, text)
 
 
-@pytest.mark.parametrize("after", ["\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", " \x0c "])
+@pytest.mark.parametrize(
+    "after", ["\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", " \x0c ", "X", " XX"]
+)
 def test_only_json_white_space_may_follow_a_value(after: str) -> None:
-    """str.strip() would take these too; JSON does not (extra data), nor does loads."""
+    """str.strip() would take the white space among these too; JSON does not (extra data), nor
+    does loads."""
     with pytest.raises(json.JSONDecodeError) as want:
         json.loads("1" + after)
     with pytest.raises(json.JSONDecodeError) as got:

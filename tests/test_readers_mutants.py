@@ -495,3 +495,9 @@ def test_a_har_whose_size_the_system_does_not_tell_is_still_bounded(
     with pytest.raises(InputError) as e:
         readers.read_har_file(p)
     assert str(e.value).startswith(f"{p}: a HAR file over 0 MiB")
+
+
+def test_a_refused_cassette_is_one_line_with_no_separate_source_or_line() -> None:
+    e = readers.CassetteRefused("cassette c.yaml: a Python tag on line 3")
+    assert isinstance(e, InputError) and str(e) == "cassette c.yaml: a Python tag on line 3"
+    assert (e.source, e.line, e.reason) == ("", None, "cassette c.yaml: a Python tag on line 3")
