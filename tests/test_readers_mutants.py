@@ -501,3 +501,29 @@ def test_a_refused_cassette_is_one_line_with_no_separate_source_or_line() -> Non
     e = readers.CassetteRefused("cassette c.yaml: a Python tag on line 3")
     assert isinstance(e, InputError) and str(e) == "cassette c.yaml: a Python tag on line 3"
     assert (e.source, e.line, e.reason) == ("", None, "cassette c.yaml: a Python tag on line 3")
+
+
+def test_read_path_names_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as e:
+        read_path(tmp_path / "absent.sse")
+    assert str(e.value) == f"{tmp_path / 'absent.sse'}: no such file"
+
+
+def test_a_fifo_is_read_once_and_named_by_its_path(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "stream.sse"
+    os.mkfifo(fifo)
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(body)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    [t] = read_path(fifo)
+    writer.join(timeout=10)
+    assert t.source == str(fifo) and t.fmt == "sse"
+    assert [e.kind for e in t.events()] == ["chunk", "done"]
