@@ -8,9 +8,9 @@ It follows the quirk catalogue's accumulator rules (docs/quirks.md) and the inde
 of a public fix for providers' parallel indices (danny-avila's pull request 260, "repair
 streamed tool-call indices"): state per choice, call starts detected by id or by name,
 index-less fragments routed to the call in progress, cumulative and object arguments,
-JSON repair of cut arguments. Two promises hold everywhere: the provider's ``id`` is kept exactly as
-sent (``""`` included) and never invented, and unparsable arguments are never silently
-replaced by ``{}``.
+JSON repair of cut arguments. Two promises hold everywhere: the provider's ``id`` is kept
+exactly as sent (``""`` included) and never invented, and unparsable arguments are never
+silently replaced by ``{}``.
 
 This module is also the analyzer's ``robust`` strategy: one implementation, not two.
 """
@@ -741,8 +741,8 @@ class ToolCallAccumulator:
     def _judge_attribution(self, state: _Choice) -> None:
         """Mark calls whose arguments cannot be told apart (set ``lost``; note why).
 
-        Fragments without index, id and name go to the call in progress (the index repair), and
-        fragments on an index several calls share go to the last call that opened it. When
+        Fragments without index, id and name go to the call in progress (the index repair),
+        and fragments on an index several calls share go to the last call that opened it. When
         such a guess leaves a call's arguments unparsable, the fragments of two calls were
         interleaved: unattributable, as that fix's review says. Likewise, one call's deltas
         split over two indices (Q-INDEX-INCONSISTENT-WITHIN-CALL) leave a nameless, id-less

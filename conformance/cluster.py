@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         from dask.distributed import Client, LocalCluster
     except ImportError:
         print(
-            "conformance cluster: dask is not installed; pip install 'toolcall-conformance[cluster]'",
+            "conformance cluster: dask is not installed; "
+            "pip install 'toolcall-conformance[cluster]'",
             file=sys.stderr,
         )
         return 2

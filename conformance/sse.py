@@ -108,11 +108,11 @@ class SSEParser:
             return self._utf8.decode(data, final)
 
     def events(self, data: bytes) -> Iterator[Event]:
-        """The events of the next block of bytes, lazily: each payload is parsed as its event is taken, so that only the
-        events being read are alive (the chunks of a whole block, held at once, outlive the
-        garbage collector's young generations and make it traverse the process's whole
-        heap: half of the time of a run of many streams of many calls). Take them all
-        before the next block."""
+        """The events of the next block of bytes, lazily: each payload is parsed as its event
+        is taken, so that only the events being read are alive (the chunks of a whole block,
+        held at once, outlive the garbage collector's young generations and make it traverse
+        the process's whole heap: half of the time of a run of many streams of many calls).
+        Take them all before the next block."""
         text = self._decode_text(data)
         lines = self._lines.decode(text) if text else []
         if self._held is not None:

@@ -1,7 +1,8 @@
 """The three client strategies the matrix reports impact for.
 
-- ``naive``: the accumulation loop the guides show, literally: ``choices[0]``, key by ``index``, overwrite
-  id/name/type whenever the key is present (``Some("")`` included), append arguments.
+- ``naive``: the accumulation loop the guides show, literally: ``choices[0]``, key by
+  ``index``, overwrite id/name/type whenever the key is present (``Some("")`` included),
+  append arguments.
 - ``guarded``: the guides' non-empty guard (and a tutorial's guards, without its
   invented fallback ids): skip chunks without choices, index defaults to 0,
   overwrite only with non-empty values.
