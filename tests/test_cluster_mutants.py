@@ -68,10 +68,13 @@ def test_storage_options_reach_every_filesystem_opened(
         return real(url, **kw)
 
     monkeypatch.setattr(fsspec.core, "url_to_fs", spy)
-    corpus.write(tmp_path, 3)
+    corpus.write(tmp_path, 5)
     storage = {"auto_mkdir": False}
-    cluster.analyse(_Client(), tmp_path.as_uri(), SOURCES, storage=storage)
+    client = _Client()
+    got = cluster.analyse(client, tmp_path.as_uri(), SOURCES, storage=storage)
     assert seen == [storage, storage]  # the listing, then the one batch
+    assert [args[3] for args, _ in client.submitted] == [storage]
+    assert len(got["entries"]) == 5
 
 
 def test_help_names_the_command_and_every_option(capsys) -> None:
@@ -257,15 +260,6 @@ def test_the_default_window_without_worker_threads_is_four(tmp_path: Path) -> No
     client = _Client(nthreads={})
     cluster.analyse(client, str(tmp_path), SOURCES, batch=1)
     assert client.most == 4
-
-
-def test_analyse_passes_the_storage_options_to_the_workers(tmp_path: Path) -> None:
-    corpus.write(tmp_path, 5)
-    client = _Client()
-    storage = {"auto_mkdir": False}
-    got = cluster.analyse(client, tmp_path.as_uri(), SOURCES, storage=storage)
-    assert [args[3] for args, _ in client.submitted] == [storage]
-    assert len(got["entries"]) == 5
 
 
 def test_analyse_of_nothing_is_an_error_naming_the_place(tmp_path: Path) -> None:
