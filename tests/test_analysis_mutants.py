@@ -174,6 +174,63 @@ def test_tool_markup_in_steady_text_is_found_with_its_event() -> None:
     assert quirks(r) == [("Q-TOOLCALL-AS-TEXT", 2, None)]
 
 
+def test_tool_markup_split_over_two_short_deltas_is_found_in_the_second() -> None:
+    # the first delta is shorter than the overlap kept: all of it is searched again
+    cs = [ROLE, chunk({"content": "Sure <tool"}), chunk({"content": "_call>get_weather()"}), STOP]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 3
+    assert quirks(r) == [("Q-TOOLCALL-AS-TEXT", 2, None)]
+
+
+def test_prose_with_brackets_but_no_tool_markup_is_not_a_call() -> None:
+    # "<", "[" and "{" only make the markup search run; the search decides
+    cs = [ROLE, chunk({"content": "If x < y, use [a] or {b}."}), STOP]
+    steady, r = lockstep(transcript(cs))
+    assert steady == 2
+    assert quirks(r) == []
+    assert r["verdict"] == "conforms"
+
+
+@pytest.mark.parametrize("cid", ["call_1", "XXXX"])  # XXXX: mutation testing's placeholder
+@pytest.mark.parametrize("name", ["get_weather", "XXXX"])
+def test_a_reading_that_blanked_the_id_and_name_is_wrong_whatever_they_were(
+    cid: str, name: str
+) -> None:
+    # A continuation that sends id "" and name "": naive overwrites both with "", guarded
+    # and robust keep them. An empty id or name is compared as empty, never as a default
+    # that a real id or name could equal.
+    blank = chunk(
+        {"tool_calls": [{"index": 0, "id": "", "function": {"name": "", "arguments": "{}"}}]}
+    )
+    r = lockstep(transcript([ROLE, opener(0, cid, name), blank, END]))[1]
+    assert [(c["id"], c["name"]) for c in r["tool_calls"]["naive"]] == [("", "")]
+    assert [(c["id"], c["name"]) for c in r["tool_calls"]["robust"]] == [(cid, name)]
+    assert r["impact"]["naive"]["status"] == "wrong"
+    assert r["impact"]["guarded"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("cid", ["call_1", "XXXX"])
+def test_a_reading_that_blanked_only_the_id_is_wrong_whatever_it_was(cid: str) -> None:
+    blank = chunk({"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "{}"}}]})
+    r = lockstep(transcript([ROLE, opener(0, cid, "get_weather"), blank, END]))[1]
+    assert [c["id"] for c in r["tool_calls"]["naive"]] == [""]
+    assert r["impact"]["naive"] == {
+        "status": "wrong",
+        "detail": f"call 0: id '' instead of {cid!r}",
+    }
+
+
+@pytest.mark.parametrize("name", ["get_weather", "XXXX"])
+def test_a_reading_that_blanked_only_the_name_is_wrong_whatever_it_was(name: str) -> None:
+    blank = chunk({"tool_calls": [{"index": 0, "function": {"name": "", "arguments": "{}"}}]})
+    r = lockstep(transcript([ROLE, opener(0, ID_W, name), blank, END]))[1]
+    assert [c["name"] for c in r["tool_calls"]["naive"]] == [""]
+    assert r["impact"]["naive"] == {
+        "status": "wrong",
+        "detail": f"call 0: name '' instead of {name!r}",
+    }
+
+
 # Arrival times: the role chunk at 0, then a second of silence, then the call.
 BURST = [0.0, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05]
 SPREAD = [0.0, 2.0, 3.5, 5.0, 6.5, 8.0, 9.5]
