@@ -162,6 +162,14 @@ def test_index_less_whole_calls_with_text_between_them() -> None:
     assert quirks(r) == [SPLIT[0], SPLIT[1]]
 
 
+def test_index_less_whole_calls_on_either_side_of_a_steady_finish() -> None:
+    # the steady finish moves the chunk count too: the call after it is in a chunk of its own
+    a, b = whole_without_index(ID_W, "get_weather"), whole_without_index(ID_T, "get_time")
+    steady, r = lockstep(transcript([ROLE, a, STOP, b]))
+    assert steady == 2  # the first call and the finish
+    assert quirks(r)[:2] == [SPLIT[0], SPLIT[1]]
+
+
 def test_tool_markup_in_steady_text_is_found_with_its_event() -> None:
     cs = [
         ROLE,
