@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.analysis.analyzer import Analyzer
+from conformance.analysis.analyzer import Analyzer, analyze_chunks
 from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
 from conformance.readers import exchange_transcript
 from conformance.transcript import CHUNK, Event, Transcript
@@ -56,6 +56,7 @@ OPEN = opener(0, ID_W, "get_weather")
 PARIS = [frag('{"ci'), frag('ty": '), frag('"Par'), frag('is"}')]
 END = chunk({}, "tool_calls")
 STOP = chunk({}, "stop")
+DONE = b"data: [DONE]\n\n"
 
 
 class _Full(Analyzer):
@@ -237,6 +238,33 @@ def test_a_reading_that_blanked_only_the_name_is_wrong_whatever_it_was(name: str
         "status": "wrong",
         "detail": f"call 0: name '' instead of {name!r}",
     }
+
+
+def test_a_chunk_id_that_changes_mid_stream_counts_every_chunk_after_it() -> None:
+    # From SSE bytes: the chunks after the change are parsed in a new envelope, which has
+    # not passed the template's checks; each of them is still compared with the template.
+    def with_id(cid: str, c: dict[str, Any]) -> dict[str, Any]:
+        return {**c, "id": cid}
+
+    cs = [ROLE, *[chunk({"content": "x"})] * 3]
+    cs += [with_id("chatcmpl-2", c) for c in [*[chunk({"content": "y"})] * 5, STOP]]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in cs)
+    sse = {"content-type": "text/event-stream"}
+    steady, r = lockstep(exchange_transcript("<id>", "sse", None, None, sse, body + DONE))
+    assert steady == 3  # the text before the change
+    [f] = r["findings"]
+    assert (f["quirk"], f["event"], f["count"]) == ("Q-CHUNK-ID-UNSTABLE", 4, 6)
+
+
+def test_a_python_chunk_with_a_key_that_is_no_string_is_quoted_as_json_writes_it() -> None:
+    # built in Python, not parsed: named and quoted as JSON writes them, never a crash
+    usage = {"choices": [], "usage": {"total_tokens": 3}, 7: "x"}
+    text = chunk({"content": "a", 8: 1})
+    text["choices"][0][9] = 2
+    r = analyze_chunks([ROLE, text, STOP, usage]).to_json()
+    got = {f["quirk"]: (f["message"], f.get("excerpt")) for f in r["findings"]}
+    assert got["Q-USAGE-EMPTY-CHOICES"][1] == '{"choices":[],"usage":{"total_tokens":3},"7":"x"}'
+    assert got["Q-EXTRA-FIELDS"][0] == "non-standard fields: 7, choice.9, delta.8"
 
 
 # Arrival times: the role chunk at 0, then a second of silence, then the call.

@@ -137,7 +137,7 @@ def detect_envelope(a: Analyzer, chunk: dict[str, Any], n: int) -> None:
     if not _KNOWN_CHUNK_KEYS.issuperset(chunk):  # one C call for the usual chunk
         for k in chunk:
             if k not in CHUNK_KEYS and k not in AZURE_FILTER_KEYS:
-                _extra(a, k, n)  # e.g. Azure latency_checkpoint, llama.cpp timings
+                _extra(a, f"{k}", n)  # e.g. Azure latency_checkpoint, llama.cpp timings
     if not (isinstance(choices, list) and choices):
         return  # metadata chunks (usage, Azure filter) are judged by their own detectors
     get = chunk.get
@@ -225,18 +225,18 @@ def detect_choice_shape(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -
     if not _KNOWN_CHOICE_KEYS.issuperset(choice):
         for k in choice:
             if k not in CHOICE_KEYS and k != "finishReason":
-                _extra(a, "choice." + k, n)
+                _extra(a, f"choice.{k}", n)
     if not _KNOWN_DELTA_KEYS.issuperset(delta):
         for k in delta:
             if k not in DELTA_KEYS and k not in REASONING_FIELDS:
-                _extra(a, "delta." + k, n)
+                _extra(a, f"delta.{k}", n)
     tcs = delta.get("tool_calls")
     if type(tcs) is list or isinstance(tcs, list):
         for tc in tcs:
             if isinstance(tc, dict) and not TOOL_CALL_KEYS.issuperset(tc):
                 for k in tc:
                     if k not in TOOL_CALL_KEYS:
-                        _extra(a, "tool_call." + k, n)
+                        _extra(a, f"tool_call.{k}", n)
     if tcs == []:
         a.find(
             "Q-TOOLCALLS-EMPTY-ARRAY",
@@ -284,7 +284,7 @@ detector(detect_tool_calls_object, "choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
 
 
 def _extra(a: Analyzer, name: str, n: int) -> None:
-    """A non-standard field's name: kept while it is among the EXTRA_NAMES_SHOWN first in
+    """A non-standard field's name (a text: a chunk built in Python may have other keys): kept while it is among the EXTRA_NAMES_SHOWN first in
     sorted order (a later, smaller name takes the largest one's place)."""
     kept = a.extra_fields
     if name in kept:
