@@ -21,7 +21,7 @@ import pytest
 from conformance.analysis.analyzer import Analyzer, analyze_chunks
 from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
 from conformance.readers import exchange_transcript
-from conformance.transcript import CHUNK, Event, Transcript
+from conformance.transcript import CHUNK, COMMENT, Event, Transcript
 
 ID_W, ID_T = "call_W1a2b3c4d5e6f7g8h9i0j1k2", "call_T1a2b3c4d5e6f7g8h9i0j1k2"
 
@@ -265,6 +265,37 @@ def test_a_python_chunk_with_a_key_that_is_no_string_is_quoted_as_json_writes_it
     got = {f["quirk"]: (f["message"], f.get("excerpt")) for f in r["findings"]}
     assert got["Q-USAGE-EMPTY-CHOICES"][1] == '{"choices":[],"usage":{"total_tokens":3},"7":"x"}'
     assert got["Q-EXTRA-FIELDS"][0] == "non-standard fields: 7, choice.9, delta.8"
+
+
+@pytest.mark.parametrize(
+    ("fragments", "steady_chunks", "cumulative"),
+    [
+        (PARIS, 8, []),
+        (
+            [frag('{"ci'), frag('{"city": "Pa'), frag('{"city": "Paris"}')],
+            7,
+            [("Q-ARGS-CUMULATIVE", 6, None)],
+        ),
+    ],
+)
+def test_a_template_the_client_must_read_whole_feeds_it_every_chunk_with_its_event(
+    fragments: list[dict[str, Any]], steady_chunks: int, cumulative: list[Any]
+) -> None:
+    # "usage": 0 on every chunk is no finding, but the robust client reads usage: the
+    # template is not lean, and each steady chunk is fed to it whole. A comment first puts
+    # the event numbers one ahead of the chunk count, so a note's event is the chunk's.
+    def with_usage(c: dict[str, Any]) -> dict[str, Any]:
+        return {**c, "usage": 0}
+
+    text = [chunk({"content": "a"}), chunk({"content": "b"})]
+    cs = [with_usage(c) for c in [ROLE, *text, OPEN, *fragments, END]]
+    evs = [Event(0, COMMENT, None, "ping")]
+    evs += [Event(i, CHUNK, None, "", c) for i, c in enumerate(cs, 1)]
+    t = Transcript("<usage 0>", "jsonl", False, lambda: iter(evs))
+    steady, r = lockstep(t)
+    assert steady == steady_chunks  # the cumulative fragment that repeats is judged in full
+    assert quirks(r) == [("Q-SSE-COMMENT-KEEPALIVE", 0, None), *cumulative]
+    assert [c["arguments"] for c in r["tool_calls"]["robust"]] == ['{"city": "Paris"}']
 
 
 # Arrival times: the role chunk at 0, then a second of silence, then the call.
