@@ -298,6 +298,25 @@ def test_a_template_the_client_must_read_whole_feeds_it_every_chunk_with_its_eve
     assert [c["arguments"] for c in r["tool_calls"]["robust"]] == ['{"city": "Paris"}']
 
 
+@pytest.mark.parametrize(
+    ("fragments", "note"),
+    [
+        ([frag('{"city": "Par')], "Q-ARGS-TRUNCATED"),
+        ([], "Q-ARGS-ABSENT-NO-PARAMS"),
+        ([frag('{"a": 1}'), frag('{"a": 1}')], "Q-ARGS-DUPLICATED-ON-FLUSH"),
+    ],
+)
+def test_the_robust_clients_note_on_a_call_is_dated_by_its_steady_opener(
+    fragments: list[dict[str, Any]], note: str
+) -> None:
+    # A comment first: event numbers run one ahead of the chunks the client counts.
+    evs = [Event(0, COMMENT, None, "ping")]
+    evs += [Event(i, CHUNK, None, "", c) for i, c in enumerate([ROLE, OPEN, *fragments, END], 1)]
+    steady, r = lockstep(Transcript("<notes>", "jsonl", False, lambda: iter(evs)))
+    assert steady == len(fragments) + 2  # the opener, the fragments and the finish
+    assert quirks(r) == [("Q-SSE-COMMENT-KEEPALIVE", 0, None), (note, 2, None)]
+
+
 # Arrival times: the role chunk at 0, then a second of silence, then the call.
 BURST = [0.0, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05]
 SPREAD = [0.0, 2.0, 3.5, 5.0, 6.5, 8.0, 9.5]
