@@ -597,6 +597,8 @@ def mutation(session: nox.Session) -> None:
         if not durations.exists() or durations.stat().st_mtime < stats.stat().st_mtime:
             took = json.loads(stats.read_text())["duration_by_test"]
             durations.write_text(json.dumps(took))
+    # Verdicts judged elsewhere (another machine, an earlier checkout) on the same code.
+    session.run("python", "tools/mutation_report.py", "--restore")
     if "--survivors" in session.posargs:
         targets = [
             k

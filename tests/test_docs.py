@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,3 +149,59 @@ def test_readme_mutation_table_is_docs_mutation_json() -> None:
     data = json.loads((root / "docs" / "mutation.json").read_text("utf-8"))
     assert block.strip() == report.readme_table(data)
     assert "| `client` |" in block and "| `analysis` |" in block
+
+
+def _mutation_report(tmp_path: Path) -> Any:
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location(
+        "mutation_report_verdicts", root / "tools" / "mutation_report.py"
+    )
+    assert spec and spec.loader
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    report.ROOT, report.VERDICTS = tmp_path, tmp_path / "verdicts.json"
+    return report
+
+
+def _meta(tmp_path: Path, hashes: dict[str, str], codes: dict[str, int | None]) -> Path:
+    import json
+
+    meta = tmp_path / "mutants" / "conformance" / "m.py.meta"
+    meta.parent.mkdir(parents=True, exist_ok=True)
+    keys = {f"conformance.m.{k}": v for k, v in codes.items()}
+    meta.write_text(json.dumps({"exit_code_by_key": keys, "hash_by_function_name": hashes}))
+    return meta
+
+
+def _codes(meta: Path) -> dict[str, int | None]:
+    import json
+
+    got = json.loads(meta.read_text())["exit_code_by_key"]
+    return {k.removeprefix("conformance.m."): v for k, v in got.items()}
+
+
+def test_mutation_verdicts_outlive_mutants_dir_while_the_function_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    report = _mutation_report(tmp_path)
+    judged = {"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_f__mutmut_3": 1, "x_g__mutmut_1": -9}
+    _meta(tmp_path, {"x_f": "a1", "x_g": "b1"}, judged)
+    assert report.save_verdicts() == 4
+    # Another machine: the same code, nothing judged; then g's code changed.
+    meta = _meta(tmp_path, {"x_f": "a1", "x_g": "b2"}, dict.fromkeys(judged))
+    assert report.restore_verdicts() == 3
+    assert _codes(meta) == {**judged, "x_g__mutmut_1": None}
+    # A run that judged only f's second mutant again keeps the other verdicts of f.
+    _meta(tmp_path, {"x_f": "a1", "x_g": "b2"}, {"x_f__mutmut_2": 1, "x_g__mutmut_1": 0})
+    report.save_verdicts()
+    meta = _meta(tmp_path, {"x_f": "a1", "x_g": "b2"}, dict.fromkeys(judged))
+    assert report.restore_verdicts() == 4
+    assert _codes(meta) == {**judged, "x_f__mutmut_2": 1, "x_g__mutmut_1": 0}
+    # A verdict already in mutants/ is never overwritten.
+    meta = _meta(
+        tmp_path, {"x_f": "a1", "x_g": "b2"}, {**dict.fromkeys(judged), "x_f__mutmut_1": 0}
+    )
+    assert report.restore_verdicts() == 3
+    assert _codes(meta)["x_f__mutmut_1"] == 0

@@ -24,6 +24,9 @@ DOC = ROOT / "docs" / "mutation.md"
 DATA = ROOT / "docs" / "mutation.json"
 README = ROOT / "README.md"
 EQUIVALENT = ROOT / "tools" / "mutation_equivalent.yaml"
+# Every judged mutant's exit code, with the hash of its function's code: mutants/ lives on
+# one machine, and judging the analysis package from nothing costs hours.
+VERDICTS = ROOT / "tools" / "mutation_verdicts.json"
 GOAL = 0.90
 
 # name shown → the source files it covers (a package after analysis.py was split)
@@ -205,6 +208,101 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _ranges(nums: list[int]) -> str:
+    """[1, 2, 3, 7] -> "1-3,7"."""
+    out: list[str] = []
+    for n in sorted(nums):
+        if out and out[-1].rpartition("-")[2] == str(n - 1):
+            out[-1] = out[-1].rpartition("-")[0] + f"-{n}" if "-" in out[-1] else f"{out[-1]}-{n}"
+        else:
+            out.append(str(n))
+    return ",".join(out)
+
+
+def _numbers(ranges: str) -> list[int]:
+    out: list[int] = []
+    for part in filter(None, ranges.split(",")):
+        a, _, b = part.partition("-")
+        out += range(int(a), int(b or a) + 1)
+    return out
+
+
+def _split(key: str) -> tuple[str, int]:
+    """`conformance.x.xǁCǁf__mutmut_7` -> (`xǁCǁf`, 7): the function as mutmut hashes it."""
+    func, _, num = key.rpartition("__mutmut_")
+    return func.rpartition(".")[2], int(num)
+
+
+def save_verdicts() -> int:
+    """Keep mutants/'s verdicts in VERDICTS (committed): per source file and function, the
+    function's hash and its mutants' exit codes. A function judged again replaces its entry;
+    one of the same code not judged here keeps its saved verdicts."""
+    saved = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
+    count = 0
+    for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
+        m = json.loads(meta.read_text())
+        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        hashes = m.get("hash_by_function_name", {})
+        codes: dict[str, dict[int, int]] = {}
+        for key, code in m["exit_code_by_key"].items():
+            func, num = _split(key)
+            if code is not None and func in hashes:
+                codes.setdefault(func, {})[num] = code
+        if not codes:
+            continue
+        entry = saved.setdefault(rel, {})
+        for func, got in codes.items():
+            old = entry.get(func, {})
+            if old.get("hash") == hashes[func]:  # the same code: earlier verdicts stay
+                for code, ranges in old.items():
+                    if code != "hash":
+                        for n in _numbers(ranges):
+                            got.setdefault(n, int(code))
+            by_code: dict[int, list[int]] = {}
+            for n, code in got.items():
+                by_code.setdefault(code, []).append(n)
+            entry[func] = {"hash": hashes[func]} | {
+                str(c): _ranges(ns) for c, ns in sorted(by_code.items())
+            }
+            count += len(got)
+    VERDICTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    return count
+
+
+def restore_verdicts() -> int:
+    """The saved verdict of every mutant not judged in mutants/ whose function's code is
+    the one it was judged on (mutmut's own rule across its runs: a function whose hash
+    changed is judged again). Returns how many were restored."""
+    if not VERDICTS.exists():
+        return 0
+    saved = json.loads(VERDICTS.read_text())
+    count = 0
+    for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
+        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        entry = saved.get(rel)
+        if not entry:
+            continue
+        m = json.loads(meta.read_text())
+        hashes = m.get("hash_by_function_name", {})
+        known = {
+            (func, n): int(code)
+            for func, e in entry.items()
+            if e.get("hash") == hashes.get(func)
+            for code, ranges in e.items()
+            if code != "hash"
+            for n in _numbers(ranges)
+        }
+        codes = m["exit_code_by_key"]
+        changed = False
+        for key, code in codes.items():
+            if code is None and (got := known.get(_split(key))) is not None:
+                codes[key], changed = got, True
+                count += 1
+        if changed:
+            meta.write_text(json.dumps(m, indent=4))
+    return count
+
+
 def _commit() -> str:
     """The commit whose code was mutated: HEAD, unless MUTATION_SOURCE_COMMIT says which
     (when the work tree moved on after the run)."""
@@ -254,6 +352,11 @@ def render(data: dict[str, Any]) -> str:
         "  the mutants not known to be killed (after adding tests). Run it under `nice`.",
         "- A change to the list of test files in `[tool.mutmut]` resets every verdict (mutmut "
         "fingerprints it): new tests go into a file already listed.",
+        "- Verdicts outlive the machine: each run keeps every judged mutant's exit code, with",
+        "  the hash of its function's code, in `tools/mutation_verdicts.json` (committed), and",
+        "  the next run, anywhere, restores those whose function is unchanged (the rule mutmut",
+        "  applies between its own runs), so `--survivors` judges only what is new or open.",
+        "  Naming a module still judges all of its mutants again.",
         "- Figures are per module as last measured, with the commit whose code was mutated; a",
         "  module changed since then needs a new run. *partial* means not every mutant of the",
         "  module was judged; its percentage is over the judged ones.",
@@ -347,6 +450,10 @@ def readme_table(data: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
+    if argv == ["--restore"]:
+        print(f"mutation: {restore_verdicts()} verdicts restored from {VERDICTS.name}")
+        return 0
+    print(f"mutation: {save_verdicts()} verdicts kept in {VERDICTS.name}")
     names = [module_of(a) for a in argv] or list(MODULES)
     import yaml  # here, not at the top: noxfile.py imports this module without PyYAML
 
