@@ -339,6 +339,15 @@ def test_fragments_on_the_steady_path_are_timed(times: list[float], want: list[s
     }
 
 
+def test_a_timed_tool_delta_without_a_function_is_timed_as_no_fragment() -> None:
+    again = chunk({"tool_calls": [{"index": 0, "id": ID_W}]})  # the id again, nothing else
+    times = [0.0, 2.0, 3.5, 5.0, 6.5, 8.0, 9.5, 11.0]
+    steady, r = lockstep(transcript([ROLE, OPEN, again, *PARIS, END], times))
+    assert steady == 7
+    assert quirks(r) == [("Q-ID-REPEATED", 2, "/choices/0/delta/tool_calls/0/id")]
+    assert set(r["timing"].values()) == {"pass"}
+
+
 def test_a_call_opened_by_a_second_choice_is_read_from_its_first_fragment() -> None:
     # naive and guarded read choices[0] only: they never saw the opener, and the first
     # fragment on the steady path starts their entry for index 1
