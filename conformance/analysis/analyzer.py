@@ -83,6 +83,19 @@ TEXT_DETECTORS: list[Callable[..., None]] = [content.collect_content]
 # The choice detectors that run on a steady finish (an empty delta and a finish_reason).
 FINISH_DETECTORS: list[Callable[..., None]] = [finish.detect_finish]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
+# The end detectors that find nothing on a bare body (no request, no recorded times, no
+# HTTP status, transport error or retry: ``analyze_bytes`` of an SSE body): each returns
+# at once there (the request's and the round trip's read the request, detect_timing the
+# times, detect_http_level the status, the transport error and the retry). A bare body
+# runs the others, in the same order (tests/test_steady_path.py runs all of them too).
+BARE_SKIPPED = (
+    content.detect_required_not_enforced,
+    request.detect_request_semantics,
+    roundtrip.detect_roundtrip,
+    timing.detect_timing,
+    framing.detect_http_level,
+)
+BARE_END_DETECTORS = [d for d in END_DETECTORS if d not in BARE_SKIPPED]
 
 
 COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies keep
@@ -436,7 +449,15 @@ class Analyzer:
     # ------------------------------------------------------------------ end
     def finish(self) -> CaptureResult:
         self._body_facts()
-        for detector in END_DETECTORS:
+        t = self.t
+        bare = (  # what BARE_SKIPPED's detectors need to find anything: none of it
+            self.req is None
+            and self.timing is None
+            and t.status is None
+            and not t.transport_error
+            and not t.meta.get("connection_retry")
+        )
+        for detector in BARE_END_DETECTORS if bare else END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
         if turn.workarounds:
