@@ -686,7 +686,7 @@ class _Template:
     def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
         self.keys = frozenset(chunk)
         self.size = len(chunk)
-        read = tuple(k for k in _TEMPLATE_VALUES if k in chunk)
+        read = tuple(filter(chunk.__contains__, _TEMPLATE_VALUES))
         # A clean chunk with choices has an id, an object, a created and a model: at least
         # four values, so itemgetter gives a tuple (one C call where a loop compares each).
         self.read = operator.itemgetter(*read)
