@@ -88,7 +88,7 @@ class NaiveAccumulator:
     def calls(self) -> list[dict[str, Any]]:
         acc = self.acc
         keys = list(acc)
-        if all(type(k) is int for k in keys):  # nearly always: their own order, no key
+        if _INT_ONLY.issuperset(map(type, keys)):  # nearly always: their own order, no key
             keys.sort()
         else:
             keys.sort(key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
@@ -146,6 +146,9 @@ class RobustStrategy:
             {"index": c.index, "id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
             for c in self.turn().calls
         ]
+
+
+_INT_ONLY = frozenset({int})  # the key types that sort as they are (bool is no index)
 
 
 def _text(value: Any) -> str:
