@@ -514,6 +514,10 @@ def _append_plain(state: _Choice, slot: _Slot, a: str) -> bool:
     return True
 
 
+def _note_order(w: Workaround) -> tuple[int, str]:
+    return (w.event, w.quirk)
+
+
 class ToolCallAccumulator:
     """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``.
 
@@ -532,7 +536,8 @@ class ToolCallAccumulator:
         max_text: int | None = None,
         max_calls: int | None = None,
     ):
-        self._declared = _declared_tools(tools)
+        # No tools (every bare capture): no ABC isinstance check (what it would give).
+        self._declared = _declared_tools(tools) if tools is not None else {}
         self._per_choice = n > 1
         self._choices: dict[int, _Choice] = {}
         self._choice0 = self._choices[0] = _Choice()  # with n=1 every choice is choice 0
@@ -721,7 +726,7 @@ class ToolCallAccumulator:
             self._finish,
             self._usage,
             self._error,
-            sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)),
+            sorted(self._notes.values(), key=_note_order) if self._notes else [],
             self._content.dropped,
             self._reasoning.dropped,
             self.calls_cut,
@@ -800,6 +805,8 @@ class ToolCallAccumulator:
     )
 
     def _all_slots(self) -> list[_Slot]:
+        if len(self._choices) == 1:  # choice 0 alone (always there): no sort, no nesting
+            return self._choice0.slots[:]
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
 
     def _open_fast(self, state: _Choice, tc: dict[str, Any], idx: int, ev: int) -> bool:
