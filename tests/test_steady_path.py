@@ -148,7 +148,7 @@ SKIPPED = {
 
 def _state(a: AZ.Analyzer) -> dict[str, Any]:
     slots = lambda o: {k: getattr(o, k) for k in type(o).__slots__}  # noqa: E731
-    own = {k: v for k, v in vars(a).items() if k not in NOT_STATE}
+    own = {k: getattr(a, k) for k in AZ.Analyzer.__slots__ if k not in NOT_STATE}
     return {
         **own,
         "clock": None if a.clock is None else vars(a.clock),

@@ -120,6 +120,61 @@ _NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
 class Analyzer:
     """Feed events; ``finish()`` returns the CaptureResult."""
 
+    # Slots: an instance of this many attributes would hold a dict of its own (CPython
+    # shares the keys of at most 30), built, and resized, for every capture.
+    __slots__ = (
+        "t",
+        "req",
+        "tools",
+        "declared_names",
+        "n",
+        "findings",
+        "order",
+        "failed_rules",
+        "calls_kept",
+        "naive",
+        "guarded",
+        "robust",
+        "robust_feed",
+        "robust_fragment",
+        "robust_text",
+        "_readings",
+        "events",
+        "done_seen",
+        "chunk_id",
+        "model",
+        "fingerprints",
+        "usage_chunks",
+        "choices",
+        "finish_seen_at",
+        "indexes",
+        "calls_over",
+        "indexless",
+        "any_tool_delta",
+        "empty_deltas",
+        "first_empty_delta",
+        "extra_fields",
+        "extra_first",
+        "reasoning_seen",
+        "content",
+        "content_chars",
+        "first_markup_event",
+        "content_tail",
+        "chunk_ordinal",
+        "error_seen",
+        "first_index",
+        "length_judged",
+        "cut_inside_event",
+        "body_cut",
+        "plain_body",
+        "first_prose_event",
+        "parser_evidence",
+        "_finds",
+        "_template",
+        "clock",
+        "timing",
+    )
+
     def __init__(self, transcript: Transcript):
         self.t = transcript
         body = (transcript.request or {}).get("body")
