@@ -6,6 +6,7 @@ so that a change to the skipped code (a new marker, a new key) cannot silently b
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from conformance.analysis.analyzer import _call_key, _raw_key
 from conformance.analysis.common import _COMPACT, _excerpt
 from conformance.analysis.detectors.content import TOOL_MARKUP, _may_hold_markup
+from conformance.sse import SSEParser
 
 # One text per alternative of TOOL_MARKUP (each family's marker, as its template writes it).
 MARKERS = [
@@ -100,3 +102,37 @@ def test_a_deep_container_is_quoted_without_encoding_its_depth() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert _excerpt({"a": deep}) == '{"a":' + "[" * 154 + "…"
+
+
+# Bytes that cut, break and mix UTF-8 sequences (a 4-byte character, a lone surrogate's
+# encoding, a stray continuation byte, a lead byte at the end).
+UTF8_PIECES = [*"hé✓𝄞ж".encode(), 0xFF, 0xED, 0xA0, 0x80, 0xC3, 0x82, 0xE2, 0xF0, 0x9D]
+
+
+@given(
+    st.lists(st.sampled_from(UTF8_PIECES), max_size=40),
+    st.lists(st.integers(0, 40), max_size=5),
+)
+def test_the_sse_parser_decodes_utf8_as_codecs_incremental_decoder(
+    body: list[int], cuts: list[int]
+) -> None:
+    # SSEParser._decode_text holds a cut character's bytes itself (no codecs decoder
+    # object per stream): the text of every block, and the switch to U+FFFD at the first
+    # invalid byte, are the incremental decoder's
+    raw = bytes(body)
+    at = sorted({min(c, len(raw)) for c in cuts})
+    blocks = [raw[i:j] for i, j in zip([0, *at], [*at, len(raw)], strict=True)] + [b""]
+    ref, bad = codecs.getincrementaldecoder("utf-8")("strict"), False
+    want = []
+    for k, block in enumerate(blocks):
+        final = k == len(blocks) - 1
+        try:
+            want.append(ref.decode(block, final))
+        except UnicodeDecodeError:
+            bad, state = True, ref.getstate()
+            ref = codecs.getincrementaldecoder("utf-8")("replace")
+            ref.setstate(state)
+            want.append(ref.decode(block, final))
+    p = SSEParser()
+    got = [p._decode_text(block, k == len(blocks) - 1) for k, block in enumerate(blocks)]
+    assert (got, p._bad_utf8) == (want, bad)
