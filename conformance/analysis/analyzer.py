@@ -185,7 +185,7 @@ class Analyzer:
         self.declared_names: frozenset[str] = (
             frozenset(_declared_tools(self.tools)) if self.tools else frozenset()
         )
-        n = (self.req or {}).get("n")
+        n = self.req.get("n") if self.req is not None else None
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
         self.order: list[tuple[str, str | None]] = []
@@ -233,7 +233,7 @@ class Analyzer:
         self._finds = 0  # findings recorded so far, repeats included
         self._template: _Template | None = None  # for the steady path (_feed_steady)
         # When each event arrived, where the capture recorded it (detectors/timing.py).
-        self.clock = timing.Clock.of(transcript)
+        self.clock = timing.Clock.of(transcript) if transcript.meta else None  # (no times)
         self.timing = timing.Timing() if self.clock is not None else None
 
     # ------------------------------------------------------------------ findings
@@ -845,8 +845,14 @@ def analyze_bytes(
     status: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> CaptureResult:
-    import conformance.readers as readers  # on demand: start-up (docs/performance.md)
+    global _readers
+    if _readers is None:  # imported on demand (start-up: docs/performance.md), once
+        import conformance.readers
 
+        _readers = conformance.readers
     req = {"body": request} if request is not None else None
     hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
-    return analyze(readers.exchange_transcript(source, "sse", req, status, hdrs, raw))
+    return analyze(_readers.exchange_transcript(source, "sse", req, status, hdrs, raw))
+
+
+_readers: Any = None  # conformance.readers, once analyze_bytes has imported it
