@@ -452,8 +452,7 @@ class _Pieces(list[str]):
 class _Kept(_Pieces):
     """At most ``limit`` characters of the pieces kept; the rest counted in ``dropped``."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__()
+    def __init__(self, limit: int) -> None:  # empty as made: no list.__init__ to call
         self.room = limit  # characters still to keep
 
     def append(self, text: str) -> None:
