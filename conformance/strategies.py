@@ -31,6 +31,11 @@ class NaiveAccumulator:
     def feed(self, chunk: Any, event: int) -> None:
         if self.crash is not None or not isinstance(chunk, dict):
             return
+        if not self.guard and type(c := chunk.get("choices")) is list and not c:
+            # `choices[0]` of the usage chunk every stream ends with: the crash it gives,
+            # without raising and catching it
+            self.crash = f"event {event}: {_EMPTY_CHOICES}"
+            return
         try:
             self._feed(chunk)
         except (KeyError, IndexError, TypeError, AttributeError) as e:
@@ -147,6 +152,11 @@ class RobustStrategy:
             for c in self.turn().calls
         ]
 
+
+try:  # what `chunk["choices"][0]` raises on an empty list, as a crash reads it
+    [][0]
+except IndexError as e:
+    _EMPTY_CHOICES = f"{type(e).__name__}: {e}"
 
 _INT_ONLY = frozenset({int})  # the key types that sort as they are (bool is no index)
 

@@ -10,6 +10,7 @@ import codecs
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from conformance.analysis.analyzer import _call_key, _raw_key
 from conformance.analysis.common import _COMPACT, _excerpt
 from conformance.analysis.detectors.content import TOOL_MARKUP, _may_hold_markup
 from conformance.sse import SSEParser
+from conformance.strategies import GuardedAccumulator, NaiveAccumulator
 
 # One text per alternative of TOOL_MARKUP (each family's marker, as its template writes it).
 MARKERS = [
@@ -136,3 +138,20 @@ def test_the_sse_parser_decodes_utf8_as_codecs_incremental_decoder(
     p = SSEParser()
     got = [p._decode_text(block, k == len(blocks) - 1) for k, block in enumerate(blocks)]
     assert (got, p._bad_utf8) == (want, bad)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [{"id": "c", "choices": [], "usage": {"total_tokens": 3}}, {"error": "x", "choices": []}],
+)
+def test_the_naive_crash_on_empty_choices_is_the_one_raised(chunk: dict[str, Any]) -> None:
+    # NaiveAccumulator.feed writes the crash of `choices[0]` on an empty list without
+    # raising it: the text is the raised one's; the guarded reading skips the chunk
+    naive = NaiveAccumulator()
+    naive.feed(chunk, 7)
+    with pytest.raises(IndexError) as raised:
+        NaiveAccumulator()._feed(chunk)
+    assert naive.crash == f"event 7: {raised.type.__name__}: {raised.value}"
+    guarded = GuardedAccumulator()
+    guarded.feed(chunk, 7)
+    assert guarded.crash is None and guarded.calls() == []
