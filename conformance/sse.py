@@ -131,6 +131,18 @@ class SSEParser:
         return self._iter_events(lines)
 
     def close(self) -> list[Event]:
+        if not (
+            self._undecoded
+            or self._lines.pending
+            or self._held is not None
+            or self._bad_utf8
+            or self._oversized
+            or self._decoder is not None
+        ):
+            return []  # a body that ended after an event's blank line: _close() gives []
+        return self._close()
+
+    def _close(self) -> list[Event]:
         text = self._decode_text(b"", final=True)
         lines = (self._lines.decode(text) if text else []) + self._lines.flush()
         if self._held is not None:

@@ -155,3 +155,27 @@ def test_the_naive_crash_on_empty_choices_is_the_one_raised(chunk: dict[str, Any
     guarded = GuardedAccumulator()
     guarded.feed(chunk, 7)
     assert guarded.crash is None and guarded.calls() == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ['data: {"a":1}\n\n', "data: [DONE]\n\n", ": c\r\n\r\n", "data: x\n", "\n", "\r"]
+            + ["event: e\n", "data: {", "é", "\n\n"]
+        ),
+        max_size=8,
+    ),
+    st.lists(st.integers(0, 80), max_size=4),
+    st.booleans(),
+)
+def test_the_sse_parser_closes_early_only_where_closing_gives_nothing(
+    pieces: list[str], cuts: list[int], bad: bool
+) -> None:
+    # SSEParser.close returns [] without _close() when nothing is held: _close() would
+    # give [] there too
+    raw = "".join(pieces).encode() + (b"\xc3" if bad else b"")
+    at = sorted({min(c, len(raw)) for c in cuts})
+    p, q = SSEParser(), SSEParser()
+    for i, j in zip([0, *at], [*at, len(raw)], strict=True):
+        assert list(p.events(raw[i:j])) == list(q.events(raw[i:j]))
+    assert p.close() == q._close()
