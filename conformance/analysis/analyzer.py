@@ -115,6 +115,7 @@ TEXT_KEPT = 1 << 20
 CALLS_KEPT = 1024
 # The strategies' enum members, looked up once (an enum attribute costs a lookup each time).
 _NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
+_OK, _CRASHED = ImpactStatus.OK, ImpactStatus.CRASHED
 
 
 class Analyzer:
@@ -448,8 +449,7 @@ class Analyzer:
     def _feed_chunk(self, chunk: Any, n: int) -> None:
         self.naive.feed(chunk, n)
         self.guarded.feed(chunk, n)
-        self.robust.feed(chunk, n)
-        if not isinstance(chunk, dict):
+        if not isinstance(chunk, dict):  # (the robust strategy reads dicts only)
             self.find(
                 "R-CHUNK-OBJECT",
                 f"payload is {json_type(chunk)}, not an object",
@@ -458,6 +458,7 @@ class Analyzer:
                 excerpt=chunk,
             )
             return
+        self.robust_feed(chunk, event=n)
         for detector in CHUNK_DETECTORS:
             detector(self, chunk, n)
         choices = chunk.get("choices")
@@ -517,7 +518,8 @@ class Analyzer:
         turn = self.robust.turn()
         if turn.workarounds:
             self._workaround_findings(turn)
-        check_length_and_usage(self, turn)
+        if self.req is not None:  # (it judges only what a request asked)
+            check_length_and_usage(self, turn)
         calls = {
             _NAIVE: self.naive.calls(),
             _GUARDED: self.guarded.calls(),
@@ -585,31 +587,31 @@ class Analyzer:
         out: dict[str, Impact] = {}
         for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
             if strat.crash:
-                out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
+                out[name] = Impact(_CRASHED, strat.crash)
                 continue
             # The same id, name and argument text give the same normalised key: the
             # arguments are parsed and re-serialised only for a strategy whose text differs
             # (equal calls, the usual case, are one comparison).
             if calls[name] == robust:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
                 continue
             if raw is None:
                 raw = [_raw_key(c) for c in robust]
             if [_raw_key(c) for c in calls[name]] == raw:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
                 continue
             if want is None:
                 want = [_call_key(c) for c in robust]
             if [_call_key(c) for c in calls[name]] != want:
                 out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST]))
             else:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
         # the robust client nothing to assemble: it is not "ok" with zero calls.
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if recoverable and not missing:
-            out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
+            out[_ROBUST] = Impact(_OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing
