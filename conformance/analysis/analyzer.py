@@ -116,6 +116,7 @@ CALLS_KEPT = 1024
 # The strategies' enum members, looked up once (an enum attribute costs a lookup each time).
 _NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
 _OK, _CRASHED = ImpactStatus.OK, ImpactStatus.CRASHED
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 class Analyzer:
@@ -130,7 +131,6 @@ class Analyzer:
         "declared_names",
         "n",
         "findings",
-        "order",
         "failed_rules",
         "calls_kept",
         "naive",
@@ -184,12 +184,11 @@ class Analyzer:
         # The request's declared tool names (empty without a request): what tells a second
         # call under the same index and id from a name sent in pieces.
         self.declared_names: frozenset[str] = (
-            frozenset(_declared_tools(self.tools)) if self.tools else frozenset()
+            frozenset(_declared_tools(self.tools)) if self.tools else _NO_NAMES
         )
         n = self.req.get("n") if self.req is not None else None
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
-        self.order: list[tuple[str, str | None]] = []
         self.failed_rules: set[str] = set()
         self.calls_kept = CALLS_KEPT
         self.naive = NaiveAccumulator(max_calls=CALLS_KEPT)
@@ -267,7 +266,6 @@ class Analyzer:
                 message,
                 None if excerpt is None else _excerpt(excerpt),
             )
-            self.order.append(key)
         else:
             f.count += 1
         self._finds += 1
@@ -525,7 +523,7 @@ class Analyzer:
             _GUARDED: self.guarded.calls(),
             _ROBUST: self.robust.calls(),
         }
-        findings = [self.findings[k] for k in self.order]
+        findings = list(self.findings.values())  # in the order they were first found
         if len(findings) > 1:
             findings.sort(key=_finding_order)
         recoverable = turn.recoverable  # a property that reads every call: read once
@@ -662,7 +660,7 @@ class Analyzer:
     def _rule_status(self) -> dict[str, str]:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
-        roundtrip = _is_roundtrip(self.req)
+        roundtrip = self.req is not None and _is_roundtrip(self.req)
         has = (
             bool(self.t.framing),
             self.t.status is not None or self.t.transport_error is not None,
