@@ -678,6 +678,17 @@ class ToolCallAccumulator:
         else:
             self.feed(chunk, event=ev)
 
+    def _feed_call(self, chunk: dict[str, Any], tc: dict[str, Any], ev: int) -> None:
+        """feed() of a chunk whose delta is the one tool-call delta ``tc`` (a dict): a new
+        index's opener on feed's fast path (``_open_fast``, which changes nothing when it
+        declines), else the chunk is fed."""
+        state = self._choice0
+        idx = tc.get("index")
+        if type(idx) is int and idx not in state.by_index and self._open_fast(state, tc, idx, ev):
+            self._events += 1
+        else:
+            self.feed(chunk, event=ev)
+
     def _feed_text(self, text: str) -> None:
         """feed() of a chunk whose delta is ``{"content": text}``, ``text`` not empty."""
         self._events += 1

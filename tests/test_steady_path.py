@@ -43,7 +43,7 @@ SSE = {"content-type": "text/event-stream"}
 # template is the steady path's; the rest are compared below, or at the end: the robust
 # client's reading through the result).
 NOT_STATE = {"t", "_template", "naive", "guarded", "_readings", "robust", "robust_feed", "choices"}
-NOT_STATE |= {"indexes", "robust_fragment", "robust_text"}
+NOT_STATE |= {"indexes", "robust_fragment", "robust_text", "robust_call"}
 NOT_STATE |= {"clock", "timing", "took", "found", "fragments"}
 # detect_finish's record of a choice's last tool-call delta and last appearance: read only
 # with n > 1 (calls_by_choice, Choices.unfinished), where no chunk takes the steady path.

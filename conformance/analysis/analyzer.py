@@ -139,6 +139,7 @@ class Analyzer:
         "robust_feed",
         "robust_fragment",
         "robust_text",
+        "robust_call",
         "_readings",
         "events",
         "done_seen",
@@ -198,6 +199,7 @@ class Analyzer:
         # What feed() does for a steady chunk of a lean template, without reading it again.
         self.robust_fragment: Callable[..., None] = self.robust.acc._feed_fragment
         self.robust_text = self.robust.acc._feed_text
+        self.robust_call = self.robust.acc._feed_call
         self._readings = (self.naive, self.guarded)  # the two the steady path appends to
         self.events = 0
         self.done_seen = False
@@ -416,7 +418,10 @@ class Analyzer:
         elif TOOL_CALL_KEYS.issuperset(tc):  # else detect_choice_shape names the key
             self.naive.feed(chunk, n)
             self.guarded.feed(chunk, n)
-            self.robust_feed(chunk, event=n)
+            if t.lean:
+                self.robust_call(chunk, tc, n)
+            else:
+                self.robust_feed(chunk, event=n)
             self.any_tool_delta = True
             self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
         else:
