@@ -452,8 +452,7 @@ class _Pieces(list[str]):
 class _Kept(_Pieces):
     """At most ``limit`` characters of the pieces kept; the rest counted in ``dropped``."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__()
+    def __init__(self, limit: int) -> None:  # empty as made: no list.__init__ to call
         self.room = limit  # characters still to keep
 
     def append(self, text: str) -> None:
@@ -514,6 +513,10 @@ def _append_plain(state: _Choice, slot: _Slot, a: str) -> bool:
     return True
 
 
+def _note_order(w: Workaround) -> tuple[int, str]:
+    return (w.event, w.quirk)
+
+
 class ToolCallAccumulator:
     """Incremental, quirk-tolerant accumulator. ``feed`` chunks, then ``result()``.
 
@@ -532,7 +535,8 @@ class ToolCallAccumulator:
         max_text: int | None = None,
         max_calls: int | None = None,
     ):
-        self._declared = _declared_tools(tools)
+        # No tools (every bare capture): no ABC isinstance check (what it would give).
+        self._declared = _declared_tools(tools) if tools is not None else {}
         self._per_choice = n > 1
         self._choices: dict[int, _Choice] = {}
         self._choice0 = self._choices[0] = _Choice()  # with n=1 every choice is choice 0
@@ -674,6 +678,17 @@ class ToolCallAccumulator:
         else:
             self.feed(chunk, event=ev)
 
+    def _feed_call(self, chunk: dict[str, Any], tc: dict[str, Any], ev: int) -> None:
+        """feed() of a chunk whose delta is the one tool-call delta ``tc`` (a dict): a new
+        index's opener on feed's fast path (``_open_fast``, which changes nothing when it
+        declines), else the chunk is fed."""
+        state = self._choice0
+        idx = tc.get("index")
+        if type(idx) is int and idx not in state.by_index and self._open_fast(state, tc, idx, ev):
+            self._events += 1
+        else:
+            self.feed(chunk, event=ev)
+
     def _feed_text(self, text: str) -> None:
         """feed() of a chunk whose delta is ``{"content": text}``, ``text`` not empty."""
         self._events += 1
@@ -721,7 +736,7 @@ class ToolCallAccumulator:
             self._finish,
             self._usage,
             self._error,
-            sorted(self._notes.values(), key=lambda w: (w.event, w.quirk)),
+            sorted(self._notes.values(), key=_note_order) if self._notes else [],
             self._content.dropped,
             self._reasoning.dropped,
             self.calls_cut,
@@ -800,6 +815,8 @@ class ToolCallAccumulator:
     )
 
     def _all_slots(self) -> list[_Slot]:
+        if len(self._choices) == 1:  # choice 0 alone (always there): no sort, no nesting
+            return self._choice0.slots[:]
         return [s for key in sorted(self._choices) for s in self._choices[key].slots]
 
     def _open_fast(self, state: _Choice, tc: dict[str, Any], idx: int, ev: int) -> bool:

@@ -66,13 +66,14 @@ def header_codings(headers: Any) -> list[str]:
     names to a string or to a list of strings (vcrpy), names in any case."""
     if headers is None:
         return []
-    if hasattr(headers, "get_list"):
+    plain = type(headers) is dict  # a reader's mapping: no attribute probe, no copy
+    if not plain and hasattr(headers, "get_list"):
         return codings(headers.get_list("content-encoding"))
     values: list[str] = []
-    for k, v in dict(headers).items():
+    for k, v in (headers if plain else dict(headers)).items():
         if str(k).lower() == "content-encoding":
             values += [str(x) for x in v] if isinstance(v, list | tuple) else [str(v)]
-    return codings(values)
+    return codings(values) if values else values
 
 
 def _brotli() -> Any:

@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import conformance.decoding as decoding
 from conformance.sse import MAX_EVENT_BYTES, iter_sse, payload_event
 from conformance.transcript import Event, InputError, Transcript, header
 
@@ -231,8 +232,6 @@ def read_sse_file(path: Path) -> list[Transcript]:
 def decode_body(body: bytes, headers: dict[str, str] | None) -> bytes:
     """Undo every content coding (``decoding.decode_or_keep``: stacked, unlabelled,
     bounded by the default ``max_bytes``) so the SSE text is judged, not the envelope."""
-    import conformance.decoding as decoding
-
     return decoding.decode_or_keep(body, headers)[0]
 
 
@@ -264,8 +263,6 @@ def exchange_transcript(
     headers: dict[str, str] | None,
     body: bytes,
 ) -> Transcript:
-    import conformance.decoding as decoding
-
     body, undecodable = decoding.decode_or_keep(body, headers)  # bounded (issue 23)
     ctype = (header(headers, "content-type") or "").lower()
     stream_requested = bool(

@@ -19,7 +19,10 @@ from typing import Any
 from conformance.jsontext import StreamLoads, loads
 from conformance.transcript import CHUNK, COMMENT, DONE, FAULT, NONJSON, Event
 
-_UTF8 = codecs.getincrementaldecoder("utf-8")  # looked up once, not for every stream
+# What codecs' incremental UTF-8 decoder does, without its two Python-level __init__s
+# and a Python-level decode() per block: the C decoder, and the bytes of a character cut
+# by a block's end held for the next block (SSEParser._decode_text).
+_utf8_decode = codecs.utf_8_decode
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event larger than this is a fault, not a chunk
 SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
 CUT_FAULT = "stream ended inside an event"  # how a fault for a body cut mid-event begins
@@ -71,7 +74,8 @@ class SSEParser:
     """Feed bytes in any split; get Events out. Re-chunking never changes the result."""
 
     def __init__(self) -> None:
-        self._utf8 = _UTF8("strict")
+        self._undecoded = b""  # the start of a character cut by the end of the last block
+        self._errors = "strict"  # "replace" once invalid UTF-8 was seen
         self._bad_utf8 = False
         self._lines = LineSplitter()
         self._decoder: Any = None  # httpx-sse's SSEDecoder, made on first use
@@ -97,15 +101,17 @@ class SSEParser:
         return self._decoder
 
     def _decode_text(self, data: bytes, final: bool = False) -> str:
+        if self._undecoded:
+            data = self._undecoded + data
         try:
-            return self._utf8.decode(data, final)
+            text, used = _utf8_decode(data, self._errors, final)
         except UnicodeDecodeError:
             # Keep going with replacement characters; report once.
             self._bad_utf8 = True
-            state = self._utf8.getstate()
-            self._utf8 = _UTF8("replace")
-            self._utf8.setstate(state)
-            return self._utf8.decode(data, final)
+            self._errors = "replace"
+            text, used = _utf8_decode(data, "replace", final)
+        self._undecoded = data[used:]
+        return text
 
     def events(self, data: bytes) -> Iterator[Event]:
         """The events of the next block of bytes, lazily: each payload is parsed as its event
@@ -125,6 +131,18 @@ class SSEParser:
         return self._iter_events(lines)
 
     def close(self) -> list[Event]:
+        if not (
+            self._undecoded
+            or self._lines.pending
+            or self._held is not None
+            or self._bad_utf8
+            or self._oversized
+            or self._decoder is not None
+        ):
+            return []  # a body that ended after an event's blank line: _close() gives []
+        return self._close()
+
+    def _close(self) -> list[Event]:
         text = self._decode_text(b"", final=True)
         lines = (self._lines.decode(text) if text else []) + self._lines.flush()
         if self._held is not None:

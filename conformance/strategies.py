@@ -31,6 +31,11 @@ class NaiveAccumulator:
     def feed(self, chunk: Any, event: int) -> None:
         if self.crash is not None or not isinstance(chunk, dict):
             return
+        if not self.guard and type(c := chunk.get("choices")) is list and not c:
+            # `choices[0]` of the usage chunk every stream ends with: the crash it gives,
+            # without raising and catching it
+            self.crash = f"event {event}: {_EMPTY_CHOICES}"
+            return
         try:
             self._feed(chunk)
         except (KeyError, IndexError, TypeError, AttributeError) as e:
@@ -88,7 +93,7 @@ class NaiveAccumulator:
     def calls(self) -> list[dict[str, Any]]:
         acc = self.acc
         keys = list(acc)
-        if all(type(k) is int for k in keys):  # nearly always: their own order, no key
+        if _INT_ONLY.issuperset(map(type, keys)):  # nearly always: their own order, no key
             keys.sort()
         else:
             keys.sort(key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0))
@@ -146,6 +151,14 @@ class RobustStrategy:
             {"index": c.index, "id": c.id, "type": c.type, "name": c.name, "arguments": c.arguments}
             for c in self.turn().calls
         ]
+
+
+try:  # what `chunk["choices"][0]` raises on an empty list, as a crash reads it
+    [][0]
+except IndexError as e:
+    _EMPTY_CHOICES = f"{type(e).__name__}: {e}"
+
+_INT_ONLY = frozenset({int})  # the key types that sort as they are (bool is no index)
 
 
 def _text(value: Any) -> str:

@@ -27,15 +27,19 @@ def judge(
     ``findings`` are (level, quirk id or None) pairs."""
     if error:
         return Verdict.ERROR
-    pairs = list(findings)
-    unrecoverable = registry.unrecoverable()
-    if not recoverable or any(
-        (lvl == Level.MUST and not q) or (q and q in unrecoverable) for lvl, q in pairs
-    ):
+    if not recoverable:
         return Verdict.FAILS
-    if any(q and lvl != Level.INFO for lvl, q in pairs):
-        return Verdict.QUIRK
-    return Verdict.CONFORMS
+    unrecoverable = registry.unrecoverable()
+    quirk = False  # one loop, no generators: this runs once per capture
+    for lvl, q in findings:
+        if (lvl == _MUST and not q) or (q and q in unrecoverable):
+            return Verdict.FAILS
+        if q and lvl != _INFO:
+            quirk = True
+    return Verdict.QUIRK if quirk else Verdict.CONFORMS
+
+
+_MUST, _INFO = Level.MUST, Level.INFO  # looked up once (an enum attribute costs a lookup)
 
 
 def worst(verdicts: Iterable[str]) -> Verdict:

@@ -2200,7 +2200,13 @@ def _lean_state(acc: ToolCallAccumulator) -> Any:
 @given(
     ops=st.lists(
         st.one_of(
-            st.tuples(st.just("open"), st.integers(0, 2), st.sampled_from(["call_a", "call_b"])),
+            st.tuples(
+                st.just("open"),
+                st.integers(0, 2),
+                st.tuples(
+                    st.sampled_from(["call_a", "call_b", "", None]), st.sampled_from(_PIECES)
+                ),
+            ),
             st.tuples(st.just("frag"), st.integers(0, 2), st.sampled_from(_PIECES)),
             st.tuples(st.just("text"), st.just(0), st.sampled_from(_PIECES[1:])),
         ),
@@ -2209,16 +2215,17 @@ def _lean_state(acc: ToolCallAccumulator) -> Any:
     max_text=st.sampled_from([None, 3]),
 )
 def test_the_lean_feeds_change_what_feed_changes(
-    ops: list[tuple[str, int, str]], max_text: int | None
+    ops: list[tuple[str, int, Any]], max_text: int | None
 ) -> None:
-    """_feed_fragment and _feed_text (the analyzer's steady path) leave the accumulator as
-    feed() does with the same chunk, after every chunk: on feed's fast path (plain slots)
-    and off it (an index not open, shared or cumulative, markup, an empty fragment)."""
+    """_feed_fragment, _feed_text and _feed_call (the analyzer's steady path) leave the
+    accumulator as feed() does with the same chunk, after every chunk: on feed's fast paths
+    (plain slots, a new index's opener) and off them (an index not open, shared or
+    cumulative, markup, an empty fragment, an opener without an id or on an open index)."""
     by_feed, lean = ToolCallAccumulator(max_text=max_text), ToolCallAccumulator(max_text=max_text)
     for ev, (op, idx, value) in enumerate(ops):
         if op == "open":
-            c = chunk(opener(idx, value, "f"))
-            lean.feed(c, event=ev)
+            c = chunk(opener(idx, value[0], "f", value[1]))
+            lean._feed_call(c, c["choices"][0]["delta"]["tool_calls"][0], ev)
         elif op == "frag":
             c = chunk(frag(idx, value))
             if value:  # the steady path takes non-empty fragments only

@@ -6,15 +6,19 @@ so that a change to the skipped code (a new marker, a new key) cannot silently b
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.analysis.analyzer import _call_key, _raw_key
 from conformance.analysis.common import _COMPACT, _excerpt
 from conformance.analysis.detectors.content import TOOL_MARKUP, _may_hold_markup
+from conformance.sse import SSEParser
+from conformance.strategies import GuardedAccumulator, NaiveAccumulator
 
 # One text per alternative of TOOL_MARKUP (each family's marker, as its template writes it).
 MARKERS = [
@@ -100,3 +104,78 @@ def test_a_deep_container_is_quoted_without_encoding_its_depth() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert _excerpt({"a": deep}) == '{"a":' + "[" * 154 + "…"
+
+
+# Bytes that cut, break and mix UTF-8 sequences (a 4-byte character, a lone surrogate's
+# encoding, a stray continuation byte, a lead byte at the end).
+UTF8_PIECES = [*"hé✓𝄞ж".encode(), 0xFF, 0xED, 0xA0, 0x80, 0xC3, 0x82, 0xE2, 0xF0, 0x9D]
+
+
+@given(
+    st.lists(st.sampled_from(UTF8_PIECES), max_size=40),
+    st.lists(st.integers(0, 40), max_size=5),
+)
+def test_the_sse_parser_decodes_utf8_as_codecs_incremental_decoder(
+    body: list[int], cuts: list[int]
+) -> None:
+    # SSEParser._decode_text holds a cut character's bytes itself (no codecs decoder
+    # object per stream): the text of every block, and the switch to U+FFFD at the first
+    # invalid byte, are the incremental decoder's
+    raw = bytes(body)
+    at = sorted({min(c, len(raw)) for c in cuts})
+    blocks = [raw[i:j] for i, j in zip([0, *at], [*at, len(raw)], strict=True)] + [b""]
+    ref, bad = codecs.getincrementaldecoder("utf-8")("strict"), False
+    want = []
+    for k, block in enumerate(blocks):
+        final = k == len(blocks) - 1
+        try:
+            want.append(ref.decode(block, final))
+        except UnicodeDecodeError:
+            bad, state = True, ref.getstate()
+            ref = codecs.getincrementaldecoder("utf-8")("replace")
+            ref.setstate(state)
+            want.append(ref.decode(block, final))
+    p = SSEParser()
+    got = [p._decode_text(block, k == len(blocks) - 1) for k, block in enumerate(blocks)]
+    assert (got, p._bad_utf8) == (want, bad)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [{"id": "c", "choices": [], "usage": {"total_tokens": 3}}, {"error": "x", "choices": []}],
+)
+def test_the_naive_crash_on_empty_choices_is_the_one_raised(chunk: dict[str, Any]) -> None:
+    # NaiveAccumulator.feed writes the crash of `choices[0]` on an empty list without
+    # raising it: the text is the raised one's; the guarded reading skips the chunk
+    naive = NaiveAccumulator()
+    naive.feed(chunk, 7)
+    with pytest.raises(IndexError) as raised:
+        NaiveAccumulator()._feed(chunk)
+    assert naive.crash == f"event 7: {raised.type.__name__}: {raised.value}"
+    guarded = GuardedAccumulator()
+    guarded.feed(chunk, 7)
+    assert guarded.crash is None and guarded.calls() == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ['data: {"a":1}\n\n', "data: [DONE]\n\n", ": c\r\n\r\n", "data: x\n", "\n", "\r"]
+            + ["event: e\n", "data: {", "é", "\n\n"]
+        ),
+        max_size=8,
+    ),
+    st.lists(st.integers(0, 80), max_size=4),
+    st.booleans(),
+)
+def test_the_sse_parser_closes_early_only_where_closing_gives_nothing(
+    pieces: list[str], cuts: list[int], bad: bool
+) -> None:
+    # SSEParser.close returns [] without _close() when nothing is held: _close() would
+    # give [] there too
+    raw = "".join(pieces).encode() + (b"\xc3" if bad else b"")
+    at = sorted({min(c, len(raw)) for c in cuts})
+    p, q = SSEParser(), SSEParser()
+    for i, j in zip([0, *at], [*at, len(raw)], strict=True):
+        assert list(p.events(raw[i:j])) == list(q.events(raw[i:j]))
+    assert p.close() == q._close()

@@ -43,7 +43,7 @@ SSE = {"content-type": "text/event-stream"}
 # template is the steady path's; the rest are compared below, or at the end: the robust
 # client's reading through the result).
 NOT_STATE = {"t", "_template", "naive", "guarded", "_readings", "robust", "robust_feed", "choices"}
-NOT_STATE |= {"indexes", "robust_fragment", "robust_text"}
+NOT_STATE |= {"indexes", "robust_fragment", "robust_text", "robust_call"}
 NOT_STATE |= {"clock", "timing", "took", "found", "fragments"}
 # detect_finish's record of a choice's last tool-call delta and last appearance: read only
 # with n > 1 (calls_by_choice, Choices.unfinished), where no chunk takes the steady path.
@@ -148,7 +148,7 @@ SKIPPED = {
 
 def _state(a: AZ.Analyzer) -> dict[str, Any]:
     slots = lambda o: {k: getattr(o, k) for k in type(o).__slots__}  # noqa: E731
-    own = {k: v for k, v in vars(a).items() if k not in NOT_STATE}
+    own = {k: getattr(a, k) for k in AZ.Analyzer.__slots__ if k not in NOT_STATE}
     return {
         **own,
         "clock": None if a.clock is None else vars(a.clock),
@@ -221,3 +221,58 @@ def test_a_skipped_detector_finds_nothing_on_a_steady_chunk(detector: str) -> No
 
 def test_the_steady_path_leaves_the_state_a_full_judgement_leaves() -> None:
     assert _lockstep()["differ"] == []
+
+
+def _bare_end() -> Iterator[tuple[str, AZ.Analyzer, bool]]:
+    """Each corpus stream analysed to its end, as captured and as a bare body (the same
+    bytes, no request, status or headers: ``analyze_bytes``); whether it is bare."""
+    for source, t in _transcripts():
+        if t.raw is None:
+            continue
+        for tr in (t, exchange_transcript(source, "sse", None, None, SSE, t.raw)):
+            a = AZ.Analyzer(tr)
+            for ev in tr.events():
+                a.feed(ev)
+            a._body_facts()
+            yield source, a, tr.request is None and tr.status is None and not tr.meta
+
+
+def test_a_bare_body_skips_only_end_detectors_that_find_nothing_there() -> None:
+    """finish() runs BARE_END_DETECTORS on a bare body: each BARE_SKIPPED detector, run on
+    such a body, finds nothing and changes nothing; elsewhere finish() runs them all."""
+    assert [d for d in AZ.END_DETECTORS if d not in AZ.BARE_SKIPPED] == AZ.BARE_END_DETECTORS
+    bare = other = 0
+    for source, a, is_bare in _bare_end():
+        if not is_bare:
+            other += 1
+            continue
+        bare += 1
+        before = _state(a)
+        for d in AZ.BARE_SKIPPED:
+            d(a)
+            assert _state(a) == before, f"{source}: {d.__name__}"
+    assert bare > 700 and other > 700
+
+
+def test_finish_on_a_bare_body_equals_finish_with_every_end_detector() -> None:
+    """The shortcut and the full end agree, result for result, bare or not."""
+
+    class _AllEnd(AZ.Analyzer):
+        def finish(self) -> Any:
+            saved = AZ.BARE_END_DETECTORS
+            AZ.BARE_END_DETECTORS = AZ.END_DETECTORS  # type: ignore[misc]
+            try:
+                return super().finish()
+            finally:
+                AZ.BARE_END_DETECTORS = saved  # type: ignore[misc]
+
+    for source, t in _transcripts():
+        variants = [t]
+        if t.raw is not None:
+            variants.append(exchange_transcript(source, "sse", None, None, SSE, t.raw))
+        for tr in variants:
+            b = _AllEnd(tr)
+            for ev in tr.events():
+                b.feed(ev)
+            got = json.dumps(AZ.analyze(tr).to_json(), default=str)
+            assert got == json.dumps(b.finish().to_json(), default=str), source

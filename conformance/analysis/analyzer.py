@@ -83,6 +83,19 @@ TEXT_DETECTORS: list[Callable[..., None]] = [content.collect_content]
 # The choice detectors that run on a steady finish (an empty delta and a finish_reason).
 FINISH_DETECTORS: list[Callable[..., None]] = [finish.detect_finish]
 END_DETECTORS: list[Callable[..., None]] = registry.detectors("end")
+# The end detectors that find nothing on a bare body (no request, no recorded times, no
+# HTTP status, transport error or retry: ``analyze_bytes`` of an SSE body): each returns
+# at once there (the request's and the round trip's read the request, detect_timing the
+# times, detect_http_level the status, the transport error and the retry). A bare body
+# runs the others, in the same order (tests/test_steady_path.py runs all of them too).
+BARE_SKIPPED = (
+    content.detect_required_not_enforced,
+    request.detect_request_semantics,
+    roundtrip.detect_roundtrip,
+    timing.detect_timing,
+    framing.detect_http_level,
+)
+BARE_END_DETECTORS = [d for d in END_DETECTORS if d not in BARE_SKIPPED]
 
 
 COMPACT_EVERY = 0xFFFF  # events between two compactions of what the strategies keep
@@ -102,10 +115,67 @@ TEXT_KEPT = 1 << 20
 CALLS_KEPT = 1024
 # The strategies' enum members, looked up once (an enum attribute costs a lookup each time).
 _NAIVE, _GUARDED, _ROBUST = Strategy.NAIVE, Strategy.GUARDED, Strategy.ROBUST
+_OK, _CRASHED = ImpactStatus.OK, ImpactStatus.CRASHED
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 class Analyzer:
     """Feed events; ``finish()`` returns the CaptureResult."""
+
+    # Slots: an instance of this many attributes would hold a dict of its own (CPython
+    # shares the keys of at most 30), built, and resized, for every capture.
+    __slots__ = (
+        "t",
+        "req",
+        "tools",
+        "declared_names",
+        "n",
+        "findings",
+        "failed_rules",
+        "calls_kept",
+        "naive",
+        "guarded",
+        "robust",
+        "robust_feed",
+        "robust_fragment",
+        "robust_text",
+        "robust_call",
+        "_readings",
+        "events",
+        "done_seen",
+        "chunk_id",
+        "model",
+        "fingerprints",
+        "usage_chunks",
+        "choices",
+        "finish_seen_at",
+        "indexes",
+        "calls_over",
+        "indexless",
+        "any_tool_delta",
+        "empty_deltas",
+        "first_empty_delta",
+        "extra_fields",
+        "extra_first",
+        "reasoning_seen",
+        "content",
+        "content_chars",
+        "first_markup_event",
+        "content_tail",
+        "chunk_ordinal",
+        "error_seen",
+        "first_index",
+        "length_judged",
+        "cut_inside_event",
+        "body_cut",
+        "plain_body",
+        "first_prose_event",
+        "parser_evidence",
+        "_finds",
+        "_template",
+        "clock",
+        "timing",
+    )
 
     def __init__(self, transcript: Transcript):
         self.t = transcript
@@ -115,12 +185,11 @@ class Analyzer:
         # The request's declared tool names (empty without a request): what tells a second
         # call under the same index and id from a name sent in pieces.
         self.declared_names: frozenset[str] = (
-            frozenset(_declared_tools(self.tools)) if self.tools else frozenset()
+            frozenset(_declared_tools(self.tools)) if self.tools else _NO_NAMES
         )
-        n = (self.req or {}).get("n")
+        n = self.req.get("n") if self.req is not None else None
         self.n = n if isinstance(n, int) else 1
         self.findings: dict[tuple[str, str | None], Finding] = {}
-        self.order: list[tuple[str, str | None]] = []
         self.failed_rules: set[str] = set()
         self.calls_kept = CALLS_KEPT
         self.naive = NaiveAccumulator(max_calls=CALLS_KEPT)
@@ -130,6 +199,7 @@ class Analyzer:
         # What feed() does for a steady chunk of a lean template, without reading it again.
         self.robust_fragment: Callable[..., None] = self.robust.acc._feed_fragment
         self.robust_text = self.robust.acc._feed_text
+        self.robust_call = self.robust.acc._feed_call
         self._readings = (self.naive, self.guarded)  # the two the steady path appends to
         self.events = 0
         self.done_seen = False
@@ -165,7 +235,7 @@ class Analyzer:
         self._finds = 0  # findings recorded so far, repeats included
         self._template: _Template | None = None  # for the steady path (_feed_steady)
         # When each event arrived, where the capture recorded it (detectors/timing.py).
-        self.clock = timing.Clock.of(transcript)
+        self.clock = timing.Clock.of(transcript) if transcript.meta else None  # (no times)
         self.timing = timing.Timing() if self.clock is not None else None
 
     # ------------------------------------------------------------------ findings
@@ -198,7 +268,6 @@ class Analyzer:
                 message,
                 None if excerpt is None else _excerpt(excerpt),
             )
-            self.order.append(key)
         else:
             f.count += 1
         self._finds += 1
@@ -349,7 +418,10 @@ class Analyzer:
         elif TOOL_CALL_KEYS.issuperset(tc):  # else detect_choice_shape names the key
             self.naive.feed(chunk, n)
             self.guarded.feed(chunk, n)
-            self.robust_feed(chunk, event=n)
+            if t.lean:
+                self.robust_call(chunk, tc, n)
+            else:
+                self.robust_feed(chunk, event=n)
             self.any_tool_delta = True
             self.feed_tool_delta(tc, 0, "/choices/0/delta/tool_calls/0", n, 1)
         else:
@@ -380,8 +452,7 @@ class Analyzer:
     def _feed_chunk(self, chunk: Any, n: int) -> None:
         self.naive.feed(chunk, n)
         self.guarded.feed(chunk, n)
-        self.robust.feed(chunk, n)
-        if not isinstance(chunk, dict):
+        if not isinstance(chunk, dict):  # (the robust strategy reads dicts only)
             self.find(
                 "R-CHUNK-OBJECT",
                 f"payload is {json_type(chunk)}, not an object",
@@ -390,6 +461,7 @@ class Analyzer:
                 excerpt=chunk,
             )
             return
+        self.robust_feed(chunk, event=n)
         for detector in CHUNK_DETECTORS:
             detector(self, chunk, n)
         choices = chunk.get("choices")
@@ -436,18 +508,27 @@ class Analyzer:
     # ------------------------------------------------------------------ end
     def finish(self) -> CaptureResult:
         self._body_facts()
-        for detector in END_DETECTORS:
+        t = self.t
+        bare = (  # what BARE_SKIPPED's detectors need to find anything: none of it
+            self.req is None
+            and self.timing is None
+            and t.status is None
+            and not t.transport_error
+            and not t.meta.get("connection_retry")
+        )
+        for detector in BARE_END_DETECTORS if bare else END_DETECTORS:
             detector(self)
         turn = self.robust.turn()
         if turn.workarounds:
             self._workaround_findings(turn)
-        check_length_and_usage(self, turn)
+        if self.req is not None:  # (it judges only what a request asked)
+            check_length_and_usage(self, turn)
         calls = {
             _NAIVE: self.naive.calls(),
             _GUARDED: self.guarded.calls(),
             _ROBUST: self.robust.calls(),
         }
-        findings = [self.findings[k] for k in self.order]
+        findings = list(self.findings.values())  # in the order they were first found
         if len(findings) > 1:
             findings.sort(key=_finding_order)
         recoverable = turn.recoverable  # a property that reads every call: read once
@@ -509,31 +590,31 @@ class Analyzer:
         out: dict[str, Impact] = {}
         for name, strat in ((_NAIVE, self.naive), (_GUARDED, self.guarded)):
             if strat.crash:
-                out[name] = Impact(ImpactStatus.CRASHED, strat.crash)
+                out[name] = Impact(_CRASHED, strat.crash)
                 continue
             # The same id, name and argument text give the same normalised key: the
             # arguments are parsed and re-serialised only for a strategy whose text differs
             # (equal calls, the usual case, are one comparison).
             if calls[name] == robust:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
                 continue
             if raw is None:
                 raw = [_raw_key(c) for c in robust]
             if [_raw_key(c) for c in calls[name]] == raw:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
                 continue
             if want is None:
                 want = [_call_key(c) for c in robust]
             if [_call_key(c) for c in calls[name]] != want:
                 out[name] = Impact(ImpactStatus.WRONG, _diff_calls(calls[name], calls[_ROBUST]))
             else:
-                out[name] = Impact(ImpactStatus.OK)
+                out[name] = Impact(_OK)
         # Quirks whose calls are not on the wire at all (no delta, text only) leave even
         # the robust client nothing to assemble: it is not "ok" with zero calls.
         unrecoverable = registry.unrecoverable()
         missing = {f.quirk for f in findings if f.quirk in unrecoverable}
         if recoverable and not missing:
-            out[_ROBUST] = Impact(ImpactStatus.OK, "repaired arguments" if turn.repaired else "")
+            out[_ROBUST] = Impact(_OK, "repaired arguments" if turn.repaired else "")
         else:
             lost = {self.named(w.quirk, turn) for w in turn.workarounds if not w.recovered}
             lost |= missing
@@ -584,7 +665,7 @@ class Analyzer:
     def _rule_status(self) -> dict[str, str]:
         """pass | fail | not applicable per rule: a rule the input cannot show is not judged."""
         req = self.req or {}
-        roundtrip = _is_roundtrip(self.req)
+        roundtrip = self.req is not None and _is_roundtrip(self.req)
         has = (
             bool(self.t.framing),
             self.t.status is not None or self.t.transport_error is not None,
@@ -665,7 +746,7 @@ class _Template:
     def __init__(self, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
         self.keys = frozenset(chunk)
         self.size = len(chunk)
-        read = tuple(k for k in _TEMPLATE_VALUES if k in chunk)
+        read = tuple(filter(chunk.__contains__, _TEMPLATE_VALUES))
         # A clean chunk with choices has an id, an object, a created and a model: at least
         # four values, so itemgetter gives a tuple (one C call where a loop compares each).
         self.read = operator.itemgetter(*read)
@@ -769,8 +850,14 @@ def analyze_bytes(
     status: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> CaptureResult:
-    import conformance.readers as readers  # on demand: start-up (docs/performance.md)
+    global _readers
+    if _readers is None:  # imported on demand (start-up: docs/performance.md), once
+        import conformance.readers
 
+        _readers = conformance.readers
     req = {"body": request} if request is not None else None
     hdrs = headers if headers is not None else {"content-type": "text/event-stream"}
-    return analyze(readers.exchange_transcript(source, "sse", req, status, hdrs, raw))
+    return analyze(_readers.exchange_transcript(source, "sse", req, status, hdrs, raw))
+
+
+_readers: Any = None  # conformance.readers, once analyze_bytes has imported it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from json.encoder import encode_basestring
 from typing import Any, TypeGuard
 
@@ -32,23 +31,30 @@ def _compact_head(value: dict[Any, Any] | list[Any], room: int) -> str:
     excerpt of ``room`` characters shows. A chunk quoted as an excerpt (the usage chunk of
     every stream) is not encoded whole: its members are, one after the other, until the
     text is longer than the excerpt (a member's text is the same alone as in its
-    container, and a member is given only the room left)."""
-    if type(value) is dict:
-        members: Iterable[tuple[str, Any]] = value.items()
-        out, size, close = ["{"], 1, "}"
-    else:
-        members = (("", v) for v in value)
-        out, size, close = ["["], 1, "]"
+    container, and a member is given only the room left). The commonest members (a
+    string, an int, null, a container) are written here, not by the encoder's Python."""
+    is_dict = type(value) is dict
+    out, size, close = (["{"], 1, "}") if is_dict else (["["], 1, "]")
     try:
-        for k, v in members:
+        for member in value.items() if is_dict else value:  # type: ignore[union-attr]
             if size > room:
                 return "".join(out)
-            piece = ("," if size > 1 else "") + (_KEY(k) + ":" if close == "}" else "")
+            if is_dict:
+                k, v = member
+                piece = ("," if size > 1 else "") + _KEY(k) + ":"
+            else:
+                v, piece = member, "," if size > 1 else ""
             t = type(v)
-            if t is dict or t is list:
+            if t is str:
+                inner = _KEY(v)
+            elif t is int:
+                inner = int.__repr__(v)
+            elif v is None:
+                inner = "null"
+            elif t is dict or t is list:
                 inner = _compact_head(v, room - size - len(piece))
             else:
-                inner = _KEY(v) if t is str else int.__repr__(v) if t is int else _COMPACT(v)
+                inner = _COMPACT(v)
             out += (piece, inner)
             size += len(piece) + len(inner)
     except TypeError:  # a key that is no string (not from a parse): JSON writes it otherwise

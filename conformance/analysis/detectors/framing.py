@@ -64,8 +64,10 @@ def body_cut(a: Analyzer) -> tuple[str, int | None, None] | None:
     t = a.t
     if t.transport_error or a.error_seen or t.status not in (None, 200) or not t.framing:
         return None
+    if a.done_seen:  # (nearly every stream: before the list below)
+        return None
     unfinished = a.choices.unfinished()  # with n > 1 one choice may end while another is cut
-    if (a.finish_seen_at is not None and not unfinished) or a.done_seen:
+    if a.finish_seen_at is not None and not unfinished:
         return None
     if a.events == 0:
         size = len(t.raw) if t.raw is not None else None
