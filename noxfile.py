@@ -551,19 +551,21 @@ def _sync_mutants(mutated: tuple[str, ...]) -> None:
 def mutation(session: nox.Session) -> None:
     """Mutation testing (mutmut) of the modules that judge and protect → docs/mutation.md.
 
-    python3 noxw -s mutation -- [MODULE…] [--survivors]
+    python3 noxw -s mutation -- [MODULE…] [--survivors | --new]
     MODULE: a key of MODULES in tools/mutation_report.py (analysis, client, secrets,
     client_matrix/judge, report/common, providers...), or one file of the analysis package
     (analysis/detectors/request). Default: every mutant not judged yet.
     Naming modules re-judges all their mutants; --survivors re-judges only their survivors
-    and the mutants not judged yet (after adding tests). CPU-heavy: run it under `nice`.
+    and the mutants not judged yet (after adding tests); --new only the mutants not judged
+    yet (functions changed since, after the saved verdicts are restored). CPU-heavy: run it
+    under `nice`.
     """
     _install(session)
     session.install("-q", "--disable-pip-version-check", "mutmut==3.8.1")
     sys.path.insert(0, str(HERE / "tools"))
     from mutation_report import MODULES, module_of, mutant_glob, survivors
 
-    args = [a for a in session.posargs if a != "--survivors"]
+    args = [a for a in session.posargs if a not in ("--survivors", "--new")]
     names = list(dict.fromkeys(module_of(a) for a in args)) or list(MODULES)
     _sync_mutants(
         tuple(
@@ -599,18 +601,20 @@ def mutation(session: nox.Session) -> None:
             durations.write_text(json.dumps(took))
     # Verdicts judged elsewhere (another machine, an earlier checkout) on the same code.
     session.run("python", "tools/mutation_report.py", "--restore")
-    if "--survivors" in session.posargs:
+    only = "--new" in session.posargs or "--survivors" in session.posargs
+    if only:
+        new = "--survivors" not in session.posargs
         targets = [
             k
             for a in (args or names)
-            for k in survivors(module_of(a))
+            for k in survivors(module_of(a), new=new)
             if fnmatch.fnmatch(k, mutant_glob(a))
         ]
         if not targets:
-            session.log("mutation: no survivors to re-judge")
+            session.log("mutation: nothing to judge")
     else:
         targets = [mutant_glob(a) for a in args]
-    if targets or "--survivors" not in session.posargs:
+    if targets or not only:
         session.run("mutmut", "run", "--max-children", str(os.cpu_count() or 2), *targets, env=env)
     session.run("python", "tools/mutation_report.py", *names)
 

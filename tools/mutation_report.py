@@ -107,11 +107,12 @@ def _metas(name: str) -> list[Path]:
     return [p for p in out if p.exists()]
 
 
-def survivors(name: str) -> list[str]:
+def survivors(name: str, new: bool = False) -> list[str]:
     """The mutants of a module not known to be killed: survivors and the ones not judged
-    yet (new, or their function changed) - what `--survivors` re-judges. A survivor listed
-    as equivalent is left out: it survives every test by its nature (if its function
-    changed, mutmut has reset it to not judged, and it is re-judged)."""
+    yet (new, or their function changed) - what `--survivors` re-judges; with ``new``, only
+    the ones not judged yet (`--new`). A survivor listed as equivalent is left out: it
+    survives every test by its nature (if its function changed, mutmut has reset it to not
+    judged, and it is re-judged)."""
     # The entries' names are the file's unindented keys (read without PyYAML, which the
     # process running noxfile.py does not have).
     text = EQUIVALENT.read_text() if EQUIVALENT.exists() else ""
@@ -119,7 +120,11 @@ def survivors(name: str) -> list[str]:
     out = []
     for meta in _metas(name):
         codes = json.loads(meta.read_text())["exit_code_by_key"]
-        out += [k for k, c in codes.items() if c is None or (c not in KILLED and k not in listed)]
+        out += [
+            k
+            for k, c in codes.items()
+            if c is None or (not new and c not in KILLED and k not in listed)
+        ]
     return out
 
 
@@ -355,7 +360,8 @@ def render(data: dict[str, Any]) -> str:
         "- Verdicts outlive the machine: each run keeps every judged mutant's exit code, with",
         "  the hash of its function's code, in `tools/mutation_verdicts.json` (committed), and",
         "  the next run, anywhere, restores those whose function is unchanged (the rule mutmut",
-        "  applies between its own runs), so `--survivors` judges only what is new or open.",
+        "  applies between its own runs), so `--new` judges only what changed or was never",
+        "  judged, and `--survivors` that and the survivors.",
         "  Naming a module still judges all of its mutants again.",
         "- Figures are per module as last measured, with the commit whose code was mutated; a",
         "  module changed since then needs a new run. *partial* means not every mutant of the",
