@@ -372,6 +372,10 @@ def _declared_tools(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
 
 
 JOIN_AFTER = 64  # fragments kept apart before the newest are joined
+# Characters of a call's plain reading kept beside its cumulative one (_Slot.alt): enough
+# for any arguments a key that begins like the text so far can be in, not a long stream's
+# quadratic sum of prefixes.
+ALT_KEPT = 1 << 16
 
 
 def join_tail(parts: list[str]) -> None:
@@ -406,6 +410,10 @@ class _Slot:
         "lost",
         "plain",
         "grown",
+        "alt",
+        "alt_length",
+        "latched",
+        "unlatched",
     )
 
     def __init__(self, ordinal: int, provider_index: int | None, event: int):
@@ -426,6 +434,12 @@ class _Slot:
         self.lost = False  # set at the end: its arguments cannot be attributed
         self.plain = True  # not cumulative, index not shared: the fast path may append
         self.grown = False  # a fragment was appended to a non-empty buffer (two or more)
+        # Once latched cumulative: the fragments appended as they came (None past ALT_KEPT),
+        # the latch's note, and whether the end chose the appended reading after all.
+        self.alt: list[str] | None = None
+        self.alt_length = 0
+        self.latched: tuple[str, int] = ("", 0)
+        self.unlatched = False
 
     def text(self) -> str:
         if len(self.parts) > 1:
@@ -728,7 +742,13 @@ class ToolCallAccumulator:
     def result(self) -> Turn:
         for state in self._choices.values():
             self._judge_attribution(state)
-        calls = [self._call(s, final=True) for s in self._all_slots()]
+        slots = self._all_slots()
+        calls = [self._call(s, final=True) for s in slots]
+        if any(s.unlatched for s in slots):  # a latch the end undid: its note goes too
+            kept = {s.latched for s in slots if s.cumulative and not s.unlatched}
+            for s in slots:
+                if s.unlatched and s.latched not in kept:
+                    self._notes.pop(s.latched, None)
         return Turn(
             calls,
             self._content.joined(),
@@ -994,6 +1014,12 @@ class ToolCallAccumulator:
                 recovered=False,
             )
         if slot.cumulative:
+            if slot.alt is not None:
+                slot.alt_length += len(a)
+                if slot.alt_length > ALT_KEPT:
+                    slot.alt = None
+                else:
+                    slot.alt.append(a)
             buf = slot.text()
             if a.startswith(buf):
                 slot.parts, slot.length = [a], len(a)
@@ -1013,6 +1039,10 @@ class ToolCallAccumulator:
         ):
             flush = slot.grown
             slot.cumulative, slot.plain = True, False
+            # The appended reading is kept too: a fragment that begins like the text so far
+            # may be the next key (`{"` then `{": null}`); the end keeps the one that parses.
+            slot.alt, slot.alt_length = [slot.text(), a], slot.length + len(a)
+            slot.latched = ("Q-ARGS-DUPLICATED-ON-FLUSH" if flush else "Q-ARGS-CUMULATIVE", ev)
             slot.parts, slot.length = [a], len(a)
             if flush:
                 self._note(
@@ -1053,6 +1083,10 @@ class ToolCallAccumulator:
 
     def _call(self, slot: _Slot, *, final: bool) -> ToolCall:
         raw = slot.text()
+        if final and slot.alt is not None and not _parses(raw):
+            plain = "".join(slot.alt)
+            if _parses(plain):  # the latch misread a key as a restart: the appended reading
+                raw, slot.unlatched = plain, True
         if slot.obj is not None and not raw:
             raw = json.dumps(slot.obj, ensure_ascii=False, separators=(",", ":"))
         call = ToolCall(  # positional: a keyword call costs more, and this runs per call

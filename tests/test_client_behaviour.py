@@ -6,6 +6,7 @@ accumulator must give for them, whichever of its paths (fast or general) a delta
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -2239,3 +2240,46 @@ def test_the_lean_feeds_change_what_feed_changes(
         assert _lean_state(lean) == _lean_state(by_feed), (ev, op, idx, value)
     a, b = lean.result(), by_feed.result()
     assert (calls(a), notes(a), a.content) == (calls(b), notes(b), b.content)
+
+
+# ------------------------------------------------------------------ the cumulative latch
+
+
+@pytest.mark.parametrize(
+    ("pieces", "want"),
+    [
+        (['{"', '{": null}'], '{"{": null}'),  # a key that begins like the text so far
+        (['{"a', '{"a": 1}'], '{"a{"a": 1}'),  # not JSON either way: the restart is kept
+        (['{"', '{": {"', '{": 2}}'], '{"{": {"{": 2}}'),
+    ],
+)
+def test_a_fragment_that_begins_like_the_text_so_far_is_appended_when_only_that_parses(
+    pieces: list[str], want: str
+) -> None:
+    turn = run([chunk(opener(0, "call_1", "f")), *[chunk(frag(0, p)) for p in pieces], FIN])
+    [call] = turn.calls
+    if want == '{"a{"a": 1}':  # neither reading parses: the latch's reading, as before
+        assert call.raw_arguments == '{"a": 1}'
+        assert [w.quirk for w in turn.workarounds] == ["Q-ARGS-CUMULATIVE"]
+    else:
+        assert (call.arguments, call.valid, call.repaired) == (want, True, False)
+        assert turn.workarounds == []
+
+
+def test_arguments_re_sent_in_full_are_still_read_cumulatively() -> None:
+    pieces = ['{"ci', '{"city": "P', '{"city": "Paris"}']
+    turn = run([chunk(opener(0, "call_1", "f")), *[chunk(frag(0, p)) for p in pieces], FIN])
+    assert turn.calls[0].arguments == '{"city": "Paris"}'
+    assert [(w.quirk, w.event) for w in turn.workarounds] == [("Q-ARGS-CUMULATIVE", 2)]
+
+
+def test_the_appended_reading_beside_a_cumulative_one_is_bounded() -> None:
+    # A long cumulative stream: the appended reading (every prefix again) is dropped past
+    # ALT_KEPT characters, and the cumulative one is the result.
+    text = json.dumps({"v": "x" * 4000})  # its prefixes sum to about 200,000 characters
+    pieces = [text[:k] for k in range(2, len(text) + 1, 40)] + [text]
+    acc = ToolCallAccumulator()
+    for c in [chunk(opener(0, "call_1", "f")), *[chunk(frag(0, p)) for p in pieces], FIN]:
+        acc.feed(c)
+    assert acc._choice0.slots[0].alt is None
+    assert acc.result().calls[0].arguments == text
