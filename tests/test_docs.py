@@ -133,16 +133,10 @@ def test_readme_clients_table_is_the_committed_client_matrix() -> None:
 def test_readme_mutation_table_is_docs_mutation_json() -> None:
     """The README's mutation figures are the ones docs/mutation.json holds (both written
     by tools/mutation_report.py), so a module judged again cannot leave the README behind."""
-    import importlib.util
     import json
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location(
-        "mutation_report", root / "tools" / "mutation_report.py"
-    )
-    assert spec and spec.loader
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _mutation_report()
     text = (root / "README.md").read_text("utf-8")
     start, end = markers("mutation")
     block = text.split(start)[1].split(end)[0]
@@ -151,17 +145,17 @@ def test_readme_mutation_table_is_docs_mutation_json() -> None:
     assert "| `client` |" in block and "| `analysis` |" in block
 
 
-def _mutation_report(tmp_path: Path) -> Any:
+def _mutation_report() -> Any:
+    """tools/mutation_report.py, loaded as a module (tools/ is no package)."""
     import importlib.util
 
     root = Path(__file__).resolve().parent.parent
     spec = importlib.util.spec_from_file_location(
-        "mutation_report_verdicts", root / "tools" / "mutation_report.py"
+        "mutation_report", root / "tools" / "mutation_report.py"
     )
     assert spec and spec.loader
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
-    report.ROOT, report.VERDICTS = tmp_path, tmp_path / "verdicts.json"
     return report
 
 
@@ -185,7 +179,8 @@ def _codes(meta: Path) -> dict[str, int | None]:
 def test_mutation_verdicts_outlive_mutants_dir_while_the_function_is_unchanged(
     tmp_path: Path,
 ) -> None:
-    report = _mutation_report(tmp_path)
+    report = _mutation_report()
+    report.ROOT, report.VERDICTS = tmp_path, tmp_path / "verdicts.json"
     judged = {"x_f__mutmut_1": 1, "x_f__mutmut_2": 0, "x_f__mutmut_3": 1, "x_g__mutmut_1": -9}
     _meta(tmp_path, {"x_f": "a1", "x_g": "b1"}, judged)
     assert report.save_verdicts() == 4
