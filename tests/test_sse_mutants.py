@@ -182,3 +182,16 @@ def test_the_events_after_an_oversized_one_are_read(monkeypatch: pytest.MonkeyPa
         Event(1, FAULT, 4, "one event larger than 20 bytes"),
         Event(2, CHUNK, 8, "123456", 123456, "e"),  # as large as the limit: an event
     ]
+
+
+@pytest.mark.parametrize(
+    "body", [b'data: {"a":1}\n', b'event: x\ndata: {"a":1}\n', b'data: {"a":1}\n\ndata: {"b":2}\n']
+)
+def test_a_body_that_ends_after_a_data_line_without_its_blank_line_ends_in_a_fault(
+    body: bytes,
+) -> None:
+    # the line ended, so nothing is pending in the splitter: the event's data is held
+    evs = list(sse.iter_sse([body]))
+    kinds = [e.kind for e in evs]
+    assert kinds[-1] == FAULT and kinds.count(FAULT) == 1
+    assert evs[-1].data.startswith(sse.CUT_FAULT)
