@@ -2251,6 +2251,7 @@ def test_the_lean_feeds_change_what_feed_changes(
         (['{"', '{": null}'], '{"{": null}'),  # a key that begins like the text so far
         (['{"a', '{"a": 1}'], '{"a{"a": 1}'),  # not JSON either way: the restart is kept
         (['{"', '{": {"', '{": 2}}'], '{"{": {"{": 2}}'),
+        (['{"', ":", '{": 1}'], '{":{": 1}'),  # after two fragments: the flush variant's latch
     ],
 )
 def test_a_fragment_that_begins_like_the_text_so_far_is_appended_when_only_that_parses(
