@@ -455,6 +455,28 @@ def test_no_comparison_when_a_forced_choice_streamed_its_call() -> None:
 # ------------------------------------------------------------------ a provider that is down
 
 
+def _read_request(conn: socket.socket) -> None:
+    """One HTTP request, head and body (Content-Length), so that the close that follows is
+    the same clean end of the connection however the client's bytes were split."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        got = conn.recv(65536)
+        if not got:
+            return
+        data += got
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        got = conn.recv(65536)
+        if not got:
+            return
+        body += got
+
+
 @pytest.fixture
 def headless_port() -> Iterator[int]:
     """A server that accepts each connection and closes it unanswered: no response head."""
@@ -472,7 +494,7 @@ def headless_port() -> Iterator[int]:
                 continue
             with conn:
                 conn.settimeout(5)
-                conn.recv(65536)
+                _read_request(conn)  # all of it: a close with unread bytes is a reset
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
