@@ -200,3 +200,15 @@ def test_mutation_verdicts_outlive_mutants_dir_while_the_function_is_unchanged(
     )
     assert report.restore_verdicts() == 3
     assert _codes(meta)["x_f__mutmut_1"] == 0
+
+
+def test_mutation_verdicts_of_changed_code_not_judged_since_are_dropped(tmp_path: Path) -> None:
+    import json
+
+    report = _mutation_report()
+    report.ROOT, report.VERDICTS = tmp_path, tmp_path / "verdicts.json"
+    _meta(tmp_path, {"x_f": "a1", "x_g": "b1"}, {"x_f__mutmut_1": 1, "x_g__mutmut_1": 1})
+    report.save_verdicts()
+    _meta(tmp_path, {"x_f": "a2"}, {"x_f__mutmut_1": None})  # f changed, g is gone
+    assert report.save_verdicts() == 0
+    assert json.loads(report.VERDICTS.read_text()) == {}

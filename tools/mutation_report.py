@@ -99,6 +99,11 @@ def mutant_glob(arg: str) -> str:
     return "conformance." + (a if a.startswith(name + "/") else name).replace("/", ".") + ".*"
 
 
+def _source(meta: Path) -> str:
+    """The source file a mutants/ meta file is about (`conformance/sse.py`)."""
+    return str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+
+
 def _metas(name: str) -> list[Path]:
     out = []
     for src in MODULES[name]:
@@ -184,7 +189,7 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
     for meta in _metas(name):
         c = json.loads(meta.read_text())["exit_code_by_key"]
         codes.update(c)
-        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        rel = _source(meta)
         where.update(dict.fromkeys(c, rel))
     equivalent, stale = {}, []
     for k, entry in listed.items():
@@ -195,7 +200,7 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
                 stale.append(k)
     for meta in _metas(name):
         c = json.loads(meta.read_text())["exit_code_by_key"]
-        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        rel = _source(meta)
         if c:
             f = _figures(c, equivalent)
             files[rel] = {k: v for k, v in f.items() if not k.startswith("_")}
@@ -215,13 +220,13 @@ def measure(name: str, listed: dict[str, Any]) -> dict[str, Any] | None:
 
 def _ranges(nums: list[int]) -> str:
     """[1, 2, 3, 7] -> "1-3,7"."""
-    out: list[str] = []
+    runs: list[list[int]] = []
     for n in sorted(nums):
-        if out and out[-1].rpartition("-")[2] == str(n - 1):
-            out[-1] = out[-1].rpartition("-")[0] + f"-{n}" if "-" in out[-1] else f"{out[-1]}-{n}"
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
         else:
-            out.append(str(n))
-    return ",".join(out)
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _numbers(ranges: str) -> list[int]:
@@ -241,21 +246,23 @@ def _split(key: str) -> tuple[str, int]:
 def save_verdicts() -> int:
     """Keep mutants/'s verdicts in VERDICTS (committed): per source file and function, the
     function's hash and its mutants' exit codes. A function judged again replaces its entry;
-    one of the same code not judged here keeps its saved verdicts."""
+    one of the same code not judged here keeps its saved verdicts; one whose code changed
+    (or that is gone) and was not judged since loses them (they could never be restored)."""
     saved = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
     count = 0
     for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
         m = json.loads(meta.read_text())
-        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        rel = _source(meta)
         hashes = m.get("hash_by_function_name", {})
         codes: dict[str, dict[int, int]] = {}
         for key, code in m["exit_code_by_key"].items():
             func, num = _split(key)
             if code is not None and func in hashes:
                 codes.setdefault(func, {})[num] = code
-        if not codes:
-            continue
-        entry = saved.setdefault(rel, {})
+        entry = saved.pop(rel, {})
+        for func in [f for f, e in entry.items() if e["hash"] != hashes.get(f)]:
+            if func not in codes:  # changed or gone, and not judged since: never restored
+                del entry[func]
         for func, got in codes.items():
             old = entry.get(func, {})
             if old.get("hash") == hashes[func]:  # the same code: earlier verdicts stay
@@ -270,6 +277,8 @@ def save_verdicts() -> int:
                 str(c): _ranges(ns) for c, ns in sorted(by_code.items())
             }
             count += len(got)
+        if entry:
+            saved[rel] = entry
     VERDICTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     return count
 
@@ -283,7 +292,7 @@ def restore_verdicts() -> int:
     saved = json.loads(VERDICTS.read_text())
     count = 0
     for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
-        rel = str(meta.relative_to(ROOT / "mutants")).removesuffix(".meta")
+        rel = _source(meta)
         entry = saved.get(rel)
         if not entry:
             continue

@@ -284,8 +284,9 @@ detector(detect_tool_calls_object, "choice", reports=("Q-TOOLCALLS-NOT-ARRAY",))
 
 
 def _extra(a: Analyzer, name: str, n: int) -> None:
-    """A non-standard field's name (a text: a chunk built in Python may have other keys): kept while it is among the EXTRA_NAMES_SHOWN first in
-    sorted order (a later, smaller name takes the largest one's place)."""
+    """A non-standard field's name (text, also for a key that is none in a chunk built in
+    Python): kept while it is among the EXTRA_NAMES_SHOWN first in sorted order (a later,
+    smaller name takes the largest one's place)."""
     kept = a.extra_fields
     if name in kept:
         return
