@@ -2284,3 +2284,41 @@ def test_the_appended_reading_beside_a_cumulative_one_is_bounded() -> None:
         acc.feed(c)
     assert acc._choice0.slots[0].alt is None
     assert acc.result().calls[0].arguments == text
+
+
+def test_a_re_send_after_a_one_character_fragment_on_the_general_path_is_a_flush() -> None:
+    # DashScope's continuations carry `id: ""`, so each takes the general path; the
+    # latch compares the re-sent text with everything held (6 characters), not with the
+    # last fragment (1): the whole re-sent after an incomplete prefix is kept once.
+    cont = [{"index": 0, "id": "", "function": {"arguments": a}} for a in ("1", '{"a":1}')]
+    turn = run([chunk(opener(0, "call_1", "f", '{"a":')), *[chunk(c) for c in cont], FIN])
+    assert [c.raw_arguments for c in turn.calls] == ['{"a":1}']
+    assert notes(turn) == [
+        (
+            "Q-ARGS-DUPLICATED-ON-FLUSH",
+            2,
+            "the whole arguments re-sent after an incomplete prefix; kept the re-sent",
+            True,
+        )
+    ]
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_the_appended_reading_is_kept_up_to_alt_kept_characters(extra: int) -> None:
+    # `{"` then `{": "x…` then `"}`: only the appended reading parses. Up to ALT_KEPT
+    # characters in all it is kept and wins; one more and it was dropped (memory bound),
+    # so the latched reading stands, not valid.
+    tail = '"}'
+    body = '{": "' + "x" * (cl.ALT_KEPT + extra - 2 - 5 - len(tail))
+    pieces = ['{"', body, tail]
+    turn = run([chunk(opener(0, "call_1", "f")), *[chunk(frag(0, p)) for p in pieces], FIN])
+    [call] = turn.calls
+    assert sum(map(len, pieces)) == cl.ALT_KEPT + extra
+    if extra:
+        assert (call.raw_arguments, call.valid) == (body + tail, False)
+        assert sorted(w.quirk for w in turn.workarounds) == [
+            "Q-ARGS-CUMULATIVE",
+            "Q-ARGS-INVALID-JSON",
+        ]
+    else:
+        assert (call.raw_arguments, call.valid, turn.workarounds) == ("".join(pieces), True, [])

@@ -195,3 +195,11 @@ def test_a_body_that_ends_after_a_data_line_without_its_blank_line_ends_in_a_fau
     kinds = [e.kind for e in evs]
     assert kinds[-1] == FAULT and kinds.count(FAULT) == 1
     assert evs[-1].data.startswith(sse.CUT_FAULT)
+
+
+@pytest.mark.parametrize("body", [b'data:{"a":1}\n', b'data: {"a":1}\nid: 7\n'])
+def test_an_event_cut_after_a_line_that_is_not_held_ends_in_a_fault(body: bytes) -> None:
+    # the last line is no `data: ` line, so nothing is held: only the decoder has the data
+    assert events(body) == [
+        Event(0, FAULT, 1, sse.CUT_FAULT + ' (no blank line after it): {"a":1}')
+    ]
