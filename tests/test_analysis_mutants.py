@@ -452,3 +452,55 @@ def test_events_past_the_recorded_lines_make_timing_not_applicable() -> None:
     r = lockstep(t)[1]
     assert quirks(r) == []
     assert set(r["timing"].values()) == {"not applicable"}
+
+
+@pytest.mark.parametrize(
+    ("meta", "transport_error", "quirk"),
+    [
+        (
+            {"connection_retry": "the kept-alive connection was dropped; retried"},
+            None,
+            "Q-KEEPALIVE-DROPPED",
+        ),
+        ({}, "the body ended mid-stream (peer closed)", None),
+    ],
+)
+def test_a_capture_with_no_request_timing_or_status_still_has_its_transport_judged(
+    meta: dict[str, Any], transport_error: str | None, quirk: str | None
+) -> None:
+    # No request, no timing, no status: the end detectors that need one of those are
+    # skipped, but a dropped connection or a transport error is the HTTP detector's to find.
+    from conformance.analysis.analyzer import analyze
+
+    evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate([ROLE, OPEN, *PARIS])]
+    t = Transcript("<bare>", "jsonl", False, lambda: iter(evs), transport_error=transport_error)
+    t.meta.update(meta)
+    r = analyze(t)
+    rule = "R-COMPLETE" if transport_error else "Q-KEEPALIVE-DROPPED"
+    found = [(f.rule, f.quirk, f.message) for f in r.findings if f.rule == rule]
+    assert found == [(rule, quirk, transport_error or meta["connection_retry"])]
+
+
+@pytest.mark.parametrize(
+    ("naive_args", "status"),
+    [
+        ('{"b": [1, 2], "a": 1}', "ok"),  # the same JSON, spaced and ordered otherwise
+        ('{"a":1,"b":[1,2]}', "ok"),  # the very text
+        ('{"a": 1, "b": [2, 1]}', "wrong"),
+    ],
+)
+def test_a_reading_whose_arguments_differ_only_in_formatting_is_ok(
+    naive_args: str, status: str
+) -> None:
+    # The impact compares calls by id, name and parsed arguments: a reading whose text
+    # differs from the robust client's only in spacing or key order assembled the call.
+    from conformance.analysis.model import Strategy
+    from conformance.client import ToolCallAccumulator
+
+    a = Analyzer(Transcript("<impact>", "jsonl", False, lambda: iter(())))
+    robust = [{"index": 0, "id": ID_W, "name": "f", "arguments": '{"a":1,"b":[1,2]}'}]
+    naive = [{**robust[0], "arguments": naive_args, "type": "function"}]
+    calls = {Strategy.NAIVE: naive, Strategy.GUARDED: robust, Strategy.ROBUST: robust}
+    out = a._impact(ToolCallAccumulator().result(), calls, [], True)
+    assert out[Strategy.NAIVE].status.value == status
+    assert out[Strategy.GUARDED].status.value == "ok"
