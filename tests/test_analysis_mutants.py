@@ -504,3 +504,41 @@ def test_a_reading_whose_arguments_differ_only_in_formatting_is_ok(
     out = a._impact(ToolCallAccumulator().result(), calls, [], True)
     assert out[Strategy.NAIVE].status.value == status
     assert out[Strategy.GUARDED].status.value == "ok"
+
+
+def test_rule_statuses_from_a_cold_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    # _rule_status builds each set of facts' passes once per process: judged here from an
+    # empty cache (a warm one, filled by earlier tests, would never build them), then warm.
+    from conformance.analysis import analyzer as an
+    from conformance.analysis.analyzer import RULES, analyze
+
+    monkeypatch.setattr(an, "_PASSED", {})
+    calls = [CallSpec(ID_W, "get_weather", '{"city": "Paris"}')]
+    body = render_sse(reference_stream(calls, rng=random.Random(7), model="m", include_usage=True))
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    req = {
+        "model": "m",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": tools,
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    sse = {"content-type": "text/event-stream"}
+    # No request, status or headers: only the body's framing, chunks and calls are judged.
+    bare = {rid: "not applicable" for rid in RULES}
+    for rid, rule in RULES.items():
+        if rule.needs in ("framing", "tool_calls", None) and rid not in an._SPECIAL:
+            bare[rid] = "pass"
+    # The whole exchange: every rule but the round trip's (no tool result was sent) and
+    # the visible length cut (no length finish, no max_tokens) is judged, and passes.
+    full = dict.fromkeys(RULES, "pass")
+    for rid in ("R-ROUNDTRIP-IDS", "R-ROUNDTRIP-ACCEPTED", "R-LENGTH-VISIBLE"):
+        full[rid] = "not applicable"
+    cases = [((None, None, None), bare), (({"body": req}, 200, sse), full)]
+    for _ in range(2):  # cold, then warm
+        for (r, status, headers), want in cases:
+            t = exchange_transcript("<rules>", "sse", r, status, headers, body)
+            assert analyze(t).rules == want
+    assert len(an._PASSED) == 2
