@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 
-from conformance.analysis.analyzer import Analyzer, analyze_chunks
+from conformance.analysis import analyzer as an
+from conformance.analysis.analyzer import RULES, Analyzer, analyze, analyze_chunks
+from conformance.analysis.model import Strategy
+from conformance.client import ToolCallAccumulator
 from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
 from conformance.readers import exchange_transcript
 from conformance.transcript import CHUNK, COMMENT, Event, Transcript
@@ -470,8 +473,6 @@ def test_a_capture_with_no_request_timing_or_status_still_has_its_transport_judg
 ) -> None:
     # No request, no timing, no status: the end detectors that need one of those are
     # skipped, but a dropped connection or a transport error is the HTTP detector's to find.
-    from conformance.analysis.analyzer import analyze
-
     evs = [Event(i, CHUNK, None, "", c) for i, c in enumerate([ROLE, OPEN, *PARIS])]
     t = Transcript("<bare>", "jsonl", False, lambda: iter(evs), transport_error=transport_error)
     t.meta.update(meta)
@@ -494,9 +495,6 @@ def test_a_reading_whose_arguments_differ_only_in_formatting_is_ok(
 ) -> None:
     # The impact compares calls by id, name and parsed arguments: a reading whose text
     # differs from the robust client's only in spacing or key order assembled the call.
-    from conformance.analysis.model import Strategy
-    from conformance.client import ToolCallAccumulator
-
     a = Analyzer(Transcript("<impact>", "jsonl", False, lambda: iter(())))
     robust = [{"index": 0, "id": ID_W, "name": "f", "arguments": '{"a":1,"b":[1,2]}'}]
     naive = [{**robust[0], "arguments": naive_args, "type": "function"}]
@@ -509,9 +507,6 @@ def test_a_reading_whose_arguments_differ_only_in_formatting_is_ok(
 def test_rule_statuses_from_a_cold_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     # _rule_status builds each set of facts' passes once per process: judged here from an
     # empty cache (a warm one, filled by earlier tests, would never build them), then warm.
-    from conformance.analysis import analyzer as an
-    from conformance.analysis.analyzer import RULES, analyze
-
     monkeypatch.setattr(an, "_PASSED", {})
     calls = [CallSpec(ID_W, "get_weather", '{"city": "Paris"}')]
     body = render_sse(reference_stream(calls, rng=random.Random(7), model="m", include_usage=True))
