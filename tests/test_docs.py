@@ -212,3 +212,22 @@ def test_mutation_verdicts_of_changed_code_not_judged_since_are_dropped(tmp_path
     _meta(tmp_path, {"x_f": "a2"}, {"x_f__mutmut_1": None})  # f changed, g is gone
     assert report.save_verdicts() == 0
     assert json.loads(report.VERDICTS.read_text()) == {}
+
+
+def test_mutation_equivalents_refuse_a_key_listed_twice(tmp_path: Path) -> None:
+    """The committed list loads; a mutant listed twice is refused with its line (YAML
+    alone would keep the second entry and drop the first one's reason unseen)."""
+    report = _mutation_report()
+    assert len(report.equivalents()) > 800
+    entry = "conformance.m.x_f__mutmut_1:\n  mutation: a\n  why: b\n"
+    report.EQUIVALENT = tmp_path / "equivalent.yaml"
+    report.EQUIVALENT.write_text(entry + "conformance.m.x_f__mutmut_2:\n  mutation: c\n  why: d\n")
+    assert set(report.equivalents()) == {
+        "conformance.m.x_f__mutmut_1",
+        "conformance.m.x_f__mutmut_2",
+    }
+    report.EQUIVALENT.write_text(entry + entry)
+    with pytest.raises(
+        SystemExit, match=r"equivalent.yaml:4: conformance.m.x_f__mutmut_1 is listed twice"
+    ):
+        report.equivalents()

@@ -463,6 +463,24 @@ def readme_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def equivalents() -> dict[str, Any]:
+    """The listed equivalent mutants, by key. A key listed twice is refused: YAML would
+    keep the second entry and silently drop the first one's reason."""
+    import yaml  # here, not at the top: noxfile.py imports this module without PyYAML
+
+    if not EQUIVALENT.exists():
+        return {}
+    root = yaml.compose(EQUIVALENT.read_text())
+    seen: set[str] = set()
+    for key, _ in root.value if root is not None else ():
+        if key.value in seen:
+            raise SystemExit(
+                f"{EQUIVALENT.name}:{key.start_mark.line + 1}: {key.value} is listed twice"
+            )
+        seen.add(key.value)
+    return yaml.safe_load(EQUIVALENT.read_text()) or {}
+
+
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     if argv == ["--restore"]:
@@ -470,9 +488,7 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"mutation: {save_verdicts()} verdicts kept in {VERDICTS.name}")
     names = [module_of(a) for a in argv] or list(MODULES)
-    import yaml  # here, not at the top: noxfile.py imports this module without PyYAML
-
-    equivalent = (yaml.safe_load(EQUIVALENT.read_text()) or {}) if EQUIVALENT.exists() else {}
+    equivalent = equivalents()
     data = json.loads(DATA.read_text()) if DATA.exists() else {}
     missing = []
     for name in names:
