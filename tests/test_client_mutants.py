@@ -273,3 +273,38 @@ def test_with_a_bound_on_calls_a_fragment_without_index_goes_to_the_call_just_op
     t = acc.result()
     assert calls(t) == [("call_1", "get_weather", '{"city": "Paris"}', True)]
     assert [q for q, *_ in notes(t)] == ["Q-INDEX-ABSENT"]
+
+
+def test_two_latches_undone_at_the_same_event_drop_their_one_note() -> None:
+    """Two calls in one chunk both read as cumulative (``{"`` then ``{": …}``), both undone
+    at the end because only their appended readings parse: the calls are the appended
+    ones and the one note the two latches shared goes (it was recorded once: the second
+    latch of the same quirk at the same event adds none, so the end must not expect two)."""
+    opener = {"type": "function", "function": {"name": "f", "arguments": '{"'}}
+    t = turn(
+        chunk({"index": 0, "id": "call_a", **opener}, {"index": 1, "id": "call_b", **opener}),
+        chunk(frag('{": null}'), frag('{": 1}', index=1)),
+    )
+    assert calls(t) == [("call_a", "f", '{"{": null}', True), ("call_b", "f", '{"{": 1}', True)]
+    assert notes(t) == []
+
+
+def test_an_opener_on_an_open_index_is_noted_at_its_own_sse_event() -> None:
+    """Through the analysis (the robust client fed on its steady path): an opener that
+    re-sends a call's arguments in full on the index already open latches the cumulative
+    reading, and the finding names the SSE event it came in, counted with the comment
+    before the stream (event 3), not the client's count of chunks (2)."""
+    from conformance.analysis import analyze_bytes
+
+    def sse(delta: dict[str, Any]) -> bytes:
+        c = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        c["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
+        return b"data: " + json.dumps(c).encode() + b"\n\n"
+
+    def opener(args: str) -> bytes:
+        return sse({"tool_calls": [{**OPEN, "function": {"name": "f", "arguments": args}}]})
+
+    body = b": keep-alive\n\n" + sse({"role": "assistant", "content": None})
+    body += opener('{"a":') + opener('{"a": 1, "b":') + opener('{"a": 1, "b": 2}')
+    found = {f.quirk: f.event for f in analyze_bytes(body).findings}
+    assert found["Q-ARGS-CUMULATIVE"] == 3
