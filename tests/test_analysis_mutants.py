@@ -537,3 +537,110 @@ def test_rule_statuses_from_a_cold_cache(monkeypatch: pytest.MonkeyPatch) -> Non
             t = exchange_transcript("<rules>", "sse", r, status, headers, body)
             assert analyze(t).rules == want
     assert len(an._PASSED) == 2
+
+
+# ---------------------------------------------------------- calls sent as objects, by choice
+
+ID_A, ID_B = "call_" + "a" * 24, "call_" + "b" * 24
+
+
+def _object_call(cid: str, args: str) -> dict[str, Any]:
+    """A delta whose tool_calls is the call object itself, not an array (Q-TOOLCALLS-NOT-ARRAY)."""
+    fn = {"name": "f", "arguments": args}
+    return {"tool_calls": {"index": 0, "id": cid, "type": "function", "function": fn}}
+
+
+def _choices(*choices: tuple[int, dict[str, Any], str | None]) -> dict[str, Any]:
+    out = [{"index": i, "delta": d, "finish_reason": fr} for i, d, fr in choices]
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": out,
+    }
+
+
+def _judged(n: int, chunks: list[dict[str, Any]]) -> Any:
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    req = {"body": {"model": "m", "stream": True, "n": n, "tools": tools, "messages": []}}
+    sse = {"content-type": "text/event-stream"}
+    return analyze(
+        exchange_transcript("<objects>", "sse", req, 200, sse, body + b"data: [DONE]\n\n")
+    )
+
+
+def test_calls_sent_as_objects_in_two_choices_are_each_its_own_choices_call() -> None:
+    """n=2, each choice opening its call at index 0 as an object: two choices' calls, not
+    one index reused (no R-INDEX-DISTINCT), and each choice's finish "tool_calls" follows
+    a call-carrying delta (no Q-FINISH-TOOLCALLS-WITHOUT-DELTAS: the object is read as
+    [object], as the robust client reads it)."""
+    r = _judged(
+        2,
+        [
+            _choices((0, {"role": "assistant"}, None), (1, {"role": "assistant"}, None)),
+            _choices((0, _object_call(ID_A, '{"x": 1}'), None)),
+            _choices((1, _object_call(ID_B, '{"x": 2}'), None)),
+            _choices((0, {}, "tool_calls"), (1, {}, "tool_calls")),
+        ],
+    )
+    found = [(f.quirk, f.event, f.pointer) for f in r.findings]
+    assert found == [
+        ("Q-ARGS-WHOLE-IN-ONE-DELTA", 1, "/choices/0/delta/tool_calls"),
+        ("Q-TOOLCALLS-NOT-ARRAY", 1, "/choices/0/delta/tool_calls"),
+    ]
+    notarray = next(f for f in r.findings if f.quirk == "Q-TOOLCALLS-NOT-ARRAY")
+    assert notarray.message == "`tool_calls` is an object, not an array"
+    assert json.loads(notarray.excerpt) == _object_call(ID_A, '{"x": 1}')["tool_calls"]
+    # Calls came (as objects): the tool-call rules are judged, and these pass.
+    assert {r.rules[rid] for rid in ("R-INDEX-DISTINCT", "R-FINISH-TOOL-CALLS")} == {"pass"}
+    robust = r.tool_calls[Strategy.ROBUST]
+    assert [(c["id"], c["arguments"]) for c in robust] == [(ID_A, '{"x": 1}'), (ID_B, '{"x": 2}')]
+
+
+def test_with_one_choice_a_call_object_and_its_fragments_share_the_call_whatever_its_index() -> (
+    None
+):
+    """n=1 and a server that numbers its one choice 1: the call opened as an object and the
+    fragment that follows in an array are one call (the choice index is not a key with one
+    choice), so the fragment is no new call without id, name or type."""
+    r = _judged(
+        1,
+        [
+            _choices((1, {"role": "assistant"}, None)),
+            _choices((1, _object_call(ID_A, '{"x": '), None)),
+            _choices((1, {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}, None)),
+            _choices((1, {}, "tool_calls")),
+        ],
+    )
+    assert [f.quirk for f in r.findings if f.event == 2] == []
+    assert "Q-TOOLCALLS-NOT-ARRAY" in r.quirks
+    assert [(c["id"], c["arguments"]) for c in r.tool_calls[Strategy.ROBUST]] == [
+        (ID_A, '{"x": 1}')
+    ]
+
+
+def test_tool_markup_at_the_very_start_of_the_content_is_found() -> None:
+    """`to=functions.NAME` at the start of the first content delta is a word boundary (the
+    marker needs one before `to`), so it is a tool call streamed as text."""
+    chunks = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": 'to=functions.lookup {"q": 1}'}),
+        chunk({}, "stop"),
+    ]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    r = an.analyze_bytes(body + b"data: [DONE]\n\n")
+    assert [(f.quirk, f.event) for f in r.findings] == [("Q-TOOLCALL-AS-TEXT", 1)]
+
+
+def test_analyze_bytes_imports_its_readers_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The readers are imported on the first call, not at import (start-up): from a process
+    where no call was made yet, a body is analysed as in any later call."""
+    calls = [CallSpec(ID_W, "get_weather", "{}")]
+    body = render_sse(reference_stream(calls, rng=random.Random(3), model="m"))
+    monkeypatch.setattr(an, "_readers", None)
+    first = an.analyze_bytes(body).to_json()
+    assert an._readers is not None
+    assert first == an.analyze_bytes(body).to_json()
+    assert first["verdict"] == "conforms"

@@ -114,7 +114,9 @@ def detect_finish(a: Analyzer, choice: dict[str, Any], ptr: str, n: int) -> None
     delta: dict[str, Any] = d if isinstance(d, dict) else {}
     st = a.choices.state(choice, n, ptr)
     tcs = delta.get("tool_calls")
-    if tcs and type(tcs) is list and any(isinstance(tc, dict) for tc in tcs):
+    # A call-carrying delta, as the robust client reads it: an array holding an object, or
+    # one object sent without the array (Q-TOOLCALLS-NOT-ARRAY, read as [object]).
+    if type(tcs) is dict or (tcs and type(tcs) is list and any(isinstance(tc, dict) for tc in tcs)):
         st.tool_delta_at = n
     carries_output = bool(tcs) or _nonempty(delta.get("content"))
     if st.last and carries_output and st.reported_at is None:
