@@ -644,3 +644,84 @@ def test_analyze_bytes_imports_its_readers_on_first_use(monkeypatch: pytest.Monk
     assert an._readers is not None
     assert first == an.analyze_bytes(body).to_json()
     assert first["verdict"] == "conforms"
+
+
+# ------------------------------------------------------------------ envelope and choice keys
+
+
+def _findings(chunks: list[dict[str, Any]]) -> list[tuple[str | None, int | None, Any, str]]:
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    r = an.analyze_bytes(body + b"data: [DONE]\n\n")
+    return [(f.quirk, f.event, f.pointer, f.message) for f in r.findings]
+
+
+@pytest.mark.parametrize("key", ["id", "object", "created"])
+def test_an_empty_envelope_field_is_as_missing_as_an_absent_one(key: str) -> None:
+    chunks = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "hi"}),
+        chunk({}, "stop"),
+    ]
+    for c in chunks:
+        c[key] = ""
+    assert _findings(chunks) == [
+        ("Q-ENVELOPE-FIELDS-MISSING", 0, f"/{key}", f"chunk without {key}")
+    ]
+
+
+def test_a_non_standard_delta_field_is_reported_from_the_event_it_came_in() -> None:
+    chunks = [chunk({"role": "assistant", "content": ""}), chunk({"content": "hi", "foo": 1})]
+    found = _findings([*chunks, chunk({}, "stop")])
+    assert found == [("Q-EXTRA-FIELDS", 1, None, "non-standard fields: delta.foo")]
+
+
+def test_a_camelcase_finish_is_its_own_quirk_not_an_extra_field() -> None:
+    """finishReason is reported as Q-FINISH-CAMELCASE; the choice's other unknown key is
+    the only non-standard field named."""
+    odd = chunk({"content": "hi"})
+    odd["choices"][0].update(finishReason=None, bar=2)
+    found = _findings([chunk({"role": "assistant", "content": ""}), odd, chunk({}, "stop")])
+    assert ("Q-EXTRA-FIELDS", 1, None, "non-standard fields: choice.bar") in found
+    assert [q for q, *_ in found] == ["Q-EXTRA-FIELDS", "Q-FINISH-CAMELCASE"]
+
+
+def test_a_stream_of_two_choices_answered_with_one_completion_is_only_downgraded() -> None:
+    """A streamed request (n=2, usage asked) answered with one JSON completion: the
+    finding is the downgrade; the completion's calls (one per choice) are read, and its
+    usage is there, so nothing is judged missing or cut."""
+    msg = [
+        {
+            "index": i,
+            "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            "finish_reason": "tool_calls",
+        }
+        for i, call in enumerate(
+            {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            for cid in (ID_A, ID_B)
+        )
+    ]
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    completion = {"id": "x", "object": "chat.completion", "created": 1, "model": "m"}
+    completion |= {"choices": msg, "usage": usage}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    body = {"model": "m", "stream": True, "n": 2, "messages": [], "tools": tools}
+    body["stream_options"] = {"include_usage": True}
+    json_ct = {"content-type": "application/json"}
+    t = exchange_transcript(
+        "<json>", "sse", {"body": body}, 200, json_ct, json.dumps(completion).encode()
+    )
+    r = analyze(t)
+    assert [(f.quirk, f.rule) for f in r.findings] == [
+        ("Q-STREAM-DOWNGRADED", "R-SSE-CONTENT-TYPE")
+    ]
+    assert [c["id"] for c in r.tool_calls[Strategy.ROBUST]] == [ID_A, ID_B]
+
+
+def test_a_transport_quirk_the_catalogue_does_not_know_names_none() -> None:
+    """A cassette's header can name any text as the transport's quirk: only a catalogued
+    id is reported as one; the transport error itself is reported either way."""
+    for named, want in (("Q-NOT-A-QUIRK", None), ("Q-KEEPALIVE-DROPPED", "Q-KEEPALIVE-DROPPED")):
+        t = exchange_transcript("<cut>", "sse", None, None, None, b"data: {}\n\n")
+        t.transport_error, t.meta["transport_quirk"] = "connection reset", named
+        found = [(f.quirk, f.rule, f.message) for f in analyze(t).findings]
+        assert (want, "R-COMPLETE", "connection reset") in found
