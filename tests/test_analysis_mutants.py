@@ -20,6 +20,7 @@ import pytest
 
 from conformance.analysis import analyzer as an
 from conformance.analysis.analyzer import RULES, Analyzer, analyze, analyze_chunks
+from conformance.analysis.detectors import timing
 from conformance.analysis.model import Strategy
 from conformance.client import ToolCallAccumulator
 from conformance.mutations import TRANSFORMS, CallSpec, apply, reference_stream, render_sse
@@ -725,3 +726,41 @@ def test_a_transport_quirk_the_catalogue_does_not_know_names_none() -> None:
         t.transport_error, t.meta["transport_quirk"] = "connection reset", named
         found = [(f.quirk, f.rule, f.message) for f in analyze(t).findings]
         assert (want, "R-COMPLETE", "connection reset") in found
+
+
+# ------------------------------------------------------------------ the edges of a burst
+
+
+def _burst_end(times: list[float]) -> float:
+    """Where the burst the call opened ends: the call's first time plus BURST times the
+    silence before it (the detector's definition: 'at most this fraction')."""
+    return times[1] + timing.BURST * (times[1] - times[0])
+
+
+def test_fragments_and_a_finish_exactly_at_the_burst_end_are_in_the_burst() -> None:
+    times = [0.0, 2.0, 2.01, 2.02, 2.03, 0.0, 0.0]
+    times[5] = times[6] = _burst_end(times)  # the last fragment, then the finish
+    _, r = lockstep(transcript([ROLE, OPEN, *PARIS, END], times))
+    assert sorted(q for q, _, _ in quirks(r)) == [
+        "Q-ARGS-NOT-PROGRESSIVE",
+        "Q-TOOLCALL-HELD-UNTIL-FINISH",
+    ]
+
+
+def test_a_burst_lasts_a_fraction_of_the_silence_not_the_inverse() -> None:
+    """Two seconds of silence: the burst lasts 0.2 s, so fragments 0.15 s apart are in it
+    (the inverse fraction, 0.05 s, would call them progressive)."""
+    times = [0.0, 2.0, 2.05, 2.1, 2.15, 2.15, 5.0]
+    _, r = lockstep(transcript([ROLE, OPEN, *PARIS, END], times))
+    assert [q for q, _, _ in quirks(r)] == ["Q-ARGS-NOT-PROGRESSIVE"]
+
+
+def test_a_call_in_the_first_burst_does_not_stop_the_next_calls_timing() -> None:
+    """The first call opens with the stream (no silence before it: not judged); the second
+    comes after a silence, all in one burst with the finish: it is the one reported."""
+    second = [frag('{"a": ', 1), frag("1}", 1)]
+    chunks = [ROLE, OPEN, *PARIS, opener(1, ID_T, "get_time"), *second, END]
+    times = [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 3.0, 3.01, 3.02, 3.03]
+    _, r = lockstep(transcript(chunks, times))
+    held = [(q, ev) for q, ev, _ in quirks(r) if q in timing.IDS]
+    assert held == [("Q-ARGS-NOT-PROGRESSIVE", 6), ("Q-TOOLCALL-HELD-UNTIL-FINISH", 6)]
