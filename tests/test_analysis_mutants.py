@@ -764,3 +764,30 @@ def test_a_call_in_the_first_burst_does_not_stop_the_next_calls_timing() -> None
     _, r = lockstep(transcript(chunks, times))
     held = [(q, ev) for q, ev, _ in quirks(r) if q in timing.IDS]
     assert held == [("Q-ARGS-NOT-PROGRESSIVE", 6), ("Q-TOOLCALL-HELD-UNTIL-FINISH", 6)]
+
+
+def test_an_empty_finish_reason_is_no_finish_for_the_timing() -> None:
+    """finish_reason "" early in the call's burst is not the finish (Q-FINISH-EMPTY-STRING
+    says so): the call, spread over seconds, was not held until the real finish."""
+    chunks = [ROLE, OPEN, frag('{"ci'), chunk({}, ""), *PARIS[1:], END]
+    times = [0.0, 2.0, 2.01, 2.02, 3.5, 5.0, 6.5, 8.0]
+    _, r = lockstep(transcript(chunks, times))
+    assert [q for q, _, _ in quirks(r)] == ["Q-FINISH-EMPTY-STRING"]
+    assert set(r["timing"].values()) == {"pass"}
+
+
+def test_what_the_readings_keep_is_joined_once_per_compaction_period(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long stream's pieces are joined every COMPACT_EVERY + 1 events (memory follows the
+    text), and only then: joining on every event would cost the text's length each time.
+    The period is made 4 events here (it is 65,536) to see both sides of one compaction."""
+    monkeypatch.setattr(an, "COMPACT_EVERY", 0b11)
+    a = Analyzer(transcript([]))
+    pieces = []
+    for n, c in enumerate([ROLE, OPEN, *PARIS, *PARIS]):
+        a.feed(Event(n, CHUNK, None, "", c))
+        pieces.append(len(a.naive.acc[0]["arguments"]) if n else 0)
+    # The analyzer counts events from 1: the compaction runs before the 4th and the 8th
+    # (n=3 and n=7), each joining what came before into one piece.
+    assert pieces == [0, 1, 2, 2, 3, 4, 5, 2, 3, 4]
