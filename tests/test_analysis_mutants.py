@@ -791,3 +791,26 @@ def test_what_the_readings_keep_is_joined_once_per_compaction_period(
     # The analyzer counts events from 1: the compaction runs before the 4th and the 8th
     # (n=3 and n=7), each joining what came before into one piece.
     assert pieces == [0, 1, 2, 2, 3, 4, 5, 2, 3, 4]
+
+
+def test_a_tool_calls_string_carries_no_call_and_shifts_no_choice() -> None:
+    """n=2: choice 0 sends `tool_calls` as a string (no call: neither an array nor an
+    object) and stops; choice 1 streams a call and finishes with tool_calls. Each finish
+    is judged on its own choice's calls: no false stop-with-calls or calls-without-deltas."""
+    whole = {
+        "index": 0,
+        "id": ID_B,
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
+    r = _judged(
+        2,
+        [
+            _choices((0, {"role": "assistant"}, None), (1, {"role": "assistant"}, None)),
+            _choices((0, {"tool_calls": "f(x=1)"}, None)),
+            _choices((1, {"tool_calls": [whole]}, None)),
+            _choices((0, {}, "stop"), (1, {}, "tool_calls")),
+        ],
+    )
+    assert not [f for f in r.findings if f.rule == "R-FINISH-TOOL-CALLS"]
+    assert [c["id"] for c in r.tool_calls[Strategy.ROBUST]] == [ID_B]
